@@ -1,0 +1,363 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Profile is how a fleet keeps its data durable.
+// +kubebuilder:validation:Enum=Bucket;PersistentFleet
+type Profile string
+
+const (
+	// ProfileBucket keeps durable data in the fleet's bucket; members have a scratch disk only.
+	ProfileBucket Profile = "Bucket"
+	// ProfilePersistentFleet keeps durable data on retained CSI disks, one per member.
+	ProfilePersistentFleet Profile = "PersistentFleet"
+)
+
+// WorkloadKind is the Kubernetes workload that runs a Bucket fleet's members.
+// +kubebuilder:validation:Enum=Deployment;OrderedStatefulSet
+type WorkloadKind string
+
+const (
+	// WorkloadDeployment runs members as a Deployment (the Bucket default).
+	WorkloadDeployment WorkloadKind = "Deployment"
+	// WorkloadOrderedStatefulSet runs members as a StatefulSet with OrderedReady pod management.
+	WorkloadOrderedStatefulSet WorkloadKind = "OrderedStatefulSet"
+)
+
+// CapacityMode says who sets the fleet's size.
+// +kubebuilder:validation:Enum=Manual;Recommend;Auto
+type CapacityMode string
+
+const (
+	// CapacityManual: spec.members is the size; recommendations are not computed.
+	CapacityManual CapacityMode = "Manual"
+	// CapacityRecommend: spec.members is the size; status.recommendedMembers shows a recommendation.
+	CapacityRecommend CapacityMode = "Recommend"
+	// CapacityAuto: the recommendation, bounded by minMembers and maxMembers, is the size.
+	CapacityAuto CapacityMode = "Auto"
+)
+
+// FleetState is the lifecycle state of a fleet, derived from what the operator observes.
+type FleetState string
+
+const (
+	StateProvisioning FleetState = "Provisioning"
+	StateSteady       FleetState = "Steady"
+	StateGrowing      FleetState = "Growing"
+	StateShrinkingOne FleetState = "ShrinkingOne"
+	StateHealing      FleetState = "Healing"
+	StateDeleting     FleetState = "Deleting"
+)
+
+// Condition types of a CelldFleet.
+const (
+	ConditionReady            = "Ready"
+	ConditionProgressing      = "Progressing"
+	ConditionDegraded         = "Degraded"
+	ConditionReservationBound = "ReservationBound"
+)
+
+// FleetFinalizer holds a fleet until its members are gone and, for PersistentFleet, its disks deleted.
+const FleetFinalizer = "celld.io/fleet-protection"
+
+// CelldFleet is one independent celld cluster: its members, their workload, Services,
+// NetworkPolicies, PodDisruptionBudget and, for PersistentFleet, their disks.
+//
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=cf,categories=celld
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.members,statuspath=.status.members.current,selectorpath=.status.selector
+// +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.spec.profile`,description="Bucket or PersistentFleet"
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.members`,description="Requested members"
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.members.ready`,description="Members ready"
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`,description="Lifecycle state"
+// +kubebuilder:printcolumn:name="Blocked-By",type=string,JSONPath=`.status.blockedBy`,priority=1,description="What the fleet waits for"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type CelldFleet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the fleet the user asks for.
+	Spec CelldFleetSpec `json:"spec"`
+	// status is rebuilt from observation on every pass; the operator never reads it back to decide.
+	// +optional
+	Status CelldFleetStatus `json:"status,omitempty"`
+}
+
+// CelldFleetSpec is the desired fleet.
+//
+// +kubebuilder:validation:XValidation:rule="self.profile != 'PersistentFleet' || has(self.storage)",message="spec.storage is required when spec.profile is PersistentFleet: set storageClassName and size"
+// +kubebuilder:validation:XValidation:rule="self.profile != 'Bucket' || !has(self.storage)",message="spec.storage applies to PersistentFleet only: remove it, or use spec.scratch for a Bucket fleet's temporary disk"
+// +kubebuilder:validation:XValidation:rule="self.profile != 'PersistentFleet' || !has(self.scratch)",message="spec.scratch applies to Bucket only: a PersistentFleet's disk is spec.storage"
+// +kubebuilder:validation:XValidation:rule="self.profile != 'PersistentFleet' || !has(self.workload)",message="spec.workload applies to Bucket only: a PersistentFleet always runs an ordered StatefulSet"
+// +kubebuilder:validation:XValidation:rule="!has(self.capacity) || !has(self.capacity.minMembers) || self.capacity.minMembers <= self.members",message="spec.members must be at least spec.capacity.minMembers"
+// +kubebuilder:validation:XValidation:rule="!has(self.capacity) || !has(self.capacity.maxMembers) || self.members <= self.capacity.maxMembers",message="spec.members must be at most spec.capacity.maxMembers"
+// +kubebuilder:validation:XValidation:rule="!has(self.capacity) || !has(self.capacity.minMembers) || !has(self.capacity.maxMembers) || self.capacity.minMembers <= self.capacity.maxMembers",message="spec.capacity.minMembers must be at most spec.capacity.maxMembers"
+// +kubebuilder:validation:XValidation:rule="has(self.workload) == has(oldSelf.workload) && (!has(self.workload) || self.workload == oldSelf.workload)",message="spec.workload is immutable: create a new CelldFleet to change the workload kind"
+// +kubebuilder:validation:XValidation:rule="has(self.storage) == has(oldSelf.storage) && (!has(self.storage) || self.storage == oldSelf.storage)",message="spec.storage is immutable: a StatefulSet's volume claim templates cannot change; create a new CelldFleet"
+type CelldFleetSpec struct {
+	// profile is how the fleet keeps data durable: Bucket (emptyDir scratch disks, data in the
+	// bucket) or PersistentFleet (a retained CSI disk per member). Immutable.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.profile is immutable: create a new CelldFleet to change profile"
+	Profile Profile `json:"profile"`
+
+	// members is the requested number of members. The scale subresource sets it, so
+	// `kubectl scale`, HPA and KEDA work. Growth happens in one step; scale-in one member per step.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Members int32 `json:"members"`
+
+	// image is the celld image every member runs as its only container (the compatible fork).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.contains(' ')",message="spec.image must not contain spaces"
+	Image string `json:"image"`
+
+	// imagePullPolicy of the celld container; the Kubernetes default when empty.
+	// +optional
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// resources of the celld container. Requests are the base of capacity recommendations.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// serviceAccountName is the ServiceAccount members run as; it carries the runtime IAM role
+	// that reaches the bucket. The namespace's default ServiceAccount when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// bucket is the object-store bucket dedicated to this fleet. Immutable. A bucket is bound to one
+	// fleet UID by a CelldReservation and refused to every other fleet until a person deletes it.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.bucket is immutable: a fleet's bucket is reserved to it for life"
+	Bucket BucketSpec `json:"bucket"`
+
+	// workload runs a Bucket fleet's members: Deployment (default) or OrderedStatefulSet. Immutable.
+	// +optional
+	Workload WorkloadKind `json:"workload,omitempty"`
+
+	// storage is each PersistentFleet member's retained disk. Required for PersistentFleet. Immutable.
+	// +optional
+	Storage *StorageSpec `json:"storage,omitempty"`
+
+	// scratch is a Bucket member's temporary disk (an emptyDir).
+	// +optional
+	Scratch *ScratchSpec `json:"scratch,omitempty"`
+
+	// placement constrains where members run. By default members spread across nodes (hard:
+	// at most one member per node while nodes last) and zones (soft).
+	// +optional
+	Placement PlacementSpec `json:"placement,omitempty"`
+
+	// capacity says who sets the size and how fast the fleet may scale in.
+	// +optional
+	Capacity CapacitySpec `json:"capacity,omitempty"`
+
+	// network names the ports celld listens on and who may reach the client port.
+	// +optional
+	Network NetworkSpec `json:"network,omitempty"`
+
+	// healing says when a member counts as unable to come back on its own.
+	// +optional
+	Healing HealingSpec `json:"healing,omitempty"`
+}
+
+// BucketSpec names an object-store bucket.
+type BucketSpec struct {
+	// name of the bucket: 3 to 63 lowercase letters, digits, dots and hyphens, starting and
+	// ending with a letter or digit.
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9.-]*[a-z0-9]$`
+	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="spec.bucket.name must not contain two adjacent dots"
+	Name string `json:"name"`
+
+	// region of the bucket, for example us-east-1.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z0-9-]+$`
+	Region string `json:"region"`
+
+	// endpoint of an S3-compatible store; the provider's default when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// StorageSpec is a PersistentFleet member's retained disk.
+type StorageSpec struct {
+	// storageClassName of each member's PersistentVolumeClaim; the class must exist.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName string `json:"storageClassName"`
+
+	// size of each member's disk, for example 100Gi.
+	Size resource.Quantity `json:"size"`
+}
+
+// ScratchSpec is a Bucket member's temporary disk.
+type ScratchSpec struct {
+	// sizeLimit of the emptyDir; unlimited when empty.
+	// +optional
+	SizeLimit *resource.Quantity `json:"sizeLimit,omitempty"`
+}
+
+// PlacementSpec constrains where members are scheduled.
+type PlacementSpec struct {
+	// nodeSelector members must match.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// tolerations of the members.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// affinity of the members.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// topologySpreadConstraints replace the default spread (hard across nodes, soft across zones)
+	// when set. Their label selectors may be left empty: the fleet's own selector is used.
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+}
+
+// CapacitySpec says who sets the fleet's size and how fast it may scale in.
+type CapacitySpec struct {
+	// mode: Manual (spec.members is the size), Recommend (spec.members is the size and
+	// status.recommendedMembers is shown), or Auto (the recommendation is the size).
+	// +optional
+	// +kubebuilder:default=Manual
+	Mode CapacityMode `json:"mode,omitempty"`
+
+	// minMembers is the fewest members a recommendation may ask for.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MinMembers *int32 `json:"minMembers,omitempty"`
+
+	// maxMembers is the most members a recommendation may ask for.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxMembers *int32 `json:"maxMembers,omitempty"`
+
+	// targetUtilization is the CPU utilization, in percent of requests, recommendations aim for.
+	// +optional
+	// +kubebuilder:default=70
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	TargetUtilization int32 `json:"targetUtilization,omitempty"`
+
+	// scaleInStabilization is how long a request to scale in must stand before the first member is
+	// removed. It is measured on the history kept in the fleet's CelldReservation, so it holds
+	// across operator restarts. 0s scales in as soon as the previous change has rolled out.
+	// +optional
+	// +kubebuilder:default="5m"
+	ScaleInStabilization *metav1.Duration `json:"scaleInStabilization,omitempty"`
+}
+
+// NetworkSpec names celld's ports and who may reach them.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.clientPort) || !has(self.peerPort) || self.clientPort != self.peerPort",message="spec.network.clientPort and spec.network.peerPort must differ"
+type NetworkSpec struct {
+	// clientPort is where clients reach celld.
+	// +optional
+	// +kubebuilder:default=7000
+	// +kubebuilder:validation:Minimum=1024
+	// +kubebuilder:validation:Maximum=65535
+	ClientPort int32 `json:"clientPort,omitempty"`
+
+	// peerPort is where members reach each other; only members may reach it.
+	// +optional
+	// +kubebuilder:default=7001
+	// +kubebuilder:validation:Minimum=1024
+	// +kubebuilder:validation:Maximum=65535
+	PeerPort int32 `json:"peerPort,omitempty"`
+
+	// allowedClients may reach the client port. Empty means every Pod of the fleet's namespace.
+	// +optional
+	AllowedClients []networkingv1.NetworkPolicyPeer `json:"allowedClients,omitempty"`
+}
+
+// HealingSpec says when a member counts as unable to come back on its own.
+type HealingSpec struct {
+	// unreachableGracePeriod is how long a member's node may be NotReady or unreachable (or a
+	// member stuck not ready on an old revision) before the operator replaces that member.
+	// +optional
+	// +kubebuilder:default="5m"
+	UnreachableGracePeriod *metav1.Duration `json:"unreachableGracePeriod,omitempty"`
+}
+
+// CelldFleetStatus is rebuilt from observation on every pass.
+type CelldFleetStatus struct {
+	// observedGeneration is the spec generation this status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// state is the lifecycle state: Provisioning, Steady, Growing, ShrinkingOne, Healing or Deleting.
+	// +optional
+	State FleetState `json:"state,omitempty"`
+	// members counts the fleet's members.
+	// +optional
+	Members MemberCounts `json:"members,omitempty"`
+	// recommendedMembers is the capacity recommendation (Recommend and Auto modes).
+	// +optional
+	RecommendedMembers *int32 `json:"recommendedMembers,omitempty"`
+	// selector is the label selector of the fleet's member Pods, for the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+	// blockedBy says, for a person, what the fleet waits for; empty when nothing.
+	// +optional
+	BlockedBy string `json:"blockedBy,omitempty"`
+	// nextAction says, for a person, what the operator does next; empty when converged.
+	// +optional
+	NextAction string `json:"nextAction,omitempty"`
+	// disks is the audit of PersistentVolumeClaims that carry the fleet's labels.
+	// +optional
+	Disks *DiskAudit `json:"disks,omitempty"`
+	// conditions: Ready, Progressing, Degraded, ReservationBound.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// MemberCounts counts a fleet's members.
+type MemberCounts struct {
+	// desired is the size the operator is working toward.
+	Desired int32 `json:"desired"`
+	// current is the workload's replicas.
+	Current int32 `json:"current"`
+	// ready is the number of member Pods that are ready.
+	Ready int32 `json:"ready"`
+	// updated is the number of member Pods on the workload's current revision.
+	Updated int32 `json:"updated"`
+}
+
+// DiskAudit lists disks that carry the fleet's labels but no member uses.
+type DiskAudit struct {
+	// unused lists the fleet's PersistentVolumeClaims no member uses (ordinals at or above the
+	// size), kept by the retention policy until the fleet grows into them or is deleted.
+	// +optional
+	Unused []string `json:"unused,omitempty"`
+	// foreign lists PersistentVolumeClaims that carry the fleet's name but another fleet's UID;
+	// the operator never adopts, uses or deletes them.
+	// +optional
+	Foreign []string `json:"foreign,omitempty"`
+}
+
+// CelldFleetList is a list of CelldFleets.
+// +kubebuilder:object:root=true
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type CelldFleetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []CelldFleet `json:"items"`
+}
