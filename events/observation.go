@@ -1,0 +1,62 @@
+// Package events turns what the operator observes of Kubernetes into what the lifecycle machine
+// consumes: normalized events, and the per-fleet View that folding them gives.
+//
+// Nothing here does I/O or reads a clock: time arrives inside events.
+package events
+
+import (
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+)
+
+// Observation is everything observed about one fleet at one moment: the raw, typed objects as the
+// caches hold them. It is what both the operator (from its informers) and the simulator (from its
+// in-memory cluster) hand to Normalize. Objects are shared with the caches and never modified.
+type Observation struct {
+	// Now is the time of the latest event folded into this observation.
+	Now time.Time
+	// Fleet is nil when the fleet no longer exists.
+	Fleet *v1alpha1.CelldFleet
+	// Reservations are every reservation of the fleet's bucket, whichever fleet they bind.
+	Reservations []*v1alpha1.CelldReservation
+	StatefulSet  *appsv1.StatefulSet
+	Deployment   *appsv1.Deployment
+	Services     []*corev1.Service
+	Policies     []*networkingv1.NetworkPolicy
+	PDB          *policyv1.PodDisruptionBudget
+	// Pods are the Pods that carry the fleet's UID label.
+	Pods []*corev1.Pod
+	// PVCs are the claims that carry the fleet's name label, whatever UID they carry.
+	PVCs []*corev1.PersistentVolumeClaim
+	// Nodes are every node the operator knows, by name; a member's node missing here is gone.
+	Nodes map[string]*corev1.Node
+	// NodesSynced is false until the node cache has synced: a missing node then says nothing.
+	NodesSynced bool
+	// StorageClass is the fleet's storage class, nil when it does not exist (PersistentFleet).
+	StorageClass *storagev1.StorageClass
+	// StorageClassKnown is false when the operator cannot tell whether the class exists.
+	StorageClassKnown bool
+	// ServiceAccountMissing is true when the fleet names a ServiceAccount that does not exist.
+	ServiceAccountMissing bool
+	// Utilization is the latest observed usage, nil when none was observed.
+	Utilization *Utilization
+}
+
+// Utilization is the fleet members' observed usage against their requests.
+type Utilization struct {
+	// Time the metrics were sampled.
+	Time time.Time
+	// Percent is the members' mean CPU usage in percent of their requests.
+	Percent int32
+	// Members is how many members the sample covers.
+	Members int32
+	// Unavailable is true when the cluster serves no metrics API.
+	Unavailable bool
+}

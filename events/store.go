@@ -1,0 +1,207 @@
+package events
+
+import (
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+)
+
+// Store folds events into the latest known state of every object: the in-memory twin of an
+// informer cache. Events may arrive duplicated, reordered or stale: an event older than what the
+// store holds (by resourceVersion) is dropped, so folding is idempotent and order-insensitive
+// for any one object.
+type Store struct {
+	now     time.Time
+	objects map[string]map[string]metav1.Object // kind -> namespace/name -> object
+	util    map[string]*Utilization
+	synced  bool
+}
+
+// NewStore returns an empty store. Node observations count as synced once MarkSynced is called.
+func NewStore() *Store {
+	return &Store{objects: map[string]map[string]metav1.Object{}, util: map[string]*Utilization{}}
+}
+
+// MarkSynced records that the store holds every node (the informer caches synced).
+func (s *Store) MarkSynced() { s.synced = true }
+
+// Now is the time of the latest event folded.
+func (s *Store) Now() time.Time { return s.now }
+
+// Apply folds one event into the store.
+func (s *Store) Apply(ev Event) {
+	if ev.Time.After(s.now) {
+		s.now = ev.Time
+	}
+	switch ev.Kind {
+	case TimePassed:
+		return
+	case UtilizationObserved:
+		s.util[ev.Fleet] = ev.Utilization
+		return
+	}
+	o, ok := ev.Object.(metav1.Object)
+	if !ok {
+		return
+	}
+	kind := kindOf(ev.Object)
+	m := s.objects[kind]
+	if m == nil {
+		m = map[string]metav1.Object{}
+		s.objects[kind] = m
+	}
+	key := o.GetNamespace() + "/" + o.GetName()
+	old, had := m[key]
+	if had && old.GetUID() == o.GetUID() && newer(old.GetResourceVersion(), o.GetResourceVersion()) {
+		return // stale
+	}
+	switch ev.Kind {
+	case FleetGone, WorkloadGone, MemberGone, NodeGone, DiskGone, ReservationGone, OwnedGone, StorageClassGone:
+		if had && old.GetUID() != o.GetUID() {
+			return // a newer object of the same name replaced it already
+		}
+		delete(m, key)
+	default:
+		m[key] = o
+	}
+}
+
+// newer reports whether resource version a is strictly newer than b. Versions are compared as
+// decimal numbers, which the simulator and etcd both produce; clients must not rely on that, but
+// an in-memory twin may.
+func newer(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) > len(b)
+	}
+	return a > b
+}
+
+func kindOf(obj any) string {
+	switch obj.(type) {
+	case *v1alpha1.CelldFleet:
+		return "CelldFleet"
+	case *v1alpha1.CelldReservation:
+		return "CelldReservation"
+	case *appsv1.StatefulSet:
+		return "StatefulSet"
+	case *appsv1.Deployment:
+		return "Deployment"
+	case *corev1.Pod:
+		return "Pod"
+	case *corev1.Node:
+		return "Node"
+	case *corev1.PersistentVolumeClaim:
+		return "PersistentVolumeClaim"
+	case *corev1.Service:
+		return "Service"
+	case *networkingv1.NetworkPolicy:
+		return "NetworkPolicy"
+	case *policyv1.PodDisruptionBudget:
+		return "PodDisruptionBudget"
+	case *storagev1.StorageClass:
+		return "StorageClass"
+	}
+	return ""
+}
+
+// Fleets lists the namespace/name keys of the fleets the store holds, sorted.
+func (s *Store) Fleets() []string {
+	keys := make([]string, 0, len(s.objects["CelldFleet"]))
+	for k := range s.objects["CelldFleet"] {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Observe gathers what the store holds about one fleet, the way the operator gathers it from its
+// informer caches.
+func (s *Store) Observe(namespace, name string) *Observation {
+	key := namespace + "/" + name
+	o := &Observation{Now: s.now, Nodes: map[string]*corev1.Node{}, NodesSynced: s.synced, Utilization: s.util[key]}
+	f, _ := s.objects["CelldFleet"][key].(*v1alpha1.CelldFleet)
+	o.Fleet = f
+	for _, n := range s.objects["Node"] {
+		o.Nodes[n.GetName()] = n.(*corev1.Node)
+	}
+	if f == nil {
+		return o
+	}
+	for _, r := range s.objects["CelldReservation"] {
+		res := r.(*v1alpha1.CelldReservation)
+		if res.Spec.Bucket.Name == f.Spec.Bucket.Name {
+			o.Reservations = append(o.Reservations, res)
+		}
+	}
+	ownedBy := func(obj metav1.Object) bool {
+		if obj.GetNamespace() != namespace {
+			return false
+		}
+		for _, ref := range obj.GetOwnerReferences() {
+			if ref.UID == f.UID {
+				return true
+			}
+		}
+		return false
+	}
+	if sts, ok := s.objects["StatefulSet"][key].(*appsv1.StatefulSet); ok && ownedBy(sts) {
+		o.StatefulSet = sts
+	}
+	if d, ok := s.objects["Deployment"][key].(*appsv1.Deployment); ok && ownedBy(d) {
+		o.Deployment = d
+	}
+	for _, obj := range s.sorted("Service") {
+		if ownedBy(obj) {
+			o.Services = append(o.Services, obj.(*corev1.Service))
+		}
+	}
+	for _, obj := range s.sorted("NetworkPolicy") {
+		if ownedBy(obj) {
+			o.Policies = append(o.Policies, obj.(*networkingv1.NetworkPolicy))
+		}
+	}
+	for _, obj := range s.sorted("PodDisruptionBudget") {
+		if ownedBy(obj) {
+			o.PDB = obj.(*policyv1.PodDisruptionBudget)
+		}
+	}
+	for _, obj := range s.sorted("Pod") {
+		if obj.GetNamespace() == namespace && obj.GetLabels()[LabelFleetUID] == string(f.UID) {
+			o.Pods = append(o.Pods, obj.(*corev1.Pod))
+		}
+	}
+	for _, obj := range s.sorted("PersistentVolumeClaim") {
+		if obj.GetNamespace() == namespace && obj.GetLabels()[LabelInstance] == f.Name {
+			o.PVCs = append(o.PVCs, obj.(*corev1.PersistentVolumeClaim))
+		}
+	}
+	if f.Spec.Storage != nil {
+		o.StorageClassKnown = s.synced
+		if sc, ok := s.objects["StorageClass"]["/"+f.Spec.Storage.StorageClassName].(*storagev1.StorageClass); ok {
+			o.StorageClass = sc
+		}
+	}
+	return o
+}
+
+func (s *Store) sorted(kind string) []metav1.Object {
+	m := s.objects[kind]
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]metav1.Object, len(keys))
+	for i, k := range keys {
+		out[i] = m[k]
+	}
+	return out
+}

@@ -1,0 +1,326 @@
+package events
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+)
+
+// Labels and annotations the operator puts on what it creates.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelComponent = "app.kubernetes.io/component"
+	LabelFleetUID  = "celld.io/fleet-uid"
+	// AnnotationProvisioned marks a workload whose first rollout completed: from then on the
+	// fleet is never Provisioning again, whatever its members do.
+	AnnotationProvisioned = "celld.io/provisioned"
+	// AppName is the app.kubernetes.io/name of everything the operator creates.
+	AppName = "celld"
+	// ManagedBy is the app.kubernetes.io/managed-by of everything the operator creates.
+	ManagedBy = "celld-operator"
+	// DataVolume is the name of a member's data volume (claim template or emptyDir).
+	DataVolume = "data"
+)
+
+// View is one fleet as the lifecycle machine sees it: normalized, sorted, and free of anything the
+// machine does not decide on. The same observation always gives the same View.
+type View struct {
+	Now       time.Time
+	Namespace string
+	Name      string
+	// Fleet is nil when the fleet does not exist (deleted and its finalizer gone).
+	Fleet *v1alpha1.CelldFleet
+	// Deleting is true once deletion was requested.
+	Deleting     bool
+	HasFinalizer bool
+
+	Reservation ReservationView
+	Workload    WorkloadView
+	// Members are the fleet's Pods, sorted by ordinal then name.
+	Members []Member
+	// Disks are the claims that carry the fleet's name label, sorted by name.
+	Disks []Disk
+	Nodes map[string]NodeView
+	// NodesSynced is false until the node cache synced; a missing node then proves nothing.
+	NodesSynced bool
+
+	Owned Owned
+
+	StorageClassMissing   bool
+	ServiceAccountMissing bool
+	Utilization           *Utilization
+}
+
+// ReservationView is the reservation of the fleet's bucket, whichever fleet it binds.
+type ReservationView struct {
+	Exists bool
+	Name   string
+	// BoundTo is the UID the reservation binds the bucket to.
+	BoundTo types.UID
+	// BoundName is the name of the fleet the reservation binds the bucket to.
+	BoundName      string
+	BoundNamespace string
+	History        []v1alpha1.CapacityDecision
+	// Conflicts counts reservations of the same bucket beyond the first (made by hand).
+	Conflicts int
+}
+
+// WorkloadView summarizes the StatefulSet or Deployment that runs the members.
+type WorkloadView struct {
+	Exists             bool
+	UID                types.UID
+	Replicas           int32
+	Generation         int64
+	ObservedGeneration int64
+	StatusReplicas     int32
+	ReadyReplicas      int32
+	UpdatedReplicas    int32
+	// UpdateRevision is the revision new members get (StatefulSet only).
+	UpdateRevision string
+	Provisioned    bool
+}
+
+// Member is one of the fleet's Pods.
+type Member struct {
+	Name            string
+	UID             types.UID
+	ResourceVersion string
+	// Ordinal is the StatefulSet ordinal, -1 for a Deployment's Pod.
+	Ordinal     int
+	NodeName    string
+	Ready       bool
+	Terminating bool
+	// Revision is the controller revision (StatefulSet) or template hash (Deployment).
+	Revision string
+	// NotReadySince is when the Pod's Ready condition last became false (creation if never true).
+	NotReadySince time.Time
+	// DeletionTime is when deletion was requested, zero when not terminating.
+	DeletionTime time.Time
+	// ClaimName is the claim of the member's data volume, empty for a scratch disk.
+	ClaimName string
+}
+
+// Disk is one claim that carries the fleet's name label.
+type Disk struct {
+	Name            string
+	UID             types.UID
+	ResourceVersion string
+	FleetUID        types.UID
+	// Ordinal is the member ordinal the claim belongs to, -1 when the name carries none.
+	Ordinal     int
+	Lost        bool
+	Terminating bool
+}
+
+// NodeView is a node's health as far as healing cares.
+type NodeView struct {
+	Ready bool
+	// UnhealthySince is when the node stopped being Ready (or became unreachable).
+	UnhealthySince time.Time
+}
+
+// Owned holds the observed objects the fleet owns, for drift comparison. They are the caches'
+// objects: never modified.
+type Owned struct {
+	StatefulSet *appsv1.StatefulSet
+	Deployment  *appsv1.Deployment
+	Objects     []OwnedObject
+}
+
+// OwnedObject is an observed Service, NetworkPolicy or PodDisruptionBudget.
+type OwnedObject struct {
+	Kind            string
+	Name            string
+	ResourceVersion string
+	Object          any
+}
+
+// Key returns the namespace/name key of the fleet.
+func (v *View) Key() string { return v.Namespace + "/" + v.Name }
+
+// Normalize folds an observation into the View the machine decides on.
+func Normalize(namespace, name string, o *Observation) View {
+	v := View{Now: o.Now, Namespace: namespace, Name: name, Fleet: o.Fleet, NodesSynced: o.NodesSynced, Utilization: o.Utilization}
+	if o.Fleet == nil {
+		return v
+	}
+	f := o.Fleet
+	v.Deleting = f.DeletionTimestamp != nil
+	for _, fin := range f.Finalizers {
+		if fin == v1alpha1.FleetFinalizer {
+			v.HasFinalizer = true
+		}
+	}
+	v.Reservation = reservationView(f, o.Reservations)
+	v.Workload = workloadView(o)
+	v.Owned = Owned{StatefulSet: o.StatefulSet, Deployment: o.Deployment}
+	for _, s := range o.Services {
+		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: "Service", Name: s.Name, ResourceVersion: s.ResourceVersion, Object: s})
+	}
+	for _, p := range o.Policies {
+		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: "NetworkPolicy", Name: p.Name, ResourceVersion: p.ResourceVersion, Object: p})
+	}
+	if o.PDB != nil {
+		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: "PodDisruptionBudget", Name: o.PDB.Name, ResourceVersion: o.PDB.ResourceVersion, Object: o.PDB})
+	}
+	sort.Slice(v.Owned.Objects, func(i, j int) bool {
+		a, b := v.Owned.Objects[i], v.Owned.Objects[j]
+		return a.Kind < b.Kind || (a.Kind == b.Kind && a.Name < b.Name)
+	})
+	v.Members = members(f, o)
+	v.Disks = disks(f, o.PVCs)
+	v.Nodes = nodes(o.Nodes)
+	v.StorageClassMissing = f.Spec.Profile == v1alpha1.ProfilePersistentFleet && o.StorageClassKnown && o.StorageClass == nil
+	v.ServiceAccountMissing = o.ServiceAccountMissing
+	return v
+}
+
+func reservationView(f *v1alpha1.CelldFleet, rs []*v1alpha1.CelldReservation) ReservationView {
+	var rv ReservationView
+	// The oldest reservation of the bucket wins: a bucket is bound to the first fleet that reserved it.
+	var first *v1alpha1.CelldReservation
+	for _, r := range rs {
+		if r.Spec.Bucket.Name != f.Spec.Bucket.Name || r.Spec.Bucket.Endpoint != f.Spec.Bucket.Endpoint {
+			continue
+		}
+		if first == nil || r.CreationTimestamp.Before(&first.CreationTimestamp) ||
+			(r.CreationTimestamp.Equal(&first.CreationTimestamp) && r.Namespace+"/"+r.Name < first.Namespace+"/"+first.Name) {
+			first = r
+		}
+		rv.Conflicts++
+	}
+	if first == nil {
+		return rv
+	}
+	rv.Conflicts--
+	rv.Exists = true
+	rv.Name = first.Name
+	rv.BoundTo = first.Spec.FleetUID
+	rv.BoundName = first.Spec.FleetName
+	rv.BoundNamespace = first.Namespace
+	rv.History = first.Status.CapacityHistory
+	return rv
+}
+
+func workloadView(o *Observation) WorkloadView {
+	if s := o.StatefulSet; s != nil {
+		w := WorkloadView{Exists: true, UID: s.UID, Generation: s.Generation, ObservedGeneration: s.Status.ObservedGeneration,
+			StatusReplicas: s.Status.Replicas, ReadyReplicas: s.Status.ReadyReplicas, UpdatedReplicas: s.Status.UpdatedReplicas,
+			UpdateRevision: s.Status.UpdateRevision, Provisioned: s.Annotations[AnnotationProvisioned] == "true"}
+		w.Replicas = replicas(s.Spec.Replicas)
+		return w
+	}
+	if d := o.Deployment; d != nil {
+		w := WorkloadView{Exists: true, UID: d.UID, Generation: d.Generation, ObservedGeneration: d.Status.ObservedGeneration,
+			StatusReplicas: d.Status.Replicas, ReadyReplicas: d.Status.ReadyReplicas, UpdatedReplicas: d.Status.UpdatedReplicas,
+			Provisioned: d.Annotations[AnnotationProvisioned] == "true"}
+		w.Replicas = replicas(d.Spec.Replicas)
+		return w
+	}
+	return WorkloadView{}
+}
+
+func replicas(p *int32) int32 {
+	if p == nil {
+		return 1
+	}
+	return *p
+}
+
+func members(f *v1alpha1.CelldFleet, o *Observation) []Member {
+	out := make([]Member, 0, len(o.Pods))
+	for _, p := range o.Pods {
+		if p.Labels[LabelFleetUID] != string(f.UID) {
+			continue
+		}
+		m := Member{Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, NodeName: p.Spec.NodeName, Ordinal: -1,
+			NotReadySince: p.CreationTimestamp.Time}
+		if o.StatefulSet != nil {
+			m.Ordinal = ordinal(p.Name, o.StatefulSet.Name)
+			m.Revision = p.Labels[appsv1.StatefulSetRevisionLabel]
+		} else {
+			m.Revision = p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+		}
+		if p.DeletionTimestamp != nil {
+			m.Terminating = true
+			m.DeletionTime = p.DeletionTimestamp.Time
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				m.Ready = c.Status == corev1.ConditionTrue
+				if !m.Ready && !c.LastTransitionTime.IsZero() {
+					m.NotReadySince = c.LastTransitionTime.Time
+				}
+			}
+		}
+		for _, vol := range p.Spec.Volumes {
+			if vol.Name == DataVolume && vol.PersistentVolumeClaim != nil {
+				m.ClaimName = vol.PersistentVolumeClaim.ClaimName
+			}
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Ordinal != out[j].Ordinal {
+			return out[i].Ordinal < out[j].Ordinal
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// ordinal parses the ordinal of a Pod or claim named "<prefix>-<ordinal>", -1 when it has none.
+func ordinal(name, prefix string) int {
+	if !strings.HasPrefix(name, prefix+"-") {
+		return -1
+	}
+	n, err := strconv.Atoi(name[len(prefix)+1:])
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+func disks(f *v1alpha1.CelldFleet, pvcs []*corev1.PersistentVolumeClaim) []Disk {
+	out := make([]Disk, 0, len(pvcs))
+	prefix := DataVolume + "-" + f.Name
+	for _, c := range pvcs {
+		out = append(out, Disk{Name: c.Name, UID: c.UID, ResourceVersion: c.ResourceVersion,
+			FleetUID: types.UID(c.Labels[LabelFleetUID]), Ordinal: ordinal(c.Name, prefix),
+			Lost: c.Status.Phase == corev1.ClaimLost, Terminating: c.DeletionTimestamp != nil})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func nodes(in map[string]*corev1.Node) map[string]NodeView {
+	out := make(map[string]NodeView, len(in))
+	for name, n := range in {
+		nv := NodeView{Ready: false, UnhealthySince: n.CreationTimestamp.Time}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				nv.Ready = c.Status == corev1.ConditionTrue
+				nv.UnhealthySince = c.LastTransitionTime.Time
+			}
+		}
+		for _, t := range n.Spec.Taints {
+			if t.Key == corev1.TaintNodeUnreachable && nv.Ready {
+				nv.Ready = false
+				if t.TimeAdded != nil {
+					nv.UnhealthySince = t.TimeAdded.Time
+				}
+			}
+		}
+		out[name] = nv
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+package machine
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+)
+
+// ActionKind names what an action asks a driver to do.
+type ActionKind string
+
+// The actions. Every one is idempotent: applying it twice, or applying it once it already holds,
+// changes nothing more.
+const (
+	// Apply server-side applies Object (a typed object with its TypeMeta set) with the operator's
+	// field manager.
+	Apply ActionKind = "Apply"
+	// BindReservation creates Object (a *v1alpha1.CelldReservation); AlreadyExists bound to the
+	// same fleet UID is success, bound to another is a refusal to report.
+	BindReservation ActionKind = "BindReservation"
+	// AppendHistory appends Decision to the reservation Name's capacity history with optimistic
+	// concurrency; an entry with the same Key already last in the history is success.
+	AppendHistory ActionKind = "AppendHistory"
+	// AddFinalizer and RemoveFinalizer edit the fleet's finalizers.
+	AddFinalizer    ActionKind = "AddFinalizer"
+	RemoveFinalizer ActionKind = "RemoveFinalizer"
+	// DeletePod deletes Pod Name with UID and ResourceVersion preconditions; Force sets a zero
+	// grace period. Only Healing emits it.
+	DeletePod ActionKind = "DeletePod"
+	// DeleteDisk deletes PersistentVolumeClaim Name with a UID precondition. Only Deleting emits it.
+	DeleteDisk ActionKind = "DeleteDisk"
+	// PublishStatus writes Status through the status subresource.
+	PublishStatus ActionKind = "PublishStatus"
+	// RecordEvent records a Kubernetes Event on the fleet.
+	RecordEvent ActionKind = "RecordEvent"
+	// Requeue asks to be stepped again After a duration, even if nothing is observed.
+	Requeue ActionKind = "Requeue"
+)
+
+// Action is one effect the machine asks for, as plain data.
+type Action struct {
+	Kind ActionKind
+	// Key is stable for the same effect on the same object: drivers and tests use it to
+	// recognize a repeat.
+	Key       string
+	Namespace string
+	Name      string
+	// Object is the content to apply or create.
+	Object any
+	// UID and ResourceVersion are preconditions of a delete.
+	UID             types.UID
+	ResourceVersion string
+	Force           bool
+	// Reason is why: a heal reason, an event reason.
+	Reason   string
+	Decision *v1alpha1.CapacityDecision
+	Status   *v1alpha1.CelldFleetStatus
+	// EventType is Normal or Warning; Message is the event's text.
+	EventType string
+	Message   string
+	After     time.Duration
+}
+
+// Mutating reports whether the action writes to the API server's objects (a Kubernetes Event is
+// a write too; a requeue is not).
+func (a Action) Mutating() bool { return a.Kind != Requeue }
+
+// String renders the action as one stable line, for logs and golden files.
+func (a Action) String() string {
+	var b strings.Builder
+	b.WriteString(string(a.Kind))
+	b.WriteString(" ")
+	b.WriteString(a.Key)
+	switch a.Kind {
+	case DeletePod:
+		fmt.Fprintf(&b, " uid=%s force=%t reason=%s", a.UID, a.Force, a.Reason)
+	case DeleteDisk:
+		fmt.Fprintf(&b, " uid=%s", a.UID)
+	case AppendHistory:
+		if d := a.Decision; d != nil {
+			fmt.Fprintf(&b, " %s %d->%d source=%s", d.Kind, d.From, d.To, d.Source)
+		}
+	case PublishStatus:
+		if s := a.Status; s != nil {
+			fmt.Fprintf(&b, " state=%s desired=%d current=%d ready=%d", s.State, s.Members.Desired, s.Members.Current, s.Members.Ready)
+			if s.BlockedBy != "" {
+				fmt.Fprintf(&b, " blockedBy=%q", s.BlockedBy)
+			}
+		}
+	case RecordEvent:
+		fmt.Fprintf(&b, " %s %s %q", a.EventType, a.Reason, a.Message)
+	case Requeue:
+		fmt.Fprintf(&b, " after=%s", a.After)
+	}
+	return b.String()
+}

@@ -1,0 +1,240 @@
+package machine
+
+import (
+	"time"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/reservation"
+)
+
+// HealReason says why a member cannot come back on its own.
+type HealReason string
+
+// The heal reasons.
+const (
+	// HealNodeGone: the member's node no longer exists.
+	HealNodeGone HealReason = "NodeGone"
+	// HealNodeUnreachable: the member's node is NotReady or unreachable past the grace period.
+	HealNodeUnreachable HealReason = "NodeUnreachable"
+	// HealStuckTerminating: the member is terminating on a node that is gone or unreachable past
+	// the grace period, so no kubelet will ever finish its deletion.
+	HealStuckTerminating HealReason = "StuckTerminating"
+	// HealBrokenRollout: the member is not ready on an old revision while the workload's update
+	// revision moved on; the StatefulSet controller waits for it forever (kubernetes#67250).
+	HealBrokenRollout HealReason = "BrokenRollout"
+	// HealVolumeLost: the member's disk is gone, lost or being deleted, so it cannot start.
+	HealVolumeLost HealReason = "VolumeLost"
+)
+
+// DefaultGracePeriod is healing's grace period when the fleet's spec carries none.
+const DefaultGracePeriod = 5 * time.Minute
+
+// lost is a member that cannot come back on its own.
+type lost struct {
+	member *events.Member
+	reason HealReason
+	// force: only a Pod whose node is gone or unreachable is deleted without a grace period.
+	force bool
+}
+
+// facts are what the view says, computed once per step.
+type facts struct {
+	view     *events.View
+	current  int32
+	ready    int32
+	running  int32 // members not terminating
+	rolledOt bool
+	allReady bool
+	// candidate is the first member that cannot come back; nil when none.
+	candidate *lost
+	lostCount int
+	// othersReady: every member but the candidate is ready and none is missing.
+	othersReady bool
+	// wait is how long until a member not yet counted lost would be (0 when none).
+	wait   time.Duration
+	target reservation.Target
+	plan   reservation.Plan
+	// hold names an input problem that forbids touching the workload; empty when none.
+	hold       string
+	holdReason string
+	foreign    []string
+	unused     []string
+}
+
+func gracePeriod(f *v1alpha1.CelldFleet) time.Duration {
+	if g := f.Spec.Healing.UnreachableGracePeriod; g != nil {
+		return g.Duration
+	}
+	return DefaultGracePeriod
+}
+
+func stabilization(f *v1alpha1.CelldFleet) time.Duration {
+	if w := f.Spec.Capacity.ScaleInStabilization; w != nil {
+		return w.Duration
+	}
+	return reservation.DefaultStabilization
+}
+
+// nodeHealth says whether a node is usable and, if not, since when it is not.
+func nodeHealth(v *events.View, name string) (healthy, gone bool, since time.Time) {
+	if name == "" || !v.NodesSynced {
+		return true, false, time.Time{}
+	}
+	n, ok := v.Nodes[name]
+	if !ok {
+		return false, true, time.Time{}
+	}
+	return n.Ready, false, n.UnhealthySince
+}
+
+func memberReady(v *events.View, m *events.Member) bool {
+	if !m.Ready || m.Terminating {
+		return false
+	}
+	healthy, _, _ := nodeHealth(v, m.NodeName)
+	return healthy
+}
+
+func (fx *facts) disk(name string) *events.Disk {
+	for i := range fx.view.Disks {
+		if fx.view.Disks[i].Name == name {
+			return &fx.view.Disks[i]
+		}
+	}
+	return nil
+}
+
+// classify says whether a member cannot come back on its own, and if it may soon, in how long.
+func (fx *facts) classify(m *events.Member, grace time.Duration) (*lost, time.Duration) {
+	v := fx.view
+	healthy, gone, since := nodeHealth(v, m.NodeName)
+	if gone {
+		r := HealNodeGone
+		if m.Terminating {
+			r = HealStuckTerminating
+		}
+		return &lost{member: m, reason: r, force: true}, 0
+	}
+	if !healthy {
+		if left := since.Add(grace).Sub(v.Now); left > 0 {
+			return nil, left
+		}
+		r := HealNodeUnreachable
+		if m.Terminating {
+			r = HealStuckTerminating
+		}
+		return &lost{member: m, reason: r, force: true}, 0
+	}
+	if m.Terminating || m.Ready {
+		return nil, 0
+	}
+	if m.ClaimName != "" {
+		if d := fx.disk(m.ClaimName); d == nil || d.Lost || d.Terminating {
+			return &lost{member: m, reason: HealVolumeLost}, 0
+		}
+	}
+	w := &v.Workload
+	if m.Ordinal >= 0 && w.UpdateRevision != "" && m.Revision != "" && m.Revision != w.UpdateRevision {
+		if left := m.NotReadySince.Add(grace).Sub(v.Now); left > 0 {
+			return nil, left
+		}
+		return &lost{member: m, reason: HealBrokenRollout}, 0
+	}
+	return nil, 0
+}
+
+func computeFacts(v *events.View) *facts {
+	fx := &facts{view: v}
+	f := v.Fleet
+	w := &v.Workload
+	if w.Exists {
+		fx.current = w.Replicas
+	}
+	grace := gracePeriod(f)
+	fx.allReady = true
+	for i := range v.Members {
+		m := &v.Members[i]
+		if !m.Terminating {
+			fx.running++
+		}
+		if memberReady(v, m) {
+			fx.ready++
+		} else {
+			fx.allReady = false
+		}
+		l, wait := fx.classify(m, grace)
+		if wait > 0 && (fx.wait == 0 || wait < fx.wait) {
+			fx.wait = wait
+		}
+		if l != nil {
+			fx.lostCount++
+			if fx.candidate == nil {
+				fx.candidate = l
+			}
+		}
+	}
+	fx.rolledOt = w.Exists && w.ObservedGeneration >= w.Generation && w.StatusReplicas == w.Replicas &&
+		w.UpdatedReplicas == w.Replicas && w.ReadyReplicas == w.Replicas && fx.running == w.Replicas &&
+		int32(len(v.Members)) == w.Replicas
+	if c := fx.candidate; c != nil {
+		fx.othersReady = fx.lostCount == 1 && w.ObservedGeneration >= w.Generation && int32(len(v.Members)) >= w.Replicas
+		for i := range v.Members {
+			if m := &v.Members[i]; m != c.member && !memberReady(v, m) {
+				fx.othersReady = false
+			}
+		}
+	}
+	fx.audit()
+	fx.inputs()
+	fx.target = reservation.TargetFor(&f.Spec, v.Utilization, fx.current)
+	fx.plan = reservation.Step(reservation.Facts{
+		Current: fx.current, Target: fx.target, Settled: fx.settled(), Now: v.Now,
+		Window: stabilization(f), History: v.Reservation.History,
+	})
+	return fx
+}
+
+// settled: the previous change rolled out and every member is ready.
+func (fx *facts) settled() bool { return fx.rolledOt && fx.allReady }
+
+// audit finds the disks no member uses and the disks of another fleet under this one's name.
+func (fx *facts) audit() {
+	v := fx.view
+	for _, d := range v.Disks {
+		switch {
+		case d.FleetUID != v.Fleet.UID:
+			fx.foreign = append(fx.foreign, d.Name)
+		case d.Ordinal >= 0 && d.Ordinal >= int(fx.current) && !d.Terminating:
+			fx.unused = append(fx.unused, d.Name)
+		}
+	}
+}
+
+// inputs finds what only the operator can see is wrong with the fleet's input. Any of it holds
+// the workload where it is: the last good workload keeps running, nothing is created into it.
+func (fx *facts) inputs() {
+	v := fx.view
+	switch {
+	case v.StorageClassMissing:
+		fx.holdReason = "StorageClassMissing"
+		fx.hold = "storage class " + v.Fleet.Spec.Storage.StorageClassName + " does not exist: create it, or recreate the fleet with spec.storage.storageClassName naming one that does"
+	case v.ServiceAccountMissing:
+		fx.holdReason = "ServiceAccountMissing"
+		fx.hold = "service account " + v.Fleet.Spec.ServiceAccountName + " does not exist: create it (it carries the members' IAM role) or fix spec.serviceAccountName"
+	case len(fx.foreign) > 0 && v.Fleet.Spec.Profile == v1alpha1.ProfilePersistentFleet:
+		fx.holdReason = "ForeignDisks"
+		fx.hold = "disks " + joinNames(fx.foreign) + " carry this fleet's name but another fleet's UID: the operator never adopts them; delete or relabel them"
+	}
+}
+
+func joinNames(names []string) string {
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += ", "
+		}
+		out += n
+	}
+	return out
+}

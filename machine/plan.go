@@ -1,0 +1,250 @@
+package machine
+
+import (
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+)
+
+// planner turns a decided state into actions, level-driven: every action compares what should be
+// with what is observed, and none is emitted for what already holds.
+type planner struct {
+	m        *Fleet
+	v        *events.View
+	fx       *facts
+	observed v1alpha1.FleetState
+	to       v1alpha1.FleetState
+	actions  []Action
+	blocked  string
+	next     string
+}
+
+func (p *planner) add(a Action) {
+	if a.Namespace == "" {
+		a.Namespace = p.v.Namespace
+	}
+	if a.Name == "" {
+		a.Name = p.v.Name
+	}
+	p.actions = append(p.actions, a)
+}
+
+// block records the first thing the fleet waits for.
+func (p *planner) block(format string, args ...any) {
+	if p.blocked == "" {
+		p.blocked = fmt.Sprintf(format, args...)
+	}
+}
+
+func (p *planner) intend(format string, args ...any) {
+	if p.next == "" {
+		p.next = fmt.Sprintf(format, args...)
+	}
+}
+
+func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetStatus) {
+	v := p.v
+	refused := v.Reservation.Exists && v.Reservation.BoundTo != v.Fleet.UID
+	switch {
+	case p.to == v1alpha1.StateDeleting:
+		p.deleting()
+	case refused:
+		p.block("bucket %s is reserved to fleet %s/%s (uid %s) by CelldReservation %s/%s: choose another bucket, or delete that reservation once the bucket may be reused",
+			v.Fleet.Spec.Bucket.Name, v.Reservation.BoundNamespace, v.Reservation.BoundName, v.Reservation.BoundTo, v.Reservation.BoundNamespace, v.Reservation.Name)
+	default:
+		p.live()
+	}
+	for _, t := range transitions {
+		p.add(Action{Kind: RecordEvent, Key: "event/state/" + string(t.From) + "-" + string(t.To), EventType: "Normal",
+			Reason: "StateChanged", Message: fmt.Sprintf("%s -> %s (%s)", t.From, t.To, triggerText(t.Trigger))})
+	}
+	st := p.status()
+	if !statusEqual(&st, &v.Fleet.Status) {
+		s := st
+		p.add(Action{Kind: PublishStatus, Key: "status/" + v.Key(), Status: &s})
+	}
+	if wait := p.requeue(); wait > 0 {
+		p.add(Action{Kind: Requeue, Key: "requeue/" + v.Key(), After: wait})
+	}
+	return p.actions, st
+}
+
+func triggerText(t Trigger) string {
+	if t == TriggerNone {
+		return "observed"
+	}
+	return string(t)
+}
+
+// live plans a fleet that is not being deleted.
+func (p *planner) live() {
+	v, fx := p.v, p.fx
+	f := v.Fleet
+	if !v.Reservation.Exists {
+		r := RenderReservation(f)
+		p.add(Action{Kind: BindReservation, Key: "bind/" + f.Namespace + "/" + r.Name + "/" + string(f.UID), Name: r.Name, Object: r})
+		p.intend("bind bucket %s to this fleet", f.Spec.Bucket.Name)
+	}
+	if !v.HasFinalizer {
+		p.add(Action{Kind: AddFinalizer, Key: "finalizer/add/" + v.Key()})
+	}
+	replicas := fx.current
+	switch p.to {
+	case v1alpha1.StateProvisioning, v1alpha1.StateGrowing, v1alpha1.StateShrinkingOne:
+		replicas = fx.plan.Next
+	}
+	if fx.hold != "" {
+		replicas = fx.current
+	}
+	provisioned := v.Workload.Exists && (v.Workload.Provisioned || (p.observed == v1alpha1.StateProvisioning && p.to == v1alpha1.StateSteady))
+	objs := p.m.render(f, replicas, provisioned)
+	for _, o := range objs.All() {
+		workload := o == any(objs.StatefulSet) || o == any(objs.Deployment)
+		if workload && fx.hold != "" {
+			p.block("%s", fx.hold)
+			continue
+		}
+		if p.m.matches(v, o, replicas, provisioned) {
+			continue
+		}
+		p.add(Action{Kind: Apply, Key: applyKey(o), Name: objectName(o), Object: o})
+	}
+	p.history(replicas)
+	if p.to == v1alpha1.StateHealing || p.observed == v1alpha1.StateHealing {
+		p.heal()
+	}
+	p.explain(replicas)
+}
+
+// history appends the policy's decisions that this step acts on.
+func (p *planner) history(replicas int32) {
+	fx := p.fx
+	for i := range fx.plan.Records {
+		r := fx.plan.Records[i]
+		switch r.Kind {
+		case v1alpha1.DecisionGrow:
+			if replicas <= fx.current {
+				continue
+			}
+		case v1alpha1.DecisionShrinkOne:
+			if replicas >= fx.current {
+				continue
+			}
+		}
+		name, ns := ReservationName(p.v.Fleet.Spec.Bucket), p.v.Namespace
+		if p.v.Reservation.Exists {
+			name, ns = p.v.Reservation.Name, p.v.Reservation.BoundNamespace
+		}
+		p.add(Action{Kind: AppendHistory, Key: fmt.Sprintf("history/%s/%s/%d-%d", p.v.Fleet.UID, r.Kind, r.From, r.To),
+			Namespace: ns, Name: name, Decision: &r})
+	}
+}
+
+// heal deletes the one member that cannot come back, with a UID precondition, once every other
+// member is ready.
+func (p *planner) heal() {
+	c := p.fx.candidate
+	if c == nil {
+		return
+	}
+	if !p.fx.othersReady {
+		p.block("member %s cannot come back (%s) but another member is not ready: replacing it now would take two members away", c.member.Name, c.reason)
+		return
+	}
+	m := c.member
+	p.add(Action{Kind: DeletePod, Key: "heal/" + p.v.Namespace + "/" + m.Name + "/" + string(m.UID), Name: m.Name,
+		UID: m.UID, ResourceVersion: m.ResourceVersion, Force: c.force, Reason: string(c.reason)})
+	p.add(Action{Kind: RecordEvent, Key: "event/heal/" + m.Name + "/" + string(m.UID), EventType: "Warning", Reason: "Healing",
+		Message: fmt.Sprintf("replacing member %s: %s", m.Name, c.reason)})
+	p.intend("replace member %s (%s)", m.Name, c.reason)
+}
+
+// deleting stops the workload, waits for every member Pod to be gone, deletes the fleet's own
+// disks (PersistentFleet only), waits for them to be gone, then lets the fleet go.
+func (p *planner) deleting() {
+	v := p.v
+	f := v.Fleet
+	if v.Workload.Exists && v.Workload.Replicas != 0 {
+		objs := p.m.render(f, 0, v.Workload.Provisioned)
+		w := objs.All()[len(objs.All())-1]
+		p.add(Action{Kind: Apply, Key: applyKey(w), Name: f.Name, Object: w})
+	}
+	if n := len(v.Members); n > 0 {
+		p.block("%d member Pods to terminate before the fleet's disks are deleted", n)
+		p.intend("stop the workload and wait for its members to be gone")
+		return
+	}
+	if f.Spec.Profile == v1alpha1.ProfilePersistentFleet {
+		own := 0
+		for _, d := range v.Disks {
+			if d.FleetUID != f.UID {
+				continue
+			}
+			own++
+			if d.Terminating {
+				continue
+			}
+			p.add(Action{Kind: DeleteDisk, Key: "disk/" + v.Namespace + "/" + d.Name + "/" + string(d.UID), Name: d.Name, UID: d.UID, ResourceVersion: d.ResourceVersion})
+			p.add(Action{Kind: RecordEvent, Key: "event/disk/" + d.Name + "/" + string(d.UID), EventType: "Normal", Reason: "DiskDeleted",
+				Message: fmt.Sprintf("deleting disk %s of the deleted fleet", d.Name)})
+		}
+		if own > 0 {
+			p.block("%d of the fleet's disks to be deleted", own)
+			p.intend("delete the fleet's own disks")
+			return
+		}
+	}
+	if v.HasFinalizer {
+		p.add(Action{Kind: RemoveFinalizer, Key: "finalizer/remove/" + v.Key()})
+		p.intend("remove the finalizer; the reservation stays")
+	}
+}
+
+// explain fills blockedBy and nextAction for a live fleet.
+func (p *planner) explain(replicas int32) {
+	v, fx := p.v, p.fx
+	if replicas != fx.current {
+		p.intend("set the workload to %d members", replicas)
+	}
+	if fx.plan.Blocked != "" && fx.target.Members < fx.current {
+		p.block("%s", fx.plan.Blocked)
+	}
+	for i := range v.Members {
+		if m := &v.Members[i]; !memberReady(v, m) {
+			p.block("member %s to be ready", m.Name)
+			break
+		}
+	}
+	if !fx.rolledOt && v.Workload.Exists {
+		p.block("the workload's rollout to finish")
+	}
+}
+
+// requeue is when time alone changes a decision: a grace period or a stabilization window ends.
+func (p *planner) requeue() time.Duration {
+	wait := p.fx.wait
+	if w := p.fx.plan.Wait; w > 0 && (wait == 0 || w < wait) {
+		wait = w
+	}
+	return wait
+}
+
+func applyKey(o any) string {
+	kind, name := kindName(o)
+	switch x := o.(type) {
+	case *appsv1.StatefulSet:
+		return fmt.Sprintf("apply/StatefulSet/%s/%s/replicas=%d", x.Namespace, name, *x.Spec.Replicas)
+	case *appsv1.Deployment:
+		return fmt.Sprintf("apply/Deployment/%s/%s/replicas=%d", x.Namespace, name, *x.Spec.Replicas)
+	}
+	return "apply/" + kind + "/" + name
+}
+
+func objectName(o any) string {
+	_, name := kindName(o)
+	return name
+}

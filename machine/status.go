@@ -1,0 +1,140 @@
+package machine
+
+import (
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+)
+
+// Condition reasons.
+const (
+	ReasonConverged           = "Converged"
+	ReasonMembersNotReady     = "MembersNotReady"
+	ReasonInProgress          = "InProgress"
+	ReasonIdle                = "Idle"
+	ReasonHealthy             = "Healthy"
+	ReasonBucketReserved      = "BucketReserved"
+	ReasonBound               = "Bound"
+	ReasonPending             = "Pending"
+	ReasonMemberLost          = "MemberCannotComeBack"
+	ReasonDeleting            = "Deleting"
+	ReasonMetricsUnavailable  = "MetricsUnavailable"
+	ConditionCapacityObserved = "CapacityObserved"
+)
+
+// status is a function of the view and this step's decision alone; the status the fleet carries
+// is read only to keep a condition's lastTransitionTime when its status did not change.
+func (p *planner) status() v1alpha1.CelldFleetStatus {
+	v, fx := p.v, p.fx
+	f := v.Fleet
+	st := v1alpha1.CelldFleetStatus{
+		ObservedGeneration: f.Generation,
+		State:              p.to,
+		Members: v1alpha1.MemberCounts{
+			Desired: fx.target.Members, Current: fx.current, Ready: fx.ready, Updated: v.Workload.UpdatedReplicas,
+		},
+		RecommendedMembers: fx.target.Recommended,
+		Selector:           Selector(f),
+		BlockedBy:          p.blocked,
+		NextAction:         p.next,
+	}
+	if p.to == v1alpha1.StateDeleting {
+		st.Members.Desired = 0
+	}
+	if len(fx.unused) > 0 || len(fx.foreign) > 0 {
+		st.Disks = &v1alpha1.DiskAudit{Unused: fx.unused, Foreign: fx.foreign}
+	}
+	refused := v.Reservation.Exists && v.Reservation.BoundTo != f.UID
+	converged := p.to == v1alpha1.StateSteady && fx.settled() && fx.current == fx.target.Members && len(p.mutations()) == 0
+
+	cond := func(t string, ok bool, reason, msg string) metav1.Condition {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: f.Generation}
+	}
+	ready := cond(v1alpha1.ConditionReady, converged, ReasonConverged, "every member is ready at the requested size")
+	if !converged {
+		ready.Reason, ready.Message = ReasonMembersNotReady, orText(p.blocked, "the fleet is converging")
+	}
+	progressing := cond(v1alpha1.ConditionProgressing, !converged && !refused && fx.hold == "", ReasonInProgress, orText(p.next, "waiting: "+p.blocked))
+	if converged || refused || fx.hold != "" {
+		progressing.Reason, progressing.Message = ReasonIdle, "no change in progress"
+	}
+	degraded := cond(v1alpha1.ConditionDegraded, false, ReasonHealthy, "no problem the operator cannot fix on its own")
+	switch {
+	case refused:
+		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonBucketReserved, p.blocked)
+	case fx.hold != "":
+		degraded = cond(v1alpha1.ConditionDegraded, true, fx.holdReason, fx.hold)
+	case fx.candidate != nil && !fx.othersReady:
+		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonMemberLost, p.blocked)
+	}
+	bound := cond(v1alpha1.ConditionReservationBound, v.Reservation.Exists && !refused, ReasonBound, "the bucket is reserved to this fleet by CelldReservation "+v.Reservation.Name)
+	switch {
+	case refused:
+		bound.Reason, bound.Message = ReasonBucketReserved, p.blocked
+	case !v.Reservation.Exists:
+		bound.Reason, bound.Message = ReasonPending, "the reservation of bucket "+f.Spec.Bucket.Name+" is being created"
+	}
+	st.Conditions = []metav1.Condition{ready, progressing, degraded, bound}
+	if f.Spec.Capacity.Mode == v1alpha1.CapacityRecommend || f.Spec.Capacity.Mode == v1alpha1.CapacityAuto {
+		if u := v.Utilization; u != nil && u.Unavailable {
+			st.Conditions = append(st.Conditions, cond(ConditionCapacityObserved, false, ReasonMetricsUnavailable,
+				"the cluster serves no metrics API (metrics.k8s.io): the fleet stays at spec.members"))
+		}
+	}
+	// Keep the transition time of a condition whose status did not change, so an unchanged fleet
+	// writes nothing.
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		c.LastTransitionTime = metav1.NewTime(v.Now.UTC().Truncate(1e9))
+		for _, old := range f.Status.Conditions {
+			if old.Type == c.Type && old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+		}
+	}
+	return st
+}
+
+func orText(s, alt string) string {
+	if s != "" {
+		return s
+	}
+	return alt
+}
+
+// mutations are the actions of this step that write something other than status and events.
+func (p *planner) mutations() []Action {
+	var out []Action
+	for _, a := range p.actions {
+		if a.Kind != RecordEvent && a.Kind != PublishStatus && a.Kind != Requeue {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// statusEqual compares two statuses, ignoring when conditions last changed.
+func statusEqual(a, b *v1alpha1.CelldFleetStatus) bool {
+	if a.ObservedGeneration != b.ObservedGeneration || a.State != b.State || a.Members != b.Members ||
+		a.Selector != b.Selector || a.BlockedBy != b.BlockedBy || a.NextAction != b.NextAction {
+		return false
+	}
+	if (a.RecommendedMembers == nil) != (b.RecommendedMembers == nil) ||
+		(a.RecommendedMembers != nil && *a.RecommendedMembers != *b.RecommendedMembers) {
+		return false
+	}
+	if (a.Disks == nil) != (b.Disks == nil) ||
+		(a.Disks != nil && (!slices.Equal(a.Disks.Unused, b.Disks.Unused) || !slices.Equal(a.Disks.Foreign, b.Disks.Foreign))) {
+		return false
+	}
+	return slices.EqualFunc(a.Conditions, b.Conditions, func(x, y metav1.Condition) bool {
+		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message &&
+			x.ObservedGeneration == y.ObservedGeneration
+	})
+}
