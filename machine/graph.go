@@ -118,6 +118,9 @@ func newStateMachine(state *v1alpha1.FleetState) *stateless.StateMachine {
 		}
 		return []stateless.GuardFunc{g.fn}
 	}
+	for _, s := range States {
+		sm.Configure(s)
+	}
 	for _, t := range table {
 		sm.Configure(t.from).Permit(t.trigger, t.to, wrap(t.guard)...)
 	}

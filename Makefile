@@ -1,0 +1,44 @@
+# celld-operator. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+GO ?= go
+BIN := bin/celld-operator
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+FUZZ_SEQUENCES ?= 20000
+
+.PHONY: help build test unit fuzz diagram generate verify lint cluster demo demo-stop bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+build: ## build bin/celld-operator
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/celld-operator
+
+test: lint ## everything: vet, generated-file check, unit, property, scenario and end-to-end tests
+	$(GO) test -count=1 ./...
+
+unit: ## unit, property and scenario tests only (no control plane)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
+
+fuzz: ## a long property run: FUZZ_SEQUENCES random lifecycle sequences (default 20000)
+	$(GO) test -count=1 -run 'TestContract' ./proptest -rapid.checks=$(FUZZ_SEQUENCES) -timeout 60m -v 2>&1 | grep -E 'sequences|steps|PASS|FAIL|ok|panic|seed' | tail -20
+
+diagram: ## print the lifecycle diagram (DOT) and refresh the golden files
+	$(GO) test ./machine -run TestDiagramGolden -update
+	@$(GO) run ./cmd/celld-operator diagram --format dot
+
+generate: ## regenerate deep-copy, CRDs, clientset, listers and informers
+	hack/update-codegen.sh
+
+verify: ## fail when generated files are stale
+	hack/verify-codegen.sh
+
+lint: verify ## go vet, gofmt and the generated-file check
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+cluster: ## build (or reuse) and start the local control plane
+	cluster/build.sh
+	cluster/up.sh
+
+clean: ## remove build output (the control plane cache stays)
+	rm -rf bin

@@ -1,0 +1,127 @@
+package reservation
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func manual(n int32) Target { return Target{Members: n, Source: v1alpha1.SourceManual} }
+
+func TestGrowInOneStep(t *testing.T) {
+	p := Step(Facts{Current: 3, Target: manual(9), Now: t0, Window: time.Minute})
+	if p.Next != 9 || len(p.Records) != 1 || p.Records[0].Kind != v1alpha1.DecisionGrow {
+		t.Fatalf("grow 3->9: got next=%d records=%v", p.Next, p.Records)
+	}
+}
+
+func TestScaleInWaitsForWindowThenOneAtATime(t *testing.T) {
+	p := Step(Facts{Current: 6, Target: manual(3), Settled: true, Now: t0, Window: time.Minute})
+	if p.Next != 6 || p.Wait != time.Minute || len(p.Records) != 1 || p.Records[0].Kind != v1alpha1.DecisionScaleInRequested {
+		t.Fatalf("first sight of scale-in must only record and wait: %+v", p)
+	}
+	h := p.Records
+	p = Step(Facts{Current: 6, Target: manual(3), Settled: true, Now: t0.Add(59 * time.Second), Window: time.Minute, History: h})
+	if p.Next != 6 || p.Wait != time.Second {
+		t.Fatalf("inside the window: %+v", p)
+	}
+	p = Step(Facts{Current: 6, Target: manual(3), Settled: true, Now: t0.Add(time.Minute), Window: time.Minute, History: h})
+	if p.Next != 5 {
+		t.Fatalf("after the window: next=%d, want 5", p.Next)
+	}
+	h = Append(h, p.Records[len(p.Records)-1])
+	p = Step(Facts{Current: 5, Target: manual(3), Settled: false, Now: t0.Add(time.Minute), Window: time.Minute, History: h})
+	if p.Next != 5 || p.Blocked == "" {
+		t.Fatalf("unsettled: must not shrink: %+v", p)
+	}
+	p = Step(Facts{Current: 5, Target: manual(3), Settled: true, Now: t0.Add(time.Minute), Window: time.Minute, History: h})
+	if p.Next != 4 {
+		t.Fatalf("settled under the same request: next=%d, want 4", p.Next)
+	}
+}
+
+func TestDeeperRequestNeedsItsOwnWindow(t *testing.T) {
+	h := []v1alpha1.CapacityDecision{{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionScaleInRequested, From: 6, To: 4}}
+	p := Step(Facts{Current: 6, Target: manual(2), Settled: true, Now: t0.Add(time.Hour), Window: time.Minute, History: h})
+	if p.Next != 6 || len(p.Records) != 1 || p.Records[0].To != 2 {
+		t.Fatalf("a request below the standing one must wait again: %+v", p)
+	}
+}
+
+func TestGrowEndsStandingRequest(t *testing.T) {
+	h := []v1alpha1.CapacityDecision{
+		{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionScaleInRequested, From: 6, To: 3},
+		{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionGrow, From: 6, To: 8},
+	}
+	if _, ok := ScaleInAnchor(h, 3); ok {
+		t.Fatal("a Grow must end the earlier scale-in request")
+	}
+}
+
+// Clearing the history can only delay a scale-in, never allow an earlier one.
+func TestEmptyHistoryIsAtLeastAsConservative(t *testing.T) {
+	full := []v1alpha1.CapacityDecision{{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionScaleInRequested, From: 6, To: 3}}
+	for _, at := range []time.Duration{0, 30 * time.Second, time.Minute, time.Hour} {
+		now := t0.Add(at)
+		withFull := Step(Facts{Current: 6, Target: manual(3), Settled: true, Now: now, Window: time.Minute, History: full})
+		withNone := Step(Facts{Current: 6, Target: manual(3), Settled: true, Now: now, Window: time.Minute})
+		if withNone.Next < withFull.Next {
+			t.Fatalf("at +%s: empty history shrank to %d, full history to %d", at, withNone.Next, withFull.Next)
+		}
+	}
+}
+
+func TestTrimKeepsAnchor(t *testing.T) {
+	var h []v1alpha1.CapacityDecision
+	h = Append(h, v1alpha1.CapacityDecision{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionGrow, From: 0, To: 500})
+	h = Append(h, v1alpha1.CapacityDecision{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionScaleInRequested, From: 500, To: 3})
+	for n := int32(500); n > 400; n-- {
+		h = Append(h, v1alpha1.CapacityDecision{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionShrinkOne, From: n, To: n - 1})
+	}
+	if len(h) != MaxHistory {
+		t.Fatalf("history has %d entries, want %d", len(h), MaxHistory)
+	}
+	if a, ok := ScaleInAnchor(h, 3); !ok || a.To != 3 {
+		t.Fatalf("trimming dropped the standing request's anchor: %v", h[:2])
+	}
+	if last := h[len(h)-1]; last.To != 400 {
+		t.Fatalf("newest entry lost: %+v", last)
+	}
+}
+
+func TestAppendSkipsRepeat(t *testing.T) {
+	d := v1alpha1.CapacityDecision{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionShrinkOne, From: 5, To: 4}
+	h := Append(nil, d)
+	d.Time = metav1.NewTime(t0.Add(time.Second))
+	if h2 := Append(h, d); len(h2) != 1 {
+		t.Fatalf("a repeated decision was appended twice: %v", h2)
+	}
+}
+
+func TestManualAndRecommendationSamePath(t *testing.T) {
+	lo, hi := int32(2), int32(10)
+	spec := &v1alpha1.CelldFleetSpec{Members: 4, Capacity: v1alpha1.CapacitySpec{Mode: v1alpha1.CapacityAuto, MinMembers: &lo, MaxMembers: &hi, TargetUtilization: 50}}
+	tg := TargetFor(spec, &events.Utilization{Percent: 100, Members: 4}, 4)
+	if tg.Members != 8 || tg.Source != v1alpha1.SourceRecommendation {
+		t.Fatalf("auto at 100%% of 50%% target on 4 members: %+v", tg)
+	}
+	tg = TargetFor(spec, &events.Utilization{Percent: 1, Members: 4}, 4)
+	if tg.Members != 2 {
+		t.Fatalf("recommendation must respect minMembers: %+v", tg)
+	}
+	tg = TargetFor(spec, &events.Utilization{Unavailable: true}, 4)
+	if tg.Members != 4 || tg.Source != v1alpha1.SourceManual {
+		t.Fatalf("without metrics the fleet stays at spec.members: %+v", tg)
+	}
+	spec.Capacity.Mode = v1alpha1.CapacityRecommend
+	tg = TargetFor(spec, &events.Utilization{Percent: 100, Members: 4}, 4)
+	if tg.Members != 4 || tg.Recommended == nil || *tg.Recommended != 8 {
+		t.Fatalf("recommend mode shows but does not act: %+v", tg)
+	}
+}
