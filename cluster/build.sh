@@ -2,11 +2,13 @@
 # Builds the local control plane binaries from pinned module versions into
 # .cache/cluster/bin, reusing a cached binary when its version stamp matches.
 #
-#   cluster/build.sh [--force] [NAME...]
+#   cluster/build.sh [--force|--check] [NAME...]
 #
 # NAME is any of: etcd kube-apiserver kube-controller-manager kube-scheduler
-# kubectl kwok (default: all). --force rebuilds even when the stamp matches.
+# kubectl kwok (default: all). --force rebuilds even when the stamp matches;
+# --check builds nothing and fails when a binary is missing or out of date.
 set -euo pipefail
+shopt -s inherit_errexit
 
 # shellcheck source=SCRIPTDIR/env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -14,14 +16,16 @@ set -euo pipefail
 ALL=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
 
 usage() {
-	sed -n '2,8s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 force=0
+check=0
 targets=()
 while (($#)); do
 	case "$1" in
 	-f | --force) force=1 ;;
+	--check) check=1 ;;
 	-h | --help)
 		usage
 		exit 0
@@ -78,11 +82,11 @@ package_of() {
 
 cold_time_of() {
 	case "$1" in
-	etcd) echo "about 1 min" ;;
-	kube-apiserver) echo "about 7 min" ;;
-	kube-controller-manager) echo "about 2 min" ;;
+	etcd) echo "under 1 min" ;;
+	kube-apiserver) echo "about 4-7 min" ;;
+	kube-controller-manager) echo "about 1-2 min" ;;
 	kube-scheduler | kubectl) echo "under 1 min" ;;
-	kwok) echo "about 2.5 min" ;;
+	kwok) echo "about 1-2.5 min" ;;
 	esac
 }
 
@@ -99,6 +103,13 @@ is_current() {
 # module so that no go.mod or go.sum is touched.
 modinfo() {
 	(cd / && GOWORK=off go mod download -json "$1@$2") | jq -er ".$3"
+}
+
+# Prints the release time of module $1 at version $2 (from the proxy's .info).
+modtime() {
+	local info
+	info=$(modinfo "$1" "$2" Info)
+	jq -er '.Time' "${info}"
 }
 
 # Writes and resolves the builder module $1 (etcd, kube or kwok). The module
@@ -178,7 +189,7 @@ ldflags_of() {
 		version=${KUBE_VERSION}
 		minor=${version#v1.}
 		minor=${minor%%.*}
-		date=$(modinfo k8s.io/kubernetes "${version}" Time)
+		date=$(modtime k8s.io/kubernetes "${version}")
 		for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 			flags+=" -X ${pkg}.gitVersion=${version}"
 			flags+=" -X ${pkg}.gitMajor=1"
@@ -195,7 +206,7 @@ ldflags_of() {
 }
 
 build_one() {
-	local name=$1 version mod dir start elapsed
+	local name=$1 version mod dir start elapsed ldflags
 	version=$(version_of "${name}")
 	if ((!force)) && is_current "${name}"; then
 		log "${name} ${version}: cached"
@@ -207,7 +218,8 @@ build_one() {
 	log "building ${name} ${version} ($(cold_time_of "${name}") cold)..."
 	start=${SECONDS}
 	rm -f "$(stamp_of "${name}")"
-	(cd "${dir}" && go build -trimpath -ldflags "$(ldflags_of "${name}")" \
+	ldflags=$(ldflags_of "${name}")
+	(cd "${dir}" && go build -trimpath -ldflags "${ldflags}" \
 		-o "${CLUSTER_BIN}/${name}.tmp" "$(package_of "${name}")")
 	mv -f "${CLUSTER_BIN}/${name}.tmp" "${CLUSTER_BIN}/${name}"
 	echo "${version}" >"$(stamp_of "${name}")"
@@ -241,6 +253,16 @@ copy_stages() {
 	chmod u+w "${CLUSTER_STAGES}"/*.yaml
 	echo "${KWOK_VERSION}" >"${stamp}"
 }
+
+if ((check)); then
+	for name in "${targets[@]}"; do
+		is_current "${name}" || exit 1
+	done
+	if [[ " ${targets[*]} " == *" kwok "* ]]; then
+		[[ -f "${CLUSTER_STAGES}/.version" && "$(<"${CLUSTER_STAGES}/.version")" == "${KWOK_VERSION}" ]]
+	fi
+	exit
+fi
 
 mkdir -p "${CLUSTER_BIN}" "${CLUSTER_BUILD}"
 total_start=${SECONDS}

@@ -1,7 +1,10 @@
-# shellcheck shell=bash
-# Local control plane environment. Source it (". cluster/env.sh") from a shell,
-# a Makefile recipe or the other cluster scripts. It only sets variables; it
-# does not change shell options and starts nothing.
+#!/usr/bin/env bash
+# Local control plane environment: paths, pinned versions, ports.
+#
+#   . cluster/env.sh             # in bash: sets and exports the variables
+#   eval "$(cluster/env.sh)"     # in any sh (e.g. make's /bin/sh): same
+#
+# It only sets variables; it does not change shell options and starts nothing.
 
 # Repository root: the parent of the folder holding this file.
 CLUSTER_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,3 +42,14 @@ export CLUSTER_ROOT ETCD_VERSION KUBE_VERSION KWOK_VERSION
 export CLUSTER_CACHE CLUSTER_BIN CLUSTER_BUILD CLUSTER_STAGES CLUSTER_RUN
 export ETCD_CLIENT_PORT ETCD_PEER_PORT APISERVER_PORT CONTROLLER_MANAGER_PORT SCHEDULER_PORT KWOK_PORT
 export NODES KUBECONFIG PATH
+
+# Executed rather than sourced: print the exports for eval.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+	for _var in CLUSTER_ROOT ETCD_VERSION KUBE_VERSION KWOK_VERSION \
+		CLUSTER_CACHE CLUSTER_BIN CLUSTER_BUILD CLUSTER_STAGES CLUSTER_RUN \
+		ETCD_CLIENT_PORT ETCD_PEER_PORT APISERVER_PORT CONTROLLER_MANAGER_PORT \
+		SCHEDULER_PORT KWOK_PORT NODES KUBECONFIG PATH; do
+		printf 'export %s=%q\n' "${_var}" "${!_var}"
+	done
+	unset _var
+fi

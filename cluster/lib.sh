@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # variables used by the scripts that source this
 # Helpers shared by up.sh and down.sh. Sourced after env.sh; not a command.
 
 PKI_DIR="${CLUSTER_RUN}/pki"
