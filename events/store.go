@@ -16,18 +16,21 @@ import (
 
 // Store folds events into the latest known state of every object: the in-memory twin of an
 // informer cache. Events may arrive duplicated, reordered or stale: an event older than what the
-// store holds (by resourceVersion) is dropped, so folding is idempotent and order-insensitive
-// for any one object.
+// store holds or last deleted under that name (by resourceVersion) is dropped, so folding is
+// idempotent and order-insensitive for any one name.
 type Store struct {
 	now     time.Time
 	objects map[string]map[string]metav1.Object // kind -> namespace/name -> object
-	util    map[string]*Utilization
-	synced  bool
+	// seen is the newest resourceVersion folded per kind and name, deletions included: the
+	// tombstone that keeps a late event from bringing back a deleted or replaced object.
+	seen   map[string]string
+	util   map[string]*Utilization
+	synced bool
 }
 
 // NewStore returns an empty store. Node observations count as synced once MarkSynced is called.
 func NewStore() *Store {
-	return &Store{objects: map[string]map[string]metav1.Object{}, util: map[string]*Utilization{}}
+	return &Store{objects: map[string]map[string]metav1.Object{}, seen: map[string]string{}, util: map[string]*Utilization{}}
 }
 
 // MarkSynced records that the store holds every node (the informer caches synced).
@@ -52,31 +55,36 @@ func (s *Store) Apply(ev Event) {
 	if !ok {
 		return
 	}
-	kind := kindOf(ev.Object)
+	kind := KindOf(ev.Object)
 	m := s.objects[kind]
 	if m == nil {
 		m = map[string]metav1.Object{}
 		s.objects[kind] = m
 	}
 	key := o.GetNamespace() + "/" + o.GetName()
-	old, had := m[key]
-	if had && old.GetUID() == o.GetUID() && newer(old.GetResourceVersion(), o.GetResourceVersion()) {
-		return // stale
-	}
+	rv := o.GetResourceVersion()
+	gone := false
 	switch ev.Kind {
 	case FleetGone, WorkloadGone, MemberGone, NodeGone, DiskGone, ReservationGone, OwnedGone, StorageClassGone:
-		if had && old.GetUID() != o.GetUID() {
+		gone = true
+	}
+	if last, ok := s.seen[kind+"/"+key]; ok && (newer(last, rv) || (last == rv && !gone)) {
+		return // stale, or a repeat of what the store already folded
+	}
+	s.seen[kind+"/"+key] = rv
+	if gone {
+		if old, had := m[key]; had && old.GetUID() != o.GetUID() {
 			return // a newer object of the same name replaced it already
 		}
 		delete(m, key)
-	default:
-		m[key] = o
+		return
 	}
+	m[key] = o
 }
 
 // newer reports whether resource version a is strictly newer than b. Versions are compared as
-// decimal numbers, which the simulator and etcd both produce; clients must not rely on that, but
-// an in-memory twin may.
+// decimal numbers across objects, which the simulator and etcd both produce; clients must not
+// rely on that, but an in-memory twin may.
 func newer(a, b string) bool {
 	if len(a) != len(b) {
 		return len(a) > len(b)
@@ -84,7 +92,8 @@ func newer(a, b string) bool {
 	return a > b
 }
 
-func kindOf(obj any) string {
+// KindOf names the kind of a typed object the store folds, "" for any other.
+func KindOf(obj any) string {
 	switch obj.(type) {
 	case *v1alpha1.CelldFleet:
 		return "CelldFleet"

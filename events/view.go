@@ -103,7 +103,8 @@ type Member struct {
 	Revision string
 	// NotReadySince is when the Pod's Ready condition last became false (creation if never true).
 	NotReadySince time.Time
-	// DeletionTime is when deletion was requested, zero when not terminating.
+	// DeletionTime is the Pod's deletionTimestamp (the request time plus its grace period), zero
+	// when not terminating.
 	DeletionTime time.Time
 	// ClaimName is the claim of the member's data volume, empty for a scratch disk.
 	ClaimName string

@@ -20,7 +20,10 @@ func Matches(desired, observed any) bool {
 	if err != nil {
 		return false
 	}
+	// Informer caches hand objects out without apiVersion and kind; the type already says both.
 	delete(d, "status")
+	delete(d, "apiVersion")
+	delete(d, "kind")
 	return subset(d, o)
 }
 

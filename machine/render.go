@@ -232,12 +232,15 @@ func renderEnv(f *v1alpha1.CelldFleet) []corev1.EnvVar {
 }
 
 // defaultSpread spreads members across nodes (hard) and zones (soft), so losing a node takes at
-// most one member, which is what celld tolerates.
+// most one member, which is what celld tolerates. Tainted nodes (unreachable, NotReady) are left
+// out of the count: otherwise a lost node would still hold its share and keep the replacement of
+// its member Pending on a cluster with no spare node.
 func defaultSpread(f *v1alpha1.CelldFleet) []corev1.TopologySpreadConstraint {
 	sel := &metav1.LabelSelector{MatchLabels: SelectorLabels(f)}
+	honor := corev1.NodeInclusionPolicyHonor
 	return []corev1.TopologySpreadConstraint{
-		{MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel},
-		{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: sel},
+		{MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel, NodeTaintsPolicy: &honor},
+		{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: sel, NodeTaintsPolicy: &honor},
 	}
 }
 

@@ -1,0 +1,200 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/machine"
+)
+
+// Do applies one of the machine's actions the way the real driver does, and logs the request.
+// Like the driver, it treats a delete or status write of an object that is already gone as done
+// (the action holds), and returns the API server's errors otherwise, wrapped with the action:
+// apierrors.IsConflict, IsAlreadyExists, IsInvalid and IsNotFound see through the wrapping.
+func (c *Cluster) Do(a machine.Action) error {
+	if a.Kind == machine.Requeue {
+		return nil
+	}
+	req := Request{Time: c.now, Action: a.Kind, Key: a.Key, Namespace: a.Namespace, Name: a.Name}
+	err := c.do(a, &req)
+	req.Err = err
+	c.requests = append(c.requests, req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", a.Kind, a.Key, err)
+	}
+	return nil
+}
+
+func (c *Cluster) do(a machine.Action, req *Request) error {
+	switch a.Kind {
+	case machine.Apply:
+		return c.doApply(a, req)
+	case machine.BindReservation:
+		return c.doBindReservation(a, req)
+	case machine.AppendHistory:
+		return c.doAppendHistory(a, req)
+	case machine.AddFinalizer, machine.RemoveFinalizer:
+		return c.doFinalizer(a, req)
+	case machine.DeletePod:
+		return c.doDeletePod(a, req)
+	case machine.DeleteDisk:
+		return c.doDeleteDisk(a, req)
+	case machine.PublishStatus:
+		return c.doPublishStatus(a, req)
+	case machine.RecordEvent:
+		return c.doRecordEvent(a, req)
+	}
+	return fmt.Errorf("unknown action kind %q", a.Kind)
+}
+
+// InjectConflicts makes the next n write requests (Events aside) fail with a Conflict, as
+// writes racing another writer do.
+func (c *Cluster) InjectConflicts(n int) { c.conflicts += n }
+
+func (c *Cluster) conflict(k Kind, name string) error {
+	if c.conflicts <= 0 {
+		return nil
+	}
+	c.conflicts--
+	return apierrors.NewConflict(kinds[k].resource, name,
+		errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+}
+
+func finalizerForbidden() field.ErrorList {
+	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
+		"no new finalizers can be added if the object is being deleted")}
+}
+
+func (c *Cluster) doApply(a machine.Action, req *Request) error {
+	o, ok := a.Object.(object)
+	if !ok {
+		return fmt.Errorf("object %T is not a Kubernetes object", a.Object)
+	}
+	k, ok := kindOf(o)
+	if !ok {
+		return fmt.Errorf("object %T is not a kind the cluster stores", a.Object)
+	}
+	req.Verb, req.Resource, req.Name = "apply", kinds[k].resource.Resource, o.GetName()
+	if o.GetNamespace() != "" {
+		req.Namespace = o.GetNamespace()
+	}
+	if err := c.conflict(k, req.Name); err != nil {
+		return err
+	}
+	workload := k == KindStatefulSet || k == KindDeployment
+	var before workloadState
+	if workload {
+		before = c.workloadStateOf(k, req.Namespace, req.Name)
+	}
+	res, err := c.apply(a.Object, a.Namespace)
+	if err != nil {
+		return err
+	}
+	req.Changed = res.changed
+	if workload {
+		c.recordReplicaWrite(k, before, res)
+	}
+	return nil
+}
+
+func (c *Cluster) doFinalizer(a machine.Action, req *Request) error {
+	req.Verb, req.Resource = "patch", kinds[KindFleet].resource.Resource
+	if err := c.conflict(KindFleet, a.Name); err != nil {
+		return err
+	}
+	f := c.fleet(a.Namespace, a.Name)
+	if f == nil {
+		if a.Kind == machine.RemoveFinalizer {
+			return nil
+		}
+		return apierrors.NewNotFound(kinds[KindFleet].resource, a.Name)
+	}
+	next := f.DeepCopy()
+	if a.Kind == machine.RemoveFinalizer {
+		if removeFinalizer(next, v1alpha1.FleetFinalizer) {
+			req.Changed = c.put(next)
+		}
+		return nil
+	}
+	if !addFinalizer(next, v1alpha1.FleetFinalizer) {
+		return nil
+	}
+	if f.DeletionTimestamp != nil {
+		return invalid(f, finalizerForbidden())
+	}
+	req.Changed = c.put(next)
+	return nil
+}
+
+func (c *Cluster) doDeletePod(a machine.Action, req *Request) error {
+	req.Verb, req.Resource = "delete", kinds[KindPod].resource.Resource
+	if err := c.conflict(KindPod, a.Name); err != nil {
+		return err
+	}
+	p := c.pod(a.Namespace, a.Name)
+	if p == nil {
+		return nil
+	}
+	rec := c.podDeletionOf(p, a)
+	opts := deletion{uid: a.UID, rv: a.ResourceVersion}
+	if a.Force {
+		opts.grace = ptr(int64(0))
+	}
+	changed, err := c.delete(KindPod, a.Namespace, a.Name, opts)
+	if err != nil {
+		return err
+	}
+	req.Changed = changed
+	c.contract.pods = append(c.contract.pods, rec)
+	return nil
+}
+
+func (c *Cluster) doDeleteDisk(a machine.Action, req *Request) error {
+	req.Verb, req.Resource = "delete", kinds[KindPVC].resource.Resource
+	if err := c.conflict(KindPVC, a.Name); err != nil {
+		return err
+	}
+	pvc := c.claim(a.Namespace, a.Name)
+	if pvc == nil {
+		return nil
+	}
+	rec := c.diskDeletionOf(pvc, a)
+	changed, err := c.delete(KindPVC, a.Namespace, a.Name, deletion{uid: a.UID})
+	if err != nil {
+		return err
+	}
+	req.Changed = changed
+	c.contract.disks = append(c.contract.disks, rec)
+	return nil
+}
+
+func (c *Cluster) doPublishStatus(a machine.Action, req *Request) error {
+	req.Verb, req.Resource = "update", kinds[KindFleet].resource.Resource+"/status"
+	if a.Status == nil {
+		return errors.New("no status to publish")
+	}
+	if err := c.conflict(KindFleet, a.Name); err != nil {
+		return err
+	}
+	f := c.fleet(a.Namespace, a.Name)
+	if f == nil {
+		return nil
+	}
+	next := f.DeepCopy()
+	next.Status = *a.Status.DeepCopy()
+	req.Changed = c.put(next)
+	return nil
+}
+
+func (c *Cluster) doRecordEvent(a machine.Action, req *Request) error {
+	// Events are created, never updated: a write conflict cannot hit them.
+	req.Verb, req.Resource = "create", "events"
+	c.recorded = append(c.recorded, RecordedEvent{Time: c.now, Key: a.Key, Namespace: a.Namespace, Name: a.Name,
+		Type: a.EventType, Reason: a.Reason, Message: a.Message})
+	req.Changed = true
+	return nil
+}

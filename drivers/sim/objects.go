@@ -1,0 +1,142 @@
+package sim
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+)
+
+// Kind names a kind of object the cluster stores.
+type Kind string
+
+// The kinds the cluster stores.
+const (
+	KindFleet        Kind = "CelldFleet"
+	KindReservation  Kind = "CelldReservation"
+	KindStatefulSet  Kind = "StatefulSet"
+	KindDeployment   Kind = "Deployment"
+	KindPod          Kind = "Pod"
+	KindPVC          Kind = "PersistentVolumeClaim"
+	KindNode         Kind = "Node"
+	KindService      Kind = "Service"
+	KindPolicy       Kind = "NetworkPolicy"
+	KindPDB          Kind = "PodDisruptionBudget"
+	KindStorageClass Kind = "StorageClass"
+)
+
+// kindOrder is the order Resync and every whole-cluster pass visit kinds in, so a run is
+// reproducible.
+var kindOrder = []Kind{KindNode, KindStorageClass, KindFleet, KindReservation, KindStatefulSet, KindDeployment,
+	KindService, KindPolicy, KindPDB, KindPVC, KindPod}
+
+type kindInfo struct {
+	resource   schema.GroupResource
+	namespaced bool
+	// generation: the API server bumps metadata.generation when the spec changes.
+	generation bool
+	// applicable: the operator may server-side apply it.
+	applicable bool
+}
+
+var kinds = map[Kind]kindInfo{
+	KindFleet:        {schema.GroupResource{Group: "celld.io", Resource: "celldfleets"}, true, true, false},
+	KindReservation:  {schema.GroupResource{Group: "celld.io", Resource: "celldreservations"}, true, true, false},
+	KindStatefulSet:  {schema.GroupResource{Group: "apps", Resource: "statefulsets"}, true, true, true},
+	KindDeployment:   {schema.GroupResource{Group: "apps", Resource: "deployments"}, true, true, true},
+	KindPod:          {schema.GroupResource{Resource: "pods"}, true, false, false},
+	KindPVC:          {schema.GroupResource{Resource: "persistentvolumeclaims"}, true, false, false},
+	KindNode:         {schema.GroupResource{Resource: "nodes"}, false, false, false},
+	KindService:      {schema.GroupResource{Resource: "services"}, true, false, true},
+	KindPolicy:       {schema.GroupResource{Group: "networking.k8s.io", Resource: "networkpolicies"}, true, true, true},
+	KindPDB:          {schema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"}, true, true, true},
+	KindStorageClass: {schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"}, false, false, false},
+}
+
+// object is what every stored Kubernetes type is.
+type object interface {
+	metav1.Object
+	runtime.Object
+}
+
+func kindOf(obj any) (Kind, bool) {
+	k := Kind(events.KindOf(obj))
+	_, ok := kinds[k]
+	return k, ok
+}
+
+func mustKind(obj any) Kind {
+	k, ok := kindOf(obj)
+	if !ok {
+		panic(fmt.Sprintf("sim: no kind for %T", obj))
+	}
+	return k
+}
+
+func key(namespace, name string) string { return namespace + "/" + name }
+
+func keyOf(o metav1.Object) string { return key(o.GetNamespace(), o.GetName()) }
+
+func copyOf(o object) object { return o.DeepCopyObject().(object) }
+
+// get returns the stored object itself: callers that change it must copy it first.
+func (c *Cluster) get(k Kind, namespace, name string) object {
+	return c.objs[k][key(namespace, name)]
+}
+
+// list returns the stored objects of a kind in key order.
+func (c *Cluster) list(k Kind) []object {
+	m := c.objs[k]
+	keys := make([]string, 0, len(m))
+	for kk := range m {
+		keys = append(keys, kk)
+	}
+	sort.Strings(keys)
+	out := make([]object, len(keys))
+	for i, kk := range keys {
+		out[i] = m[kk]
+	}
+	return out
+}
+
+func (c *Cluster) pods() []*corev1.Pod {
+	objs := c.list(KindPod)
+	out := make([]*corev1.Pod, len(objs))
+	for i, o := range objs {
+		out[i] = o.(*corev1.Pod)
+	}
+	return out
+}
+
+func (c *Cluster) pod(namespace, name string) *corev1.Pod {
+	p, _ := c.get(KindPod, namespace, name).(*corev1.Pod)
+	return p
+}
+
+func (c *Cluster) fleet(namespace, name string) *v1alpha1.CelldFleet {
+	f, _ := c.get(KindFleet, namespace, name).(*v1alpha1.CelldFleet)
+	return f
+}
+
+func (c *Cluster) node(name string) *corev1.Node {
+	n, _ := c.get(KindNode, "", name).(*corev1.Node)
+	return n
+}
+
+func (c *Cluster) claim(namespace, name string) *corev1.PersistentVolumeClaim {
+	p, _ := c.get(KindPVC, namespace, name).(*corev1.PersistentVolumeClaim)
+	return p
+}
+
+// structField reaches a top-level struct field (Spec, Status) of a stored type; the zero Value
+// when the type has none (a StorageClass has neither, a NetworkPolicy no status).
+func structField(obj object, name string) reflect.Value {
+	return reflect.ValueOf(obj).Elem().FieldByName(name)
+}

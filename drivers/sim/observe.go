@@ -1,0 +1,81 @@
+package sim
+
+import (
+	"sort"
+
+	"github.com/celld/celld-operator/events"
+)
+
+// Drain returns the events queued since the last Drain, oldest first, and empties the queue:
+// what the operator's informers would have delivered. The caller may fold them into an
+// events.Store as they are, or duplicate, reorder or drop them to play a flaky watch.
+func (c *Cluster) Drain() []events.Event {
+	out := c.queue
+	c.queue = nil
+	return out
+}
+
+// Resync returns what an informer's relist tells: a Gone event for the last object removed under
+// each name (a store that saw it go, or holds a newer object of that name, ignores it), then an
+// Observed event for every object now stored (a terminating fleet gives
+// FleetDeletionRequested), the latest utilization of each fleet and the current time. Folded
+// into a store after dropped events, it brings the store to the cluster's state. It does not
+// touch the queue.
+func (c *Cluster) Resync() []events.Event {
+	var out []events.Event
+	for _, k := range kindOrder {
+		for _, kk := range sortedKeys(c.tombstones[k]) {
+			ev, err := events.Observe(copyOf(c.tombstones[k][kk]), true, c.now)
+			if err != nil {
+				panic("sim: " + err.Error())
+			}
+			out = append(out, ev)
+		}
+	}
+	for _, k := range kindOrder {
+		for _, o := range c.list(k) {
+			ev, err := events.Observe(copyOf(o), false, c.now)
+			if err != nil {
+				panic("sim: " + err.Error())
+			}
+			out = append(out, ev)
+		}
+	}
+	for _, key := range sortedKeys(c.util) {
+		u := *c.util[key]
+		out = append(out, events.Event{Kind: events.UtilizationObserved, Time: c.now, Fleet: key, Utilization: &u})
+	}
+	return append(out, events.Passed(c.now))
+}
+
+// Observe returns the current truth about one fleet, gathered exactly as the operator gathers
+// it from synced caches (an events.Store fed a full resync), so the two cannot disagree on what
+// belongs to a fleet.
+func (c *Cluster) Observe(namespace, name string) *events.Observation {
+	s := events.NewStore()
+	for _, ev := range c.Resync() {
+		s.Apply(ev)
+	}
+	s.MarkSynced()
+	return s.Observe(namespace, name)
+}
+
+// SetUtilization queues an observation of a fleet's usage, as a metrics poll would deliver.
+func (c *Cluster) SetUtilization(namespace, name string, u events.Utilization) {
+	if u.Time.IsZero() {
+		u.Time = c.now
+	}
+	k := key(namespace, name)
+	c.util[k] = &u
+	cp := u
+	c.queue = append(c.queue, events.Event{Kind: events.UtilizationObserved, Time: c.now, Fleet: k, Utilization: &cp})
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,99 @@
+package sim
+
+import (
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/reservation"
+)
+
+// maxRetries bounds AppendHistory's re-read-and-retry loop, as client-go's RetryOnConflict
+// bounds it (retry.DefaultRetry: five steps).
+const maxRetries = 5
+
+// doBindReservation creates the reservation; one that already exists bound to the same fleet
+// UID is success (an earlier pass created it), bound to another is the refusal the operator
+// reports.
+func (c *Cluster) doBindReservation(a machine.Action, req *Request) error {
+	r, ok := a.Object.(*v1alpha1.CelldReservation)
+	if !ok {
+		return fmt.Errorf("object %T is not a *v1alpha1.CelldReservation", a.Object)
+	}
+	r = r.DeepCopy()
+	if r.Namespace == "" {
+		r.Namespace = a.Namespace
+	}
+	req.Verb, req.Resource, req.Namespace, req.Name = "create", kinds[KindReservation].resource.Resource, r.Namespace, r.Name
+	if err := c.conflict(KindReservation, r.Name); err != nil {
+		return err
+	}
+	if cur, ok := c.get(KindReservation, r.Namespace, r.Name).(*v1alpha1.CelldReservation); ok {
+		if cur.Spec.FleetUID == r.Spec.FleetUID {
+			return nil
+		}
+		return fmt.Errorf("reservation %s/%s binds bucket %q to fleet %s (uid %s), not to uid %s: %w",
+			cur.Namespace, cur.Name, cur.Spec.Bucket.Name, cur.Spec.FleetName, cur.Spec.FleetUID, r.Spec.FleetUID,
+			apierrors.NewAlreadyExists(kinds[KindReservation].resource, r.Name))
+	}
+	// The status subresource makes the server drop status on create.
+	r.Status = v1alpha1.CelldReservationStatus{}
+	if err := c.create(r); err != nil {
+		return err
+	}
+	req.Changed = true
+	return nil
+}
+
+// doAppendHistory is a read-modify-write with optimistic concurrency: on a conflict it re-reads
+// and tries again, and a decision already last in the history is not appended twice.
+func (c *Cluster) doAppendHistory(a machine.Action, req *Request) error {
+	req.Verb, req.Resource = "update", kinds[KindReservation].resource.Resource+"/status"
+	if a.Decision == nil {
+		return fmt.Errorf("no decision to append to reservation %s/%s", a.Namespace, a.Name)
+	}
+	for {
+		cur, ok := c.get(KindReservation, a.Namespace, a.Name).(*v1alpha1.CelldReservation)
+		if !ok {
+			return apierrors.NewNotFound(kinds[KindReservation].resource, a.Name)
+		}
+		if n := len(cur.Status.CapacityHistory); n > 0 && reservation.SameDecision(cur.Status.CapacityHistory[n-1], *a.Decision) {
+			return nil
+		}
+		if err := c.conflict(KindReservation, a.Name); err != nil {
+			if req.Retries < maxRetries {
+				req.Retries++
+				continue
+			}
+			return err
+		}
+		next := cur.DeepCopy()
+		next.Status.CapacityHistory = reservation.Append(next.Status.CapacityHistory, *a.Decision.DeepCopy())
+		req.Changed = c.put(next)
+		return nil
+	}
+}
+
+
+// ClearHistory empties a reservation's capacity history, as a person might.
+func (c *Cluster) ClearHistory(namespace, name string) error {
+	cur, ok := c.get(KindReservation, namespace, name).(*v1alpha1.CelldReservation)
+	if !ok {
+		return fmt.Errorf("clear history of reservation %s/%s: %w", namespace, name,
+			apierrors.NewNotFound(kinds[KindReservation].resource, name))
+	}
+	next := cur.DeepCopy()
+	next.Status.CapacityHistory = nil
+	c.put(next)
+	return nil
+}
+
+// DeleteReservation deletes a reservation, as only a person does: it frees the bucket.
+func (c *Cluster) DeleteReservation(namespace, name string) error {
+	if _, err := c.delete(KindReservation, namespace, name, deletion{}); err != nil {
+		return fmt.Errorf("delete reservation %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package sim
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+// Volumes: a claim binds at once (Immediate) or when its first Pod is scheduled
+// (WaitForFirstConsumer), and then holds that node's zone, as a zonal CSI disk does: a member
+// whose zone has no room stays Pending. Deleting a claim a scheduled Pod mounts leaves it
+// terminating until no such Pod exists (the PVC protection controller).
+
+// AddStorageClass creates a storage class; waitForFirstConsumer picks its volume binding mode.
+func (c *Cluster) AddStorageClass(name string, waitForFirstConsumer bool) error {
+	mode := storagev1.VolumeBindingImmediate
+	if waitForFirstConsumer {
+		mode = storagev1.VolumeBindingWaitForFirstConsumer
+	}
+	reclaim := corev1.PersistentVolumeReclaimDelete
+	sc := &storagev1.StorageClass{Provisioner: "csi.sim.celld.io", VolumeBindingMode: &mode, ReclaimPolicy: &reclaim}
+	sc.Name = name
+	if err := c.create(sc); err != nil {
+		return fmt.Errorf("add storage class %s: %w", name, err)
+	}
+	return nil
+}
+
+// DeleteStorageClass removes a storage class; claims already bound keep their volumes.
+func (c *Cluster) DeleteStorageClass(name string) error {
+	if _, err := c.delete(KindStorageClass, "", name, deletion{}); err != nil {
+		return fmt.Errorf("delete storage class %s: %w", name, err)
+	}
+	return nil
+}
+
+// claimClass returns the claim's storage class, and whether the claim can bind at all: a claim
+// naming a class that does not exist stays Pending.
+func (c *Cluster) claimClass(pvc *corev1.PersistentVolumeClaim) (*storagev1.StorageClass, bool) {
+	if pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName == "" {
+		return nil, true
+	}
+	sc, _ := c.get(KindStorageClass, "", *pvc.Spec.StorageClassName).(*storagev1.StorageClass)
+	return sc, sc != nil
+}
+
+func waitsForConsumer(sc *storagev1.StorageClass) bool {
+	return sc != nil && sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
+}
+
+// bindClaims provisions the Pending claims that bind immediately.
+func (c *Cluster) bindClaims() bool {
+	changed := false
+	for _, o := range c.list(KindPVC) {
+		pvc := o.(*corev1.PersistentVolumeClaim)
+		if pvc.Status.Phase != corev1.ClaimPending || pvc.DeletionTimestamp != nil {
+			continue
+		}
+		if sc, ok := c.claimClass(pvc); ok && !waitsForConsumer(sc) {
+			if c.bindClaim(pvc, "") {
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
+func (c *Cluster) bindClaim(pvc *corev1.PersistentVolumeClaim, zone string) bool {
+	next := pvc.DeepCopy()
+	next.Spec.VolumeName = "pvc-" + string(pvc.UID)
+	next.Status.Phase = corev1.ClaimBound
+	next.Status.AccessModes = pvc.Spec.AccessModes
+	next.Status.Capacity = pvc.Spec.Resources.Requests
+	if zone != "" {
+		c.claimZone[pvc.UID] = zone
+	}
+	return c.put(next)
+}
+
+// protectClaims removes the protection finalizer from claims being deleted that no scheduled
+// Pod mounts any more, whatever that Pod's phase: a Pod stuck on a lost node keeps its disk.
+func (c *Cluster) protectClaims() bool {
+	changed := false
+	for _, o := range c.list(KindPVC) {
+		pvc := o.(*corev1.PersistentVolumeClaim)
+		if pvc.DeletionTimestamp == nil || c.claimInUse(pvc) {
+			continue
+		}
+		next := pvc.DeepCopy()
+		if removeFinalizer(next, PVCProtectionFinalizer) && c.put(next) {
+			changed = true
+		}
+	}
+	return changed
+}
+
+func (c *Cluster) claimInUse(pvc *corev1.PersistentVolumeClaim) bool {
+	for _, p := range c.pods() {
+		if p.Namespace == pvc.Namespace && p.Spec.NodeName != "" && mounts(p, pvc.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+func mounts(p *corev1.Pod, claim string) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim {
+			return true
+		}
+	}
+	return false
+}
+
+// LoseDisk marks a claim Lost, as when its volume is deleted behind Kubernetes' back.
+func (c *Cluster) LoseDisk(namespace, name string) error {
+	pvc := c.claim(namespace, name)
+	if pvc == nil {
+		return fmt.Errorf("lose disk %s/%s: no such claim", namespace, name)
+	}
+	next := pvc.DeepCopy()
+	next.Status.Phase = corev1.ClaimLost
+	c.put(next)
+	return nil
+}
