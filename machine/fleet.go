@@ -53,13 +53,13 @@ func (m *Fleet) Step(v *events.View) Decision {
 	fx := computeFacts(v)
 	observed := derive(v, fx)
 	d := Decision{From: observed}
-	if m.known && m.state != observed {
-		d.From = m.state
-		tr := completion(m.state, observed)
+	if prior := m.state; m.known && prior != observed {
+		d.From = prior
+		tr := completion(prior, observed)
 		if tr != TriggerNone {
 			_ = m.sm.Fire(tr, fx)
 		}
-		d.Transitions = append(d.Transitions, Transition{From: m.state, To: observed, Trigger: tr})
+		d.Transitions = append(d.Transitions, Transition{From: prior, To: observed, Trigger: tr})
 	}
 	m.state = observed
 	d.Trigger = request(observed, fx)
@@ -98,20 +98,26 @@ func derive(v *events.View, fx *facts) v1alpha1.FleetState {
 		return v1alpha1.StateDeleting
 	case !w.Exists || !w.Provisioned:
 		return v1alpha1.StateProvisioning
-	case fx.running > w.Replicas || w.StatusReplicas > w.Replicas || (lastDecision(v, v1alpha1.DecisionShrinkOne, w.Replicas) && !fx.settled()):
+	case fx.running > w.Replicas || w.StatusReplicas > w.Replicas || (lastSizeChange(v, v1alpha1.DecisionShrinkOne, w.Replicas) && !fx.settled()):
 		return v1alpha1.StateShrinkingOne
 	case fx.running < int32(len(v.Members)):
 		return v1alpha1.StateHealing
-	case lastDecision(v, v1alpha1.DecisionGrow, w.Replicas) && !fx.settled():
+	case lastSizeChange(v, v1alpha1.DecisionGrow, w.Replicas) && !fx.settled():
 		return v1alpha1.StateGrowing
 	}
 	return v1alpha1.StateSteady
 }
 
-// lastDecision reports whether the newest capacity decision is of kind and sized to.
-func lastDecision(v *events.View, kind v1alpha1.DecisionKind, to int32) bool {
+// lastSizeChange reports whether the newest recorded change of size is of kind and sized to: the
+// change the workload is rolling out. Requests that changed no size yet are skipped.
+func lastSizeChange(v *events.View, kind v1alpha1.DecisionKind, to int32) bool {
 	h := v.Reservation.History
-	return len(h) > 0 && h[len(h)-1].Kind == kind && h[len(h)-1].To == to
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Kind == v1alpha1.DecisionGrow || h[i].Kind == v1alpha1.DecisionShrinkOne {
+			return h[i].Kind == kind && h[i].To == to
+		}
+	}
+	return false
 }
 
 // request is the trigger the observation calls for, in priority order: growth never waits,

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -58,9 +59,16 @@ func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetS
 	default:
 		p.live()
 	}
-	for _, t := range transitions {
-		p.add(Action{Kind: RecordEvent, Key: "event/state/" + string(t.From) + "-" + string(t.To), EventType: "Normal",
-			Reason: "StateChanged", Message: fmt.Sprintf("%s -> %s (%s)", t.From, t.To, triggerText(t.Trigger))})
+	// One event per step that ends in another state: a step that finishes one scale-in step and
+	// starts the next (ShrinkingOne -> Steady -> ShrinkingOne) says nothing new.
+	if n := len(transitions); n > 0 && transitions[0].From != transitions[n-1].To {
+		from, to := transitions[0].From, transitions[n-1].To
+		var why []string
+		for _, t := range transitions {
+			why = append(why, triggerText(t.Trigger))
+		}
+		p.add(Action{Kind: RecordEvent, Key: "event/state/" + string(from) + "-" + string(to), EventType: "Normal",
+			Reason: "StateChanged", Message: fmt.Sprintf("%s -> %s (%s)", from, to, strings.Join(why, ", "))})
 	}
 	st := p.status()
 	if !statusEqual(&st, &v.Fleet.Status) {

@@ -60,7 +60,11 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 	if !converged {
 		ready.Reason, ready.Message = ReasonMembersNotReady, orText(p.blocked, "the fleet is converging")
 	}
-	progressing := cond(v1alpha1.ConditionProgressing, !converged && !refused && fx.hold == "", ReasonInProgress, orText(p.next, "waiting: "+p.blocked))
+	waiting := "the fleet is converging"
+	if p.blocked != "" {
+		waiting = "waiting for " + p.blocked
+	}
+	progressing := cond(v1alpha1.ConditionProgressing, !converged && !refused && fx.hold == "", ReasonInProgress, orText(p.next, waiting))
 	if converged || refused || fx.hold != "" {
 		progressing.Reason, progressing.Message = ReasonIdle, "no change in progress"
 	}

@@ -1,0 +1,238 @@
+package proptest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/drivers/sim"
+	"github.com/celld/celld-operator/machine"
+)
+
+// RunScript plays a scenario script against a new world and writes the story: every command,
+// every decision that did something, and what the commands asked to show. The first failed check
+// or command stops the script with an error naming its line.
+//
+// Commands, one a line ('#' starts a comment):
+//
+//	nodes N                              (before anything else: the cluster's node count, default 8)
+//	create NAME PROFILE members=N bucket=B [workload=W] [stabilization=D] [grace=D]
+//	scale NAME N | image NAME IMAGE | delete NAME
+//	run N                                (N rounds of 5s)
+//	until NAME STATE [N]                 (at least one round, then until the fleet is in STATE; at most N, default 200)
+//	gone NAME [N]                        (rounds until the fleet no longer exists)
+//	lose-node NAME ORDINAL | unreachable NAME ORDINAL  (the node of that member)
+//	break-image IMAGE | fix-image IMAGE | crash POD
+//	restart | resync | clear-status NAME | clear-history NAME
+//	show NAME                            (state, members, Pods, disks, reservation)
+//	converged                            (liveness and idempotence)
+func RunScript(r io.Reader, out io.Writer) error {
+	w := (*World)(nil)
+	nodes := 8
+	world := func() *World {
+		if w == nil {
+			w = NewWorld(nodes, 1)
+			w.Trace = func(l string) { fmt.Fprintln(out, l) }
+		}
+		return w
+	}
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fmt.Fprintf(out, "> %s\n", line)
+		f := strings.Fields(line)
+		if f[0] == "nodes" && w == nil {
+			v, err := strconv.Atoi(arg(f, 1))
+			if err != nil {
+				return fmt.Errorf("line %d: nodes: %w", n, err)
+			}
+			nodes = v
+			continue
+		}
+		if err := command(world(), f, out); err != nil {
+			return fmt.Errorf("line %d %q: %w", n, line, err)
+		}
+	}
+	return sc.Err()
+}
+
+func arg(f []string, i int) string {
+	if i < len(f) {
+		return f[i]
+	}
+	return ""
+}
+
+func num(s string, def int) int {
+	if v, err := strconv.Atoi(s); err == nil {
+		return v
+	}
+	return def
+}
+
+func command(w *World, f []string, out io.Writer) error {
+	name := arg(f, 1)
+	switch f[0] {
+	case "create":
+		return w.CreateFleet(parseFleet(f))
+	case "scale":
+		return w.Scale(name, int32(num(arg(f, 2), 0)))
+	case "image":
+		return w.SetImage(name, arg(f, 2))
+	case "delete":
+		return w.Delete(name)
+	case "run":
+		return w.Step(num(name, 1))
+	case "until":
+		state := v1alpha1.FleetState(arg(f, 2))
+		return w.until(num(arg(f, 3), 200), fmt.Sprintf("%s to be %s", name, state), func() bool {
+			fl := w.C.Fleet(Namespace, name)
+			return fl != nil && fl.Status.State == state
+		})
+	case "gone":
+		return w.until(num(arg(f, 2), 200), name+" to be gone", func() bool { return w.C.Fleet(Namespace, name) == nil })
+	case "lose-node", "unreachable":
+		node, err := w.memberNode(name, arg(f, 2))
+		if err != nil {
+			return err
+		}
+		if f[0] == "lose-node" {
+			return w.Fault("lose node "+node, func() error { return w.C.LoseNode(node) })
+		}
+		return w.Fault("node "+node+" unreachable", func() error { return w.C.SetNodeUnreachable(node) })
+	case "break-image":
+		return w.Fault("image "+name+" never becomes ready", func() error { w.C.BreakImage(name); return nil })
+	case "fix-image":
+		return w.Fault("image "+name+" works again", func() error { w.C.FixImage(name); return nil })
+	case "crash":
+		return w.Fault("member "+name+" crashes", func() error { return w.C.CrashMember(Namespace, name) })
+	case "restart":
+		w.Restart()
+		return nil
+	case "resync":
+		w.Resync()
+		return nil
+	case "clear-status":
+		return w.C.ClearStatus(Namespace, name)
+	case "clear-history":
+		fl := w.C.Fleet(Namespace, name)
+		if fl == nil {
+			return fmt.Errorf("no fleet %s", name)
+		}
+		return w.C.ClearHistory(Namespace, machine.ReservationName(fl.Spec.Bucket))
+	case "show":
+		fmt.Fprint(out, w.Describe(name))
+		return nil
+	case "converged":
+		if err := w.Check.Converged(); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "converged: every fleet Steady and Ready at its target; a full resync wrote nothing")
+		return nil
+	}
+	return fmt.Errorf("unknown command %q", f[0])
+}
+
+func parseFleet(f []string) FleetSpec {
+	s := FleetSpec{Name: arg(f, 1), Profile: v1alpha1.Profile(arg(f, 2)), Members: 3, Bucket: arg(f, 1) + "-bucket", Grace: 20 * time.Second}
+	for _, kv := range f[3:] {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "members":
+			s.Members = int32(num(v, 3))
+		case "bucket":
+			s.Bucket = v
+		case "workload":
+			s.Workload = v1alpha1.WorkloadKind(v)
+		case "stabilization":
+			s.Stabilization, _ = time.ParseDuration(v)
+		case "grace":
+			s.Grace, _ = time.ParseDuration(v)
+		}
+	}
+	return s
+}
+
+// until steps at least once (the operator must see what the script just did), then until done.
+func (w *World) until(max int, what string, done func() bool) error {
+	for i := 0; i < max; i++ {
+		if err := w.Step(1); err != nil {
+			return err
+		}
+		if done() {
+			return nil
+		}
+	}
+	return fmt.Errorf("waited %d rounds for %s", max, what)
+}
+
+func (w *World) memberNode(fleet, ordinal string) (string, error) {
+	p := w.C.Pod(Namespace, fleet+"-"+ordinal)
+	if p == nil || p.Spec.NodeName == "" {
+		return "", fmt.Errorf("member %s-%s has no node", fleet, ordinal)
+	}
+	return p.Spec.NodeName, nil
+}
+
+// Describe renders a fleet as a person checking on it would look: state, members, Pods, disks
+// and reservation.
+func (w *World) Describe(name string) string {
+	var b strings.Builder
+	f := w.C.Fleet(Namespace, name)
+	if f == nil {
+		fmt.Fprintf(&b, "  %s: gone\n", name)
+	} else {
+		s := f.Status
+		fmt.Fprintf(&b, "  %s: state=%s desired=%d current=%d ready=%d ready-condition=%t", name, s.State, s.Members.Desired, s.Members.Current, s.Members.Ready, ready(f))
+		if s.BlockedBy != "" {
+			fmt.Fprintf(&b, " blockedBy=%q", s.BlockedBy)
+		}
+		b.WriteString("\n")
+		for _, c := range s.Conditions {
+			if c.Status == "True" && c.Type != v1alpha1.ConditionReady && c.Type != v1alpha1.ConditionReservationBound {
+				fmt.Fprintf(&b, "    condition %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+	}
+	var pods []string
+	for _, p := range w.C.Pods(Namespace) {
+		if p.Labels["app.kubernetes.io/instance"] != name {
+			continue
+		}
+		st := "not-ready"
+		for _, c := range p.Status.Conditions {
+			if c.Type == "Ready" && c.Status == "True" {
+				st = "ready"
+			}
+		}
+		if p.DeletionTimestamp != nil {
+			st = "terminating"
+		}
+		pods = append(pods, p.Name+"("+st+")")
+	}
+	sort.Strings(pods)
+	fmt.Fprintf(&b, "  pods: %s\n", strings.Join(pods, " "))
+	var disks []string
+	for _, c := range w.C.PVCs(Namespace) {
+		if c.Labels["app.kubernetes.io/instance"] == name {
+			disks = append(disks, c.Name)
+		}
+	}
+	sort.Strings(disks)
+	fmt.Fprintf(&b, "  disks: %s\n", strings.Join(disks, " "))
+	for _, o := range w.C.List(sim.KindReservation, Namespace) {
+		r := o.(*v1alpha1.CelldReservation)
+		if r.Spec.FleetName == name {
+			fmt.Fprintf(&b, "  reservation %s: bucket=%s history=%d\n", r.Name, r.Spec.Bucket.Name, len(r.Status.CapacityHistory))
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,204 @@
+package proptest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/drivers/sim"
+	"github.com/celld/celld-operator/events"
+)
+
+// Round is how much virtual time one operator pass stands for.
+const Round = 5 * time.Second
+
+// Namespace is where the simulated fleets live.
+const Namespace = "prod"
+
+// StorageClass is the simulated cluster's storage class.
+const StorageClass = "standard"
+
+// GoodImage is an image whose members become ready; BrokenImage is one whose never do.
+const (
+	GoodImage   = "celld:v1"
+	BrokenImage = "celld:broken"
+)
+
+// Noise says how the operator's watch misbehaves.
+type Noise struct {
+	// Duplicate, Reorder and Drop are the chances (0..1) that an event is delivered twice, swapped
+	// with its neighbour, or lost until the next resync.
+	Duplicate, Reorder, Drop float64
+}
+
+// World is one simulated cluster, its operator, and the contract checker watching both.
+type World struct {
+	C       *sim.Cluster
+	Op      *Operator
+	Check   *Checker
+	Noise   Noise
+	rng     *rand.Rand
+	dropped bool
+	nodes   int
+	// Trace receives a line per user action, fault and decision; nil discards.
+	Trace func(line string)
+}
+
+// NewWorld builds a cluster with nodes spread over three zones and an operator on it. seed makes
+// the event noise reproducible.
+func NewWorld(nodes int, seed uint64) *World {
+	c := sim.New(sim.Options{OrphanPodGCAfter: 40 * time.Second})
+	w := &World{C: c, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	for i := 0; i < nodes; i++ {
+		w.AddNode()
+	}
+	if err := c.AddStorageClass(StorageClass, false); err != nil {
+		panic(err)
+	}
+	c.Settle()
+	w.Op = NewOperator(c)
+	w.Op.Trace = func(l string) { w.tracef("%s", l) }
+	w.Check = NewChecker(c, w.Op)
+	return w
+}
+
+func (w *World) tracef(format string, args ...any) {
+	if w.Trace != nil {
+		w.Trace(fmt.Sprintf(format, args...))
+	}
+}
+
+// AddNode adds a healthy node, zones in turn.
+func (w *World) AddNode() string {
+	w.nodes++
+	name := fmt.Sprintf("node-%02d", w.nodes)
+	if err := w.C.AddNode(name, fmt.Sprintf("zone-%c", 'a'+rune((w.nodes-1)%3))); err != nil {
+		panic(err)
+	}
+	return name
+}
+
+// Step runs n rounds: time passes, the cluster's controllers settle, the operator sees what
+// changed (through the noise) and acts; the contract is checked after every round.
+func (w *World) Step(n int) error {
+	for i := 0; i < n; i++ {
+		w.C.Advance(Round)
+		w.C.Settle()
+		w.Op.Feed(w.noisy(w.C.Drain()))
+		decisions := w.Op.Sync(w.C)
+		w.C.Settle()
+		if err := w.Check.After(decisions); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// noisy plays a flaky watch over the events; a drop is repaired by a resync, as an informer's
+// relist repairs it.
+func (w *World) noisy(evs []events.Event) []events.Event {
+	n := w.Noise
+	if n.Duplicate == 0 && n.Reorder == 0 && n.Drop == 0 {
+		return evs
+	}
+	out := make([]events.Event, 0, len(evs))
+	for _, ev := range evs {
+		switch r := w.rng.Float64(); {
+		case r < n.Drop:
+			w.dropped = true
+			continue
+		case r < n.Drop+n.Duplicate:
+			out = append(out, ev)
+		}
+		out = append(out, ev)
+	}
+	for i := 1; i < len(out); i++ {
+		if w.rng.Float64() < n.Reorder {
+			out[i-1], out[i] = out[i], out[i-1]
+		}
+	}
+	if w.dropped && w.rng.Float64() < 0.3 {
+		w.dropped = false
+		out = append(out, w.C.Resync()...)
+	}
+	return out
+}
+
+// Resync delivers a full relist to the operator, as an informer's periodic resync does.
+func (w *World) Resync() {
+	w.dropped = false
+	w.Op.Feed(w.C.Resync())
+}
+
+// Restart restarts the operator: everything in memory is lost.
+func (w *World) Restart() {
+	w.tracef("%s operator restarted", w.C.Now().Format("15:04:05"))
+	w.Op.Restart(w.C)
+}
+
+// FleetSpec describes a fleet to create.
+type FleetSpec struct {
+	Name    string
+	Profile v1alpha1.Profile
+	Members int32
+	Bucket  string
+	// Workload is Deployment or OrderedStatefulSet for Bucket fleets.
+	Workload      v1alpha1.WorkloadKind
+	Stabilization time.Duration
+	Grace         time.Duration
+}
+
+// NewFleet renders a fleet manifest as a user would write it.
+func NewFleet(s FleetSpec) *v1alpha1.CelldFleet {
+	f := &v1alpha1.CelldFleet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "CelldFleet"},
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: Namespace},
+		Spec: v1alpha1.CelldFleetSpec{
+			Profile: s.Profile, Members: s.Members, Image: GoodImage,
+			Bucket:   v1alpha1.BucketSpec{Name: s.Bucket, Region: "us-east-1"},
+			Capacity: v1alpha1.CapacitySpec{Mode: v1alpha1.CapacityManual, ScaleInStabilization: &metav1.Duration{Duration: s.Stabilization}},
+			Healing:  v1alpha1.HealingSpec{UnreachableGracePeriod: &metav1.Duration{Duration: s.Grace}},
+		},
+	}
+	if s.Profile == v1alpha1.ProfilePersistentFleet {
+		f.Spec.Storage = &v1alpha1.StorageSpec{StorageClassName: StorageClass, Size: resource.MustParse("10Gi")}
+	} else {
+		f.Spec.Workload = s.Workload
+	}
+	return f
+}
+
+// CreateFleet creates a fleet as a user does.
+func (w *World) CreateFleet(s FleetSpec) error {
+	w.tracef("%s user creates %s/%s %s members=%d bucket=%s", w.C.Now().Format("15:04:05"), Namespace, s.Name, s.Profile, s.Members, s.Bucket)
+	_, err := w.C.CreateFleet(NewFleet(s))
+	return err
+}
+
+// Scale sets a fleet's members as `kubectl scale` does.
+func (w *World) Scale(name string, n int32) error {
+	w.tracef("%s user scales %s/%s to %d", w.C.Now().Format("15:04:05"), Namespace, name, n)
+	return w.C.Scale(Namespace, name, n)
+}
+
+// SetImage changes a fleet's image.
+func (w *World) SetImage(name, image string) error {
+	w.tracef("%s user sets %s/%s image %s", w.C.Now().Format("15:04:05"), Namespace, name, image)
+	return w.C.UpdateFleetSpec(Namespace, name, func(s *v1alpha1.CelldFleetSpec) { s.Image = image })
+}
+
+// Delete requests a fleet's deletion.
+func (w *World) Delete(name string) error {
+	w.tracef("%s user deletes %s/%s", w.C.Now().Format("15:04:05"), Namespace, name)
+	return w.C.DeleteFleet(Namespace, name)
+}
+
+// Fault injects a named fault and traces it.
+func (w *World) Fault(what string, fn func() error) error {
+	w.tracef("%s fault: %s", w.C.Now().Format("15:04:05"), what)
+	return fn()
+}
