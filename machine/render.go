@@ -74,7 +74,9 @@ func SelectorLabels(f *v1alpha1.CelldFleet) map[string]string {
 }
 
 // Selector is the member selector as the scale subresource shows it.
-func Selector(f *v1alpha1.CelldFleet) string { return labels.SelectorFromSet(SelectorLabels(f)).String() }
+func Selector(f *v1alpha1.CelldFleet) string {
+	return labels.SelectorFromSet(SelectorLabels(f)).String()
+}
 
 func objectLabels(f *v1alpha1.CelldFleet, component string) map[string]string {
 	l := SelectorLabels(f)
