@@ -315,6 +315,7 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 }
 
 func renderStatefulSet(f *v1alpha1.CelldFleet, replicas int32, tmpl corev1.PodTemplateSpec, annotations map[string]string) *appsv1.StatefulSet {
+	zero := int32(0)
 	m := meta(f, f.Name, "workload")
 	m.Annotations = annotations
 	s := &appsv1.StatefulSet{
@@ -326,7 +327,14 @@ func renderStatefulSet(f *v1alpha1.CelldFleet, replicas int32, tmpl corev1.PodTe
 			Template:            tmpl,
 			ServiceName:         f.Name + PeerServiceSuffix,
 			PodManagementPolicy: appsv1.OrderedReadyPodManagement,
-			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
+			// An explicit partition: with type RollingUpdate alone the API server leaves the block
+			// nil, and the controller then recreates a deleted Pod below status.currentReplicas at
+			// the current revision, so replacing a member stuck on a broken revision would bring
+			// the broken revision back.
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{
+				Type:          appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: &zero},
+			},
 		},
 	}
 	if st := f.Spec.Storage; f.Spec.Profile == v1alpha1.ProfilePersistentFleet && st != nil {

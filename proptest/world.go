@@ -44,6 +44,7 @@ type World struct {
 	rng     *rand.Rand
 	dropped bool
 	nodes   int
+	rounds  int
 	// Trace receives a line per user action, fault and decision; nil discards.
 	Trace func(line string)
 }
@@ -86,6 +87,7 @@ func (w *World) AddNode() string {
 // changed (through the noise) and acts; the contract is checked after every round.
 func (w *World) Step(n int) error {
 	for i := 0; i < n; i++ {
+		w.rounds++
 		w.C.Advance(Round)
 		w.C.Settle()
 		w.Op.Feed(w.noisy(w.C.Drain()))
@@ -97,6 +99,9 @@ func (w *World) Step(n int) error {
 	}
 	return nil
 }
+
+// Rounds counts the rounds run.
+func (w *World) Rounds() int { return w.rounds }
 
 // noisy plays a flaky watch over the events; a drop is repaired by a resync, as an informer's
 // relist repairs it.
