@@ -19,8 +19,8 @@ test: lint ## everything: vet, generated-file check, unit, property, scenario an
 unit: ## unit, property and scenario tests only (no control plane)
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
 
-fuzz: ## a long property run: FUZZ_SEQUENCES random lifecycle sequences (default 20000)
-	$(GO) test -count=1 -run 'TestContract' ./proptest -rapid.checks=$(FUZZ_SEQUENCES) -timeout 60m -v 2>&1 | grep -E 'sequences|steps|PASS|FAIL|ok|panic|seed' | tail -20
+fuzz: ## a long property run: FUZZ_SEQUENCES random lifecycle sequences (default 20000) across all cores
+	hack/fuzz.sh $(FUZZ_SEQUENCES)
 
 diagram: ## print the lifecycle diagram (DOT) and refresh the golden files
 	$(GO) test ./machine -run TestDiagramGolden -update

@@ -40,11 +40,15 @@ type Checker struct {
 	bound map[string]types.UID
 	// Checks counts the checks made per clause.
 	Checks map[string]int
+	// twinMachines decide the twins. A machine's memory only names transitions in Kubernetes
+	// Events, which twins ignore, and memoizes drift comparisons, which is what makes a
+	// twin cheap.
+	twinMachines map[string]*machine.Fleet
 }
 
 // NewChecker watches a cluster and its operator.
 func NewChecker(c *sim.Cluster, op *Operator) *Checker {
-	return &Checker{c: c, op: op, bound: map[string]types.UID{}, Checks: map[string]int{}}
+	return &Checker{c: c, op: op, bound: map[string]types.UID{}, Checks: map[string]int{}, twinMachines: map[string]*machine.Fleet{}}
 }
 
 // Violation is a broken clause.
@@ -199,19 +203,24 @@ func (k *Checker) twins() error {
 		if v.Fleet == nil {
 			continue
 		}
-		base := machine.Step(&v)
+		m := k.twinMachines[key]
+		if m == nil {
+			m = machine.New()
+			k.twinMachines[key] = m
+		}
+		base := m.Step(&v)
 		cleared := v
 		f := v.Fleet.DeepCopy()
 		f.Status = v1alpha1.CelldFleetStatus{}
 		cleared.Fleet = f
 		k.count(C5StatusNotRead)
-		if a, b := effects(base), effects(machine.Step(&cleared)); a != b {
+		if a, b := effects(base), effects(m.Step(&cleared)); a != b {
 			return k.fail(C5StatusNotRead, "%s decides differently with its status cleared:\n%s\nvs\n%s", key, a, b)
 		}
 		noHistory := v
 		noHistory.Reservation.History = nil
 		k.count(C6HistoryClearedSafe)
-		if a, b := nextReplicas(&v, base), nextReplicas(&v, machine.Step(&noHistory)); b < a {
+		if a, b := nextReplicas(&v, base), nextReplicas(&v, m.Step(&noHistory)); b < a {
 			return k.fail(C6HistoryClearedSafe, "%s shrinks to %d with its history cleared, to %d with it", key, b, a)
 		}
 		if !v.Deleting {
@@ -223,7 +232,7 @@ func (k *Checker) twins() error {
 			rec.Fleet = rf
 			rec.Utilization = &events.Utilization{Time: v.Now, Percent: 50, Members: v.Fleet.Spec.Members}
 			k.count(C7OnePath)
-			if a, b := workloadEffects(base), workloadEffects(machine.Step(&rec)); a != b {
+			if a, b := workloadEffects(base), workloadEffects(m.Step(&rec)); a != b {
 				return k.fail(C7OnePath, "%s decides differently when its size is recommended:\n%s\nvs\n%s", key, a, b)
 			}
 		}
