@@ -20,9 +20,11 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	LabelComponent = "app.kubernetes.io/component"
 	LabelFleetUID  = "celld.io/fleet-uid"
-	// AnnotationProvisioned marks a workload whose first rollout completed: from then on the
-	// fleet is never Provisioning again, whatever its members do.
-	AnnotationProvisioned = "celld.io/provisioned"
+	// AnnotationSettled records on the workload the size whose rollout last completed with every
+	// member ready. A workload without it never finished provisioning; a size above or below it
+	// is a growth or a scale-in still in flight. It makes the lifecycle state derivable from
+	// observation alone.
+	AnnotationSettled = "celld.io/settled-members"
 	// AppName is the app.kubernetes.io/name of everything the operator creates.
 	AppName = "celld"
 	// ManagedBy is the app.kubernetes.io/managed-by of everything the operator creates.
@@ -86,7 +88,8 @@ type WorkloadView struct {
 	UpdatedReplicas    int32
 	// UpdateRevision is the revision new members get (StatefulSet only).
 	UpdateRevision string
-	Provisioned    bool
+	// Settled is the size whose rollout last completed (AnnotationSettled), -1 when never.
+	Settled int32
 }
 
 // Member is one of the fleet's Pods.
@@ -216,18 +219,26 @@ func workloadView(o *Observation) WorkloadView {
 	if s := o.StatefulSet; s != nil {
 		w := WorkloadView{Exists: true, UID: s.UID, Generation: s.Generation, ObservedGeneration: s.Status.ObservedGeneration,
 			StatusReplicas: s.Status.Replicas, ReadyReplicas: s.Status.ReadyReplicas, UpdatedReplicas: s.Status.UpdatedReplicas,
-			UpdateRevision: s.Status.UpdateRevision, Provisioned: s.Annotations[AnnotationProvisioned] == "true"}
+			UpdateRevision: s.Status.UpdateRevision, Settled: settled(s.Annotations)}
 		w.Replicas = replicas(s.Spec.Replicas)
 		return w
 	}
 	if d := o.Deployment; d != nil {
 		w := WorkloadView{Exists: true, UID: d.UID, Generation: d.Generation, ObservedGeneration: d.Status.ObservedGeneration,
 			StatusReplicas: d.Status.Replicas, ReadyReplicas: d.Status.ReadyReplicas, UpdatedReplicas: d.Status.UpdatedReplicas,
-			Provisioned: d.Annotations[AnnotationProvisioned] == "true"}
+			Settled: settled(d.Annotations)}
 		w.Replicas = replicas(d.Spec.Replicas)
 		return w
 	}
-	return WorkloadView{}
+	return WorkloadView{Settled: -1}
+}
+
+func settled(annotations map[string]string) int32 {
+	n, err := strconv.ParseInt(annotations[AnnotationSettled], 10, 32)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return int32(n)
 }
 
 func replicas(p *int32) int32 {

@@ -178,7 +178,11 @@ func computeFacts(v *events.View) *facts {
 		w.UpdatedReplicas == w.Replicas && w.ReadyReplicas == w.Replicas && fx.running == w.Replicas &&
 		int32(len(v.Members)) == w.Replicas
 	if c := fx.candidate; c != nil {
-		fx.othersReady = fx.lostCount == 1 && w.ObservedGeneration >= w.Generation && int32(len(v.Members)) >= w.Replicas
+		// The previous change must have been acted on: the controller saw it, and no member above
+		// the size is left. A rollout may still be stuck on this very member: that is the trap
+		// healing exists for.
+		fx.othersReady = fx.lostCount == 1 && w.ObservedGeneration >= w.Generation && int32(len(v.Members)) >= w.Replicas &&
+			w.StatusReplicas <= w.Replicas
 		for i := range v.Members {
 			if m := &v.Members[i]; m != c.member && !memberReady(v, m) {
 				fx.othersReady = false

@@ -10,12 +10,11 @@ import (
 	"github.com/celld/celld-operator/events"
 )
 
-// Fleet is the lifecycle machine of one fleet. It remembers only the state it last decided, to
-// tell a transition that happened since (for Kubernetes Events) and a memo of drift comparisons;
-// losing either (an operator restart) changes no decision.
+// Fleet is the lifecycle machine of one fleet. The state it steps from is derived from
+// observation every time; what it keeps between steps is a memo of drift comparisons, whose loss
+// (an operator restart) changes no decision.
 type Fleet struct {
 	state v1alpha1.FleetState
-	known bool
 	sm    *stateless.StateMachine
 	memo  map[memoKey]bool
 }
@@ -24,70 +23,65 @@ type memoKey struct {
 	kind, name, observedRV string
 	uid                    types.UID
 	generation             int64
-	replicas               int32
-	provisioned            bool
+	replicas, settled      int32
 }
 
-// New returns the machine of one fleet, with nothing remembered.
+// New returns the machine of one fleet.
 func New() *Fleet {
 	m := &Fleet{memo: map[memoKey]bool{}}
 	m.sm = newStateMachine(&m.state)
 	return m
 }
 
-// State is the state the machine last decided.
-func (m *Fleet) State() v1alpha1.FleetState { return m.state }
-
-// Transition is one state change the decision went through.
+// Transition is one state change a step went through.
 type Transition struct {
 	From, To v1alpha1.FleetState
 	Trigger  Trigger
 }
 
-// Step decides for one view: the state, the status and the actions.
+// Step decides for one view: the state, the status and the actions. It fires at most two
+// triggers, run to completion: the one that completes the change in flight (the observation
+// shows it rolled out), then the one the fleet's request calls for.
 func (m *Fleet) Step(v *events.View) Decision {
 	if v.Fleet == nil {
-		m.known = false
 		return Decision{}
 	}
 	fx := computeFacts(v)
 	observed := derive(v, fx)
-	d := Decision{From: observed}
-	if prior := m.state; m.known && prior != observed {
-		d.From = prior
-		tr := completion(prior, observed)
-		if tr != TriggerNone {
-			_ = m.sm.Fire(tr, fx)
-		}
-		d.Transitions = append(d.Transitions, Transition{From: prior, To: observed, Trigger: tr})
-	}
 	m.state = observed
-	d.Trigger = request(observed, fx)
-	if d.Trigger != TriggerNone {
-		// Guards and transitions are pure; an error here is a programming error in the table.
-		if err := m.sm.Fire(d.Trigger, fx); err != nil {
-			panic(fmt.Sprintf("machine: fire %s in %s: %v", d.Trigger, observed, err))
+	d := Decision{From: observed}
+	for _, tr := range []Trigger{completion(observed, fx), request(observed, fx)} {
+		if tr == TriggerNone {
+			continue
 		}
+		from := m.state
+		// Guards and transitions are pure; an error here is a programming error in the table.
+		if err := m.sm.Fire(tr, fx); err != nil {
+			panic(fmt.Sprintf("machine: fire %s in %s: %v", tr, from, err))
+		}
+		if m.state != from {
+			d.Transitions = append(d.Transitions, Transition{From: from, To: m.state, Trigger: tr})
+		}
+		d.Trigger = tr
 	}
 	d.To = m.state
-	if d.To != observed {
-		d.Transitions = append(d.Transitions, Transition{From: observed, To: d.To, Trigger: d.Trigger})
-	}
-	m.known = true
-	p := planner{m: m, v: v, fx: fx, observed: observed, to: d.To}
+	p := planner{m: m, v: v, fx: fx, observed: observed, to: d.To, settledNow: settledAfter(d, fx)}
 	d.Actions, d.Status = p.plan(d.Transitions)
 	return d
 }
 
-// completion names the transition that explains a change seen between two steps, TriggerNone when
-// none does (a change made while the operator was away: the machine takes the observed state).
-func completion(from, to v1alpha1.FleetState) Trigger {
-	for _, t := range table {
-		if t.from == from && t.to == to {
-			return t.trigger
+// settledAfter is the size to record as settled on the workload after this step: the current
+// size once a step passes through Steady, else what the workload records already.
+func settledAfter(d Decision, fx *facts) int32 {
+	if d.From == v1alpha1.StateSteady {
+		return fx.current
+	}
+	for _, t := range d.Transitions {
+		if t.To == v1alpha1.StateSteady {
+			return fx.current
 		}
 	}
-	return TriggerNone
+	return fx.view.Workload.Settled
 }
 
 // derive is the state the observation shows: what is in flight, whoever started it.
@@ -96,41 +90,39 @@ func derive(v *events.View, fx *facts) v1alpha1.FleetState {
 	switch {
 	case v.Deleting:
 		return v1alpha1.StateDeleting
-	case !w.Exists || !w.Provisioned:
+	case !w.Exists || w.Settled < 0:
 		return v1alpha1.StateProvisioning
-	case fx.running > w.Replicas || w.StatusReplicas > w.Replicas || (lastSizeChange(v, v1alpha1.DecisionShrinkOne, w.Replicas) && !fx.settled()):
+	case w.Replicas < w.Settled || fx.running > w.Replicas || w.StatusReplicas > w.Replicas:
 		return v1alpha1.StateShrinkingOne
-	case fx.running < int32(len(v.Members)):
-		return v1alpha1.StateHealing
-	case lastSizeChange(v, v1alpha1.DecisionGrow, w.Replicas) && !fx.settled():
+	case w.Replicas > w.Settled:
 		return v1alpha1.StateGrowing
+	case fx.candidate != nil:
+		return v1alpha1.StateHealing
 	}
 	return v1alpha1.StateSteady
 }
 
-// lastSizeChange reports whether the newest recorded change of size is of kind and sized to: the
-// change the workload is rolling out. Requests that changed no size yet are skipped.
-func lastSizeChange(v *events.View, kind v1alpha1.DecisionKind, to int32) bool {
-	h := v.Reservation.History
-	for i := len(h) - 1; i >= 0; i-- {
-		if h[i].Kind == v1alpha1.DecisionGrow || h[i].Kind == v1alpha1.DecisionShrinkOne {
-			return h[i].Kind == kind && h[i].To == to
-		}
-	}
-	return false
-}
-
-// request is the trigger the observation calls for, in priority order: growth never waits,
-// a lost member comes before scale-in.
-func request(s v1alpha1.FleetState, fx *facts) Trigger {
-	v := fx.view
+// completion is the trigger that ends the change in flight, if the observation shows it ended;
+// its guard decides.
+func completion(s v1alpha1.FleetState, fx *facts) Trigger {
 	switch s {
-	case v1alpha1.StateDeleting:
-		return TriggerNone
 	case v1alpha1.StateProvisioning:
+		v := fx.view
 		if v.Workload.Exists && fx.hold == "" && v.Reservation.Exists && v.Reservation.BoundTo == v.Fleet.UID && v.HasFinalizer {
 			return TriggerProvisioned
 		}
+	case v1alpha1.StateGrowing, v1alpha1.StateShrinkingOne:
+		return TriggerRolledOut
+	case v1alpha1.StateHealing:
+		return TriggerReplaced
+	}
+	return TriggerNone
+}
+
+// request is the trigger the fleet's request calls for, in priority order: growth never waits,
+// a lost member comes before scale-in.
+func request(s v1alpha1.FleetState, fx *facts) Trigger {
+	if s == v1alpha1.StateDeleting || s == v1alpha1.StateProvisioning {
 		return TriggerNone
 	}
 	switch {

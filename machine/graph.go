@@ -93,6 +93,7 @@ var table = func() []transition {
 	add(v1alpha1.StateGrowing, TriggerMemberLost, v1alpha1.StateHealing, &othersReady)
 	add(v1alpha1.StateShrinkingOne, TriggerRolledOut, v1alpha1.StateSteady, &settledAndReady)
 	add(v1alpha1.StateShrinkingOne, TriggerTargetAbove, v1alpha1.StateGrowing, nil)
+	add(v1alpha1.StateShrinkingOne, TriggerMemberLost, v1alpha1.StateHealing, &othersReady)
 	add(v1alpha1.StateHealing, TriggerReplaced, v1alpha1.StateSteady, &noLostMember)
 	add(v1alpha1.StateHealing, TriggerTargetAbove, v1alpha1.StateGrowing, nil)
 	return t

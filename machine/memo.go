@@ -12,19 +12,19 @@ import (
 
 // render renders the fleet's objects. Kept as a method so a cache can sit here if profiles show
 // rendering on the converged path.
-func (m *Fleet) render(f *v1alpha1.CelldFleet, replicas int32, provisioned bool) *Objects {
-	return Render(f, replicas, provisioned)
+func (m *Fleet) render(f *v1alpha1.CelldFleet, replicas, settled int32) *Objects {
+	return Render(f, replicas, settled)
 }
 
 // matches compares a desired object with its observed twin, remembering the answer for the same
 // observed resourceVersion and the same desired inputs: a converged fleet compares nothing twice.
-func (m *Fleet) matches(v *events.View, desired any, replicas int32, provisioned bool) bool {
+func (m *Fleet) matches(v *events.View, desired any, replicas, settled int32) bool {
 	kind, name := kindName(desired)
 	observed, rv := observedTwin(v, kind, name)
 	if observed == nil {
 		return false
 	}
-	k := memoKey{kind: kind, name: name, observedRV: rv, uid: v.Fleet.UID, generation: v.Fleet.Generation, replicas: replicas, provisioned: provisioned}
+	k := memoKey{kind: kind, name: name, observedRV: rv, uid: v.Fleet.UID, generation: v.Fleet.Generation, replicas: replicas, settled: settled}
 	if ok, hit := m.memo[k]; hit {
 		return ok
 	}

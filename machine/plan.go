@@ -19,9 +19,11 @@ type planner struct {
 	fx       *facts
 	observed v1alpha1.FleetState
 	to       v1alpha1.FleetState
-	actions  []Action
-	blocked  string
-	next     string
+	// settledNow is the size to record as settled on the workload.
+	settledNow int32
+	actions    []Action
+	blocked    string
+	next       string
 }
 
 func (p *planner) add(a Action) {
@@ -108,21 +110,20 @@ func (p *planner) live() {
 	if fx.hold != "" {
 		replicas = fx.current
 	}
-	provisioned := v.Workload.Exists && (v.Workload.Provisioned || (p.observed == v1alpha1.StateProvisioning && p.to == v1alpha1.StateSteady))
-	objs := p.m.render(f, replicas, provisioned)
+	objs := p.m.render(f, replicas, p.settledNow)
 	for _, o := range objs.All() {
 		workload := o == any(objs.StatefulSet) || o == any(objs.Deployment)
 		if workload && fx.hold != "" {
 			p.block("%s", fx.hold)
 			continue
 		}
-		if p.m.matches(v, o, replicas, provisioned) {
+		if p.m.matches(v, o, replicas, p.settledNow) {
 			continue
 		}
 		p.add(Action{Kind: Apply, Key: applyKey(o), Name: objectName(o), Object: o})
 	}
 	p.history(replicas)
-	if p.to == v1alpha1.StateHealing || p.observed == v1alpha1.StateHealing {
+	if p.to == v1alpha1.StateHealing {
 		p.heal()
 	}
 	p.explain(replicas)
@@ -177,7 +178,7 @@ func (p *planner) deleting() {
 	v := p.v
 	f := v.Fleet
 	if v.Workload.Exists && v.Workload.Replicas != 0 {
-		objs := p.m.render(f, 0, v.Workload.Provisioned)
+		objs := p.m.render(f, 0, v.Workload.Settled)
 		w := objs.All()[len(objs.All())-1]
 		p.add(Action{Kind: Apply, Key: applyKey(w), Name: f.Name, Object: w})
 	}

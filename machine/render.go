@@ -108,9 +108,9 @@ func ports(f *v1alpha1.CelldFleet) (client, peer int32) {
 	return client, peer
 }
 
-// Render renders every object of a fleet with the workload at replicas. provisioned marks a
-// workload whose first rollout completed.
-func Render(f *v1alpha1.CelldFleet, replicas int32, provisioned bool) *Objects {
+// Render renders every object of a fleet with the workload at replicas. settled is the size
+// whose rollout last completed, recorded on the workload; -1 records none.
+func Render(f *v1alpha1.CelldFleet, replicas, settled int32) *Objects {
 	o := &Objects{
 		Services: []*corev1.Service{renderClientService(f), renderPeerService(f)},
 		Policies: renderPolicies(f),
@@ -118,8 +118,8 @@ func Render(f *v1alpha1.CelldFleet, replicas int32, provisioned bool) *Objects {
 	}
 	tmpl := renderPodTemplate(f)
 	annotations := map[string]string(nil)
-	if provisioned {
-		annotations = map[string]string{events.AnnotationProvisioned: "true"}
+	if settled >= 0 {
+		annotations = map[string]string{events.AnnotationSettled: strconv.Itoa(int(settled))}
 	}
 	if UsesStatefulSet(&f.Spec) {
 		o.StatefulSet = renderStatefulSet(f, replicas, tmpl, annotations)

@@ -89,7 +89,7 @@ func validate(f *v1alpha1.CelldFleet) error {
 
 func writeObjects(w io.Writer, f *v1alpha1.CelldFleet) error {
 	objs := []any{machine.RenderReservation(f)}
-	objs = append(objs, machine.Render(f, f.Spec.Members, false).All()...)
+	objs = append(objs, machine.Render(f, f.Spec.Members, -1).All()...)
 	for _, o := range objs {
 		data, err := yaml.Marshal(o)
 		if err != nil {

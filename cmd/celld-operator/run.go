@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/klog/v2"
+
+	"github.com/celld/celld-operator/drivers/kube"
+)
+
+// runFlags are the flags of `celld-operator run`.
+type runFlags struct {
+	kubeconfig, namespace               string
+	workers                             int
+	metricsAddr, probeAddr              string
+	leaderElect                         bool
+	leaderNamespace                     string
+	logFormat, logLevel                 string
+	resync, capacityInterval            time.Duration
+	leaseDuration, renewDeadline, retry time.Duration
+}
+
+func init() {
+	register("run", "run the operator against a cluster (--kubeconfig, --leader-elect, ...)", runCommand)
+}
+
+func runCommand(args []string, _, stderr io.Writer) error {
+	f, help, err := parseRunFlags(args, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "celld-operator run: %v (see: celld-operator run -h)\n", err)
+		return errUsage
+	}
+	if help {
+		return nil
+	}
+	log, err := newLogger(stderr, f.logFormat, f.logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "celld-operator run: %v\n", err)
+		return errUsage
+	}
+	klog.SetLogger(kube.Logr(log.With().Str("component", "client-go").Logger()))
+	return run(f, log)
+}
+
+func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool, error) {
+	var f runFlags
+	fs := flag.NewFlagSet("celld-operator run", flag.ContinueOnError)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty uses the in-cluster config")
+	fs.StringVar(&f.namespace, "namespace", "", "manage the fleets of this namespace only; empty manages every namespace")
+	fs.IntVar(&f.workers, "workers", kube.DefaultWorkers, "fleets synced concurrently")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint; "0" disables it`)
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	fs.BoolVar(&f.leaderElect, "leader-elect", false, "work only while holding the celld-operator Lease, so replicas can stand by")
+	fs.StringVar(&f.leaderNamespace, "leader-election-namespace", defaultLeaderNamespace(), "namespace of the leader election Lease")
+	fs.StringVar(&f.logFormat, "log-format", "json", "json or console")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&f.resync, "resync-period", kube.DefaultResync, "how often every fleet is re-synced even if nothing changed")
+	fs.DurationVar(&f.capacityInterval, "capacity-interval", kube.DefaultCapacityInterval, "how often member usage is read for Recommend and Auto fleets")
+	fs.DurationVar(&f.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a standby waits before taking over a lease that is not renewed")
+	fs.DurationVar(&f.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader retries renewing before it gives up leading")
+	fs.DurationVar(&f.retry, "leader-election-retry-period", 2*time.Second, "how often the lease is tried")
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintln(stderr, "usage: celld-operator run [flags]")
+			fs.PrintDefaults()
+			return f, true, nil
+		}
+		return f, false, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return f, false, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case f.workers < 1:
+		return f, false, fmt.Errorf("--workers %d: want at least 1", f.workers)
+	case f.logFormat != "json" && f.logFormat != "console":
+		return f, false, fmt.Errorf("--log-format %q: want json or console", f.logFormat)
+	case f.resync <= 0 || f.capacityInterval <= 0:
+		return f, false, errors.New("--resync-period and --capacity-interval must be positive")
+	case f.leaderElect && f.leaderNamespace == "":
+		return f, false, errors.New("--leader-election-namespace is required with --leader-elect")
+	case f.leaderElect && !(f.leaseDuration > f.renewDeadline && f.renewDeadline > f.retry && f.retry > 0):
+		return f, false, errors.New("leader election wants lease duration > renew deadline > retry period > 0")
+	case f.probeAddr == "" || f.probeAddr == "0":
+		return f, false, errors.New("--health-probe-bind-address is required")
+	}
+	if _, err := zerolog.ParseLevel(f.logLevel); err != nil || f.logLevel == "" {
+		return f, false, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	return f, false, nil
+}
+
+// defaultLeaderNamespace is the Pod's own namespace (from the downward API) when it runs in a
+// cluster, the install namespace otherwise.
+func defaultLeaderNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "celld-system"
+}
+
+func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil {
+		return zerolog.Logger{}, fmt.Errorf("--log-level %q: %w", level, err)
+	}
+	if format == "console" {
+		// Colours only on a terminal: escape codes in a file or a pipe are noise.
+		f, isFile := w.(*os.File)
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !isFile || !term.IsTerminal(int(f.Fd()))}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster config (pass --kubeconfig to run outside a cluster): %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+func run(f runFlags, log zerolog.Logger) error {
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.UserAgent = "celld-operator/" + version
+	// client-go's default 5 QPS is sized for kubectl; a resync of many fleets is mostly reads
+	// from the caches, but a burst of first applies is not.
+	cfg.QPS, cfg.Burst = 20, 50
+	metrics := kube.NewMetrics()
+	kube.CountWrites(cfg, metrics)
+	clients, stopEvents, err := kube.NewClients(cfg)
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
+	ctl, err := kube.NewController(clients, kube.Options{
+		Namespace: f.namespace, Workers: f.workers, Resync: f.resync, CapacityInterval: f.capacityInterval,
+		Log: log, Metrics: metrics,
+	})
+	if err != nil {
+		return err
+	}
+
+	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stopSignals()
+	go func() {
+		<-ctx.Done()
+		log.Info().Msg("signal received: shutting down (a second signal exits at once)")
+		stopSignals()
+	}()
+	// Servers outlive the work, so the probes answer while the last sync finishes.
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	defer stopServing()
+
+	var watchdog *leaderelection.HealthzAdaptor
+	if f.leaderElect {
+		watchdog = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+	}
+	probes := kube.Probes{
+		Live: func(r *http.Request) error {
+			if watchdog != nil {
+				return watchdog.Check(r)
+			}
+			return nil
+		},
+		Ready: func() error {
+			if !ctl.Synced() {
+				return errors.New("caches not synced")
+			}
+			return nil
+		},
+	}
+	var served []<-chan error
+	done, err := kube.Serve(serveCtx, f.probeAddr, probes.Handler(), log.With().Str("endpoint", "probes").Logger())
+	if err != nil {
+		return fmt.Errorf("--health-probe-bind-address %s: %w", f.probeAddr, err)
+	}
+	served = append(served, done)
+	if f.metricsAddr != "0" && f.metricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", metrics.Handler())
+		done, err := kube.Serve(serveCtx, f.metricsAddr, mux, log.With().Str("endpoint", "metrics").Logger())
+		if err != nil {
+			return fmt.Errorf("--metrics-bind-address %s: %w", f.metricsAddr, err)
+		}
+		served = append(served, done)
+	}
+
+	stopCaches := make(chan struct{})
+	defer close(stopCaches)
+	ctl.Start(stopCaches)
+
+	if f.leaderElect {
+		host, _ := os.Hostname()
+		err = kube.RunLeader(ctx, clients.Kube, kube.LeaderElection{
+			Namespace: f.leaderNamespace, Name: "celld-operator", Identity: host + "_" + string(uuid.NewUUID()),
+			LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retry, Watchdog: watchdog,
+		}, log, ctl.Run)
+	} else {
+		err = ctl.Run(ctx)
+	}
+	stopServing()
+	for _, d := range served {
+		if serr := <-d; serr != nil && err == nil {
+			err = serr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	log.Info().Msg("stopped")
+	return nil
+}
