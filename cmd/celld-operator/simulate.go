@@ -1,0 +1,57 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/celld/celld-operator/proptest"
+)
+
+func init() {
+	register("simulate", "a random lifecycle sequence through the simulator, with every contract check (--seed N --steps M)", func(args []string, stdout, stderr io.Writer) error {
+		fs := newFlags("simulate", stderr)
+		seed := fs.Uint64("seed", 1, "seed of the sequence: the same seed replays the same story")
+		steps := fs.Int("steps", 40, "how many user actions and faults the sequence has")
+		quiet := fs.Bool("quiet", false, "print only the summary")
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		if *steps < 1 {
+			return fmt.Errorf("--steps %d: want at least 1", *steps)
+		}
+		return simulate(stdout, *seed, *steps, *quiet)
+	})
+}
+
+func simulate(w io.Writer, seed uint64, steps int, quiet bool) error {
+	world := proptest.NewWorld(10, seed)
+	if !quiet {
+		world.Trace = func(l string) { fmt.Fprintln(w, l) }
+	}
+	pick := proptest.NewSeeded(seed)
+	run := func() error {
+		for i := 0; i < steps; i++ {
+			op := proptest.Ops[pick.Int("op", 0, len(proptest.Ops)-1)]
+			if err := op.Do(world, pick); err != nil {
+				return fmt.Errorf("step %d (%s): %w", i+1, op.Name, err)
+			}
+		}
+		if err := world.StopFaults(); err != nil {
+			return err
+		}
+		return world.Converge()
+	}
+	err := run()
+	fmt.Fprintf(w, "\nseed %d: %d steps, %d operator rounds, %d contract checks\n%s", seed, steps, world.Rounds(), world.Check.Total(), world.Check.Summary())
+	var v *proptest.Violation
+	if errors.As(err, &v) {
+		fmt.Fprintf(w, "VIOLATION of clause %s\n  %s\n", v.Clause, v.Detail)
+		return fmt.Errorf("contract violated with seed %d", seed)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "every clause held; every fleet converged")
+	return nil
+}
