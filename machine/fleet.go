@@ -17,6 +17,11 @@ type Fleet struct {
 	state v1alpha1.FleetState
 	sm    *stateless.StateMachine
 	memo  map[memoKey]bool
+	// quiet is the last decision when it asked for nothing, and the fingerprint of its view: the
+	// same view again (a resync, an event that changed nothing the machine reads) decides the
+	// same nothing, without deciding again.
+	quiet   *Decision
+	quietFP uint64
 }
 
 type memoKey struct {
@@ -46,6 +51,10 @@ func (m *Fleet) Step(v *events.View) Decision {
 	if v.Fleet == nil {
 		return Decision{}
 	}
+	fp := fingerprint(v)
+	if m.quiet != nil && m.quietFP == fp {
+		return *m.quiet
+	}
 	fx := computeFacts(v)
 	observed := derive(v, fx)
 	m.state = observed
@@ -67,6 +76,11 @@ func (m *Fleet) Step(v *events.View) Decision {
 	d.To = m.state
 	p := planner{m: m, v: v, fx: fx, observed: observed, to: d.To, settledNow: settledAfter(d, fx)}
 	d.Actions, d.Status = p.plan(d.Transitions)
+	m.quiet = nil
+	if len(d.Actions) == 0 {
+		q := d
+		m.quiet, m.quietFP = &q, fp
+	}
 	return d
 }
 

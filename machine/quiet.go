@@ -1,0 +1,82 @@
+package machine
+
+import (
+	"hash/maphash"
+
+	"github.com/celld/celld-operator/events"
+)
+
+// seed keys the fingerprints of one process; fingerprints are never stored or compared across
+// processes.
+var seed = maphash.MakeSeed()
+
+// fingerprint identifies everything a decision reads from a view except the clock. Two views
+// with the same fingerprint differ at most in Now; a decision that asked for nothing (not even
+// a requeue) does not depend on Now, so it holds for both.
+func fingerprint(v *events.View) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	str := func(s string) { h.WriteString(s); h.WriteByte(0) }
+	num := func(n int64) {
+		for i := 0; i < 8; i++ {
+			h.WriteByte(byte(n >> (8 * i)))
+		}
+	}
+	flag := func(b bool) {
+		if b {
+			h.WriteByte(1)
+		} else {
+			h.WriteByte(0)
+		}
+	}
+	f := v.Fleet
+	str(string(f.UID))
+	str(f.ResourceVersion)
+	flag(v.Deleting)
+	flag(v.HasFinalizer)
+	flag(v.NodesSynced)
+	flag(v.StorageClassMissing)
+	flag(v.ServiceAccountMissing)
+	r := &v.Reservation
+	flag(r.Exists)
+	str(r.Name)
+	str(string(r.BoundTo))
+	num(int64(len(r.History)))
+	for i := range r.History {
+		d := &r.History[i]
+		num(d.Time.Unix())
+		str(string(d.Kind))
+		num(int64(d.From)<<32 | int64(d.To))
+	}
+	if s := v.Owned.StatefulSet; s != nil {
+		str(s.ResourceVersion)
+	}
+	if d := v.Owned.Deployment; d != nil {
+		str(d.ResourceVersion)
+	}
+	num(int64(len(v.Owned.Objects)))
+	for i := range v.Owned.Objects {
+		str(v.Owned.Objects[i].ResourceVersion)
+	}
+	num(int64(len(v.Members)))
+	for i := range v.Members {
+		m := &v.Members[i]
+		str(m.ResourceVersion)
+		if n, ok := v.Nodes[m.NodeName]; ok {
+			flag(n.Ready)
+			num(n.UnhealthySince.Unix())
+		} else {
+			h.WriteByte(2)
+		}
+	}
+	num(int64(len(v.Disks)))
+	for i := range v.Disks {
+		str(v.Disks[i].ResourceVersion)
+	}
+	if u := v.Utilization; u != nil {
+		num(int64(u.Percent))
+		num(int64(u.Members))
+		flag(u.Unavailable)
+	}
+	return h.Sum64()
+}
