@@ -1,0 +1,95 @@
+package events
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func TestNormalize(t *testing.T) {
+	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1", Finalizers: []string{v1alpha1.FleetFinalizer}},
+		Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet, Bucket: v1alpha1.BucketSpec{Name: "b"}}}
+	pod := func(name, node string, ready bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelFleetUID: "u1", appsv1.StatefulSetRevisionLabel: "r1"}},
+			Spec: corev1.PodSpec{NodeName: node}}
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: st, LastTransitionTime: metav1.NewTime(t0)}}
+		return p
+	}
+	stranger := pod("a-9", "n1", true)
+	stranger.Labels[LabelFleetUID] = "other"
+	claim := func(name, uid string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelFleetUID: uid}}}
+	}
+	unreachable := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, LastTransitionTime: metav1.NewTime(t0)}}}}
+	ready := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	tainted := ready.DeepCopy()
+	tainted.Name = "n3"
+	tainted.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, TimeAdded: &metav1.Time{Time: t0.Add(time.Minute)}}}
+	older := &v1alpha1.CelldReservation{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "x", CreationTimestamp: metav1.NewTime(t0)},
+		Spec: v1alpha1.CelldReservationSpec{FleetUID: "first", Bucket: v1alpha1.BucketSpec{Name: "b"}}}
+	newer := &v1alpha1.CelldReservation{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", CreationTimestamp: metav1.NewTime(t0.Add(time.Hour))},
+		Spec: v1alpha1.CelldReservationSpec{FleetUID: "u1", Bucket: v1alpha1.BucketSpec{Name: "b"}}}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "a", Annotations: map[string]string{AnnotationSettled: "3"}}}
+
+	v := Normalize("ns", "a", &Observation{Now: t0, Fleet: f, StatefulSet: sts, NodesSynced: true,
+		Pods:         []*corev1.Pod{pod("a-10", "n1", true), pod("a-2", "n2", true), stranger, pod("a-1", "n3", false)},
+		PVCs:         []*corev1.PersistentVolumeClaim{claim("data-a-1", "u1"), claim("data-a-0", "old"), claim("data-a-x", "u1")},
+		Nodes:        map[string]*corev1.Node{"n1": ready, "n2": unreachable, "n3": tainted},
+		Reservations: []*v1alpha1.CelldReservation{newer, older}})
+
+	if !v.HasFinalizer || v.Deleting || v.Workload.Settled != 3 {
+		t.Errorf("fleet facts: finalizer %t deleting %t settled %d", v.HasFinalizer, v.Deleting, v.Workload.Settled)
+	}
+	var names []string
+	for _, m := range v.Members {
+		names = append(names, m.Name)
+	}
+	if len(names) != 3 || names[0] != "a-1" || names[1] != "a-2" || names[2] != "a-10" || v.Members[0].Ordinal != 1 {
+		t.Errorf("members by ordinal, strangers left out: %v", names)
+	}
+	if v.Nodes["n2"].Ready || v.Nodes["n3"].Ready || !v.Nodes["n1"].Ready || !v.Nodes["n3"].UnhealthySince.Equal(t0.Add(time.Minute)) {
+		t.Errorf("node health: %+v", v.Nodes)
+	}
+	if v.Disks[0].Name != "data-a-0" || v.Disks[0].FleetUID != "old" || v.Disks[1].Ordinal != 1 || v.Disks[2].Ordinal != -1 {
+		t.Errorf("disks: %+v", v.Disks)
+	}
+	if !v.Reservation.Exists || v.Reservation.BoundTo != "first" || v.Reservation.Conflicts != 1 {
+		t.Errorf("the oldest reservation of a bucket binds it: %+v", v.Reservation)
+	}
+}
+
+func TestObserveNamesEveryKind(t *testing.T) {
+	for _, tc := range []struct {
+		obj  any
+		gone bool
+		want Kind
+	}{
+		{&v1alpha1.CelldFleet{}, false, FleetObserved},
+		{&v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &metav1.Time{Time: t0}}}, false, FleetDeletionRequested},
+		{&corev1.Pod{}, true, MemberGone},
+		{&corev1.Node{}, true, NodeGone},
+		{&corev1.PersistentVolumeClaim{}, false, DiskObserved},
+		{&appsv1.StatefulSet{}, false, WorkloadObserved},
+	} {
+		ev, err := Observe(tc.obj, tc.gone, t0)
+		if err != nil || ev.Kind != tc.want || !ev.Time.Equal(t0) {
+			t.Errorf("%T gone=%t: %v %v, want %s", tc.obj, tc.gone, ev.Kind, err, tc.want)
+		}
+	}
+	if _, err := Observe("nonsense", false, t0); err == nil {
+		t.Error("an object of no known kind must be refused")
+	}
+}

@@ -1,0 +1,184 @@
+package machine
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+)
+
+func fleet(profile v1alpha1.Profile) *v1alpha1.CelldFleet {
+	f := &v1alpha1.CelldFleet{
+		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "uid-1", Generation: 1},
+		Spec: v1alpha1.CelldFleetSpec{Profile: profile, Members: 3, Image: "registry.example/celld:1.2", ServiceAccountName: "celld-iam",
+			Bucket: v1alpha1.BucketSpec{Name: "bkt", Region: "eu-west-1", Endpoint: "https://s3.example"}},
+	}
+	if profile == v1alpha1.ProfilePersistentFleet {
+		f.Spec.Storage = &v1alpha1.StorageSpec{StorageClassName: "fast", Size: resource.MustParse("100Gi")}
+	}
+	return f
+}
+
+func env(c corev1.Container) map[string]corev1.EnvVar {
+	out := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		out[e.Name] = e
+	}
+	return out
+}
+
+func TestRenderPersistentFleet(t *testing.T) {
+	f := fleet(v1alpha1.ProfilePersistentFleet)
+	o := Render(f, 3, 3)
+	s := o.StatefulSet
+	if s == nil || o.Deployment != nil {
+		t.Fatal("a PersistentFleet runs as a StatefulSet")
+	}
+	if *s.Spec.Replicas != 3 || s.Spec.PodManagementPolicy != appsv1.OrderedReadyPodManagement || s.Spec.ServiceName != "a-peers" {
+		t.Errorf("statefulset: replicas %d, policy %s, service %s", *s.Spec.Replicas, s.Spec.PodManagementPolicy, s.Spec.ServiceName)
+	}
+	rp := s.Spec.PersistentVolumeClaimRetentionPolicy
+	if rp == nil || rp.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType || rp.WhenScaled != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
+		t.Errorf("disks must be retained on scale-in and deletion: %+v", rp)
+	}
+	if len(s.Spec.VolumeClaimTemplates) != 1 || *s.Spec.VolumeClaimTemplates[0].Spec.StorageClassName != "fast" ||
+		s.Spec.VolumeClaimTemplates[0].Labels[events.LabelFleetUID] != "uid-1" {
+		t.Errorf("claim template: %+v", s.Spec.VolumeClaimTemplates)
+	}
+	if s.Annotations[events.AnnotationSettled] != "3" {
+		t.Errorf("settled size not recorded: %v", s.Annotations)
+	}
+	p := s.Spec.Template.Spec
+	if len(p.Containers) != 1 || len(p.InitContainers) != 0 || p.Containers[0].Image != f.Spec.Image || len(p.Containers[0].Command) != 0 {
+		t.Errorf("members must run celld directly from the user's image, nothing else: %+v", p.Containers)
+	}
+	e := env(p.Containers[0])
+	if e["CELLD_DURABILITY"].Value != "fleet" || e["CELLD_FLEET_UID"].Value != "uid-1" || e["CELLD_PEER_DOMAIN"].Value != "a-peers.ns.svc" ||
+		e["CELLD_BUCKET_NAME"].Value != "bkt" || e["CELLD_BUCKET_ENDPOINT"].Value != "https://s3.example" ||
+		e["CELLD_MEMBER_NAME"].ValueFrom == nil || e["CELLD_MEMBER_NAME"].ValueFrom.FieldRef.FieldPath != "metadata.name" {
+		t.Errorf("env: %+v", e)
+	}
+	if p.ServiceAccountName != "celld-iam" {
+		t.Errorf("service account %q", p.ServiceAccountName)
+	}
+	if len(p.TopologySpreadConstraints) != 2 || p.TopologySpreadConstraints[0].WhenUnsatisfiable != corev1.DoNotSchedule ||
+		p.TopologySpreadConstraints[0].TopologyKey != corev1.LabelHostname || p.TopologySpreadConstraints[1].WhenUnsatisfiable != corev1.ScheduleAnyway {
+		t.Errorf("default spread must be hard across nodes and soft across zones: %+v", p.TopologySpreadConstraints)
+	}
+	sc := p.Containers[0].SecurityContext
+	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil || sc.Capabilities.Drop[0] != "ALL" {
+		t.Errorf("the container must meet the restricted Pod Security level: %+v", sc)
+	}
+}
+
+func TestRenderBucketProfiles(t *testing.T) {
+	f := fleet(v1alpha1.ProfileBucket)
+	lim := resource.MustParse("5Gi")
+	f.Spec.Scratch = &v1alpha1.ScratchSpec{SizeLimit: &lim}
+	o := Render(f, 2, -1)
+	d := o.Deployment
+	if d == nil || o.StatefulSet != nil {
+		t.Fatal("a Bucket fleet runs as a Deployment by default")
+	}
+	if d.Spec.Strategy.RollingUpdate == nil || d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue() != 0 {
+		t.Errorf("a rolling update must never take a member away before its replacement is ready: %+v", d.Spec.Strategy)
+	}
+	if _, ok := d.Annotations[events.AnnotationSettled]; ok {
+		t.Error("no settled size may be recorded before provisioning completes")
+	}
+	v := d.Spec.Template.Spec.Volumes
+	if len(v) != 1 || v[0].EmptyDir == nil || v[0].EmptyDir.SizeLimit.Cmp(lim) != 0 {
+		t.Errorf("scratch disk: %+v", v)
+	}
+	if env(d.Spec.Template.Spec.Containers[0])["CELLD_DURABILITY"].Value != "bucket" {
+		t.Error("a Bucket fleet runs with CELLD_DURABILITY=bucket")
+	}
+	f.Spec.Workload = v1alpha1.WorkloadOrderedStatefulSet
+	o = Render(f, 2, -1)
+	if o.StatefulSet == nil || len(o.StatefulSet.Spec.VolumeClaimTemplates) != 0 || o.StatefulSet.Spec.PodManagementPolicy != appsv1.OrderedReadyPodManagement {
+		t.Errorf("OrderedStatefulSet: an ordered StatefulSet with a scratch disk: %+v", o.StatefulSet)
+	}
+}
+
+func TestRenderPrerequisites(t *testing.T) {
+	f := fleet(v1alpha1.ProfilePersistentFleet)
+	o := Render(f, 3, 3)
+	if len(o.Services) != 2 {
+		t.Fatalf("services: %d", len(o.Services))
+	}
+	peers := o.Services[1]
+	if peers.Name != "a-peers" || peers.Spec.ClusterIP != corev1.ClusterIPNone || !peers.Spec.PublishNotReadyAddresses {
+		t.Errorf("the peer Service must be headless and publish not-ready addresses: %+v", peers.Spec)
+	}
+	if o.PDB.Spec.MaxUnavailable == nil || o.PDB.Spec.MaxUnavailable.IntValue() != 1 {
+		t.Errorf("PDB: %+v", o.PDB.Spec)
+	}
+	if len(o.Policies) != 2 {
+		t.Fatalf("policies: %d", len(o.Policies))
+	}
+	for _, p := range o.Policies {
+		if len(p.Spec.Ingress) != 1 || len(p.Spec.Ingress[0].Ports) != 1 || len(p.Spec.PolicyTypes) != 1 {
+			t.Errorf("policy %s must allow one port from one set of peers: %+v", p.Name, p.Spec)
+		}
+	}
+	if port := o.Policies[1].Spec.Ingress[0].Ports[0].Port.IntValue(); port != 7001 || o.Policies[1].Spec.Ingress[0].From[0].PodSelector.MatchLabels[events.LabelFleetUID] != "uid-1" {
+		t.Errorf("peers policy: only members, on the peer port: %+v", o.Policies[1].Spec)
+	}
+	for _, obj := range o.All() {
+		m := metaOf(obj)
+		if len(m.OwnerReferences) != 1 || m.OwnerReferences[0].UID != "uid-1" || m.Labels[events.LabelManagedBy] != events.ManagedBy {
+			t.Errorf("%s must be owned by and labelled for its fleet: %+v", m.Name, m)
+		}
+	}
+	r := RenderReservation(f)
+	if len(r.OwnerReferences) != 0 || r.Spec.FleetUID != "uid-1" {
+		t.Errorf("the reservation binds the fleet's UID and has no owner: %+v", r.ObjectMeta)
+	}
+	if ReservationName(v1alpha1.BucketSpec{Name: "bkt"}) == ReservationName(f.Spec.Bucket) {
+		t.Error("the same bucket name at another endpoint is another reservation")
+	}
+}
+
+func metaOf(o any) *metav1.ObjectMeta {
+	switch x := o.(type) {
+	case *corev1.Service:
+		return &x.ObjectMeta
+	case *appsv1.StatefulSet:
+		return &x.ObjectMeta
+	case *appsv1.Deployment:
+		return &x.ObjectMeta
+	}
+	if p, ok := o.(interface{ GetObjectMeta() metav1.Object }); ok {
+		m := p.GetObjectMeta().(*metav1.ObjectMeta)
+		return m
+	}
+	return &metav1.ObjectMeta{}
+}
+
+// Fields the API server defaults are no drift; a hand edit of a field the operator sets is.
+func TestMatches(t *testing.T) {
+	f := fleet(v1alpha1.ProfilePersistentFleet)
+	desired := Render(f, 3, 3).StatefulSet
+	observed := desired.DeepCopy()
+	observed.TypeMeta = metav1.TypeMeta{}
+	observed.ResourceVersion, observed.Generation = "42", 7
+	observed.Spec.RevisionHistoryLimit = new(int32)
+	observed.Spec.Template.Spec.Containers[0].TerminationMessagePath = "/dev/termination-log"
+	observed.Spec.Template.Spec.DNSPolicy = corev1.DNSClusterFirst
+	observed.Status.Replicas = 3
+	if !Matches(desired, observed) {
+		t.Fatal("defaults and status must not count as drift")
+	}
+	observed.Spec.Template.Spec.Containers[0].Image = "someone/else:latest"
+	if Matches(desired, observed) {
+		t.Fatal("a hand-edited image must count as drift")
+	}
+	if Matches(desired, nil) {
+		t.Fatal("a missing object never matches")
+	}
+}
