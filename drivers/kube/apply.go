@@ -1,0 +1,272 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/celld/celld-operator/api/generated/clientset/versioned"
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/reservation"
+)
+
+// FieldManager is the one field manager of everything the operator writes.
+const FieldManager = "celld-operator"
+
+// Applier turns the machine's actions into API requests. It holds no state between actions: each
+// action carries its own preconditions.
+type Applier struct {
+	Kube     kubernetes.Interface
+	Celld    versioned.Interface
+	Recorder record.EventRecorder
+}
+
+// Target is the fleet a sync's actions are about: the cached object, replaced by what the API
+// server answers to the operator's own writes to it, so a later action of the same sync (status
+// after a finalizer) carries the current resourceVersion instead of conflicting with itself.
+type Target struct {
+	Fleet *v1alpha1.CelldFleet
+}
+
+// Do applies one action. A Requeue is the caller's: it is not an API request.
+func (ap *Applier) Do(ctx context.Context, t *Target, a machine.Action) error {
+	switch a.Kind {
+	case machine.Apply:
+		return ap.apply(ctx, a)
+	case machine.BindReservation:
+		return ap.bind(ctx, a)
+	case machine.AppendHistory:
+		return ap.appendHistory(ctx, a)
+	case machine.AddFinalizer, machine.RemoveFinalizer:
+		return ap.finalizer(ctx, t, a.Kind == machine.AddFinalizer)
+	case machine.DeletePod:
+		return ap.deletePod(ctx, a)
+	case machine.DeleteDisk:
+		return ap.deleteDisk(ctx, a)
+	case machine.PublishStatus:
+		return ap.publishStatus(ctx, t, a)
+	case machine.RecordEvent:
+		ap.Recorder.Event(t.Fleet, a.EventType, a.Reason, a.Message)
+		return nil
+	case machine.Requeue:
+		return nil
+	}
+	return fmt.Errorf("unknown action kind %q", a.Kind)
+}
+
+// apply server-side applies the rendered object with the operator's field manager, forcing
+// ownership of the fields it sets: a hand edit of one of them is drift the operator repairs.
+func (ap *Applier) apply(ctx context.Context, a machine.Action) error {
+	body, err := applyBody(a.Object)
+	if err != nil {
+		return fmt.Errorf("apply %s: %w", a.Key, err)
+	}
+	force := true
+	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: &force}
+	ns, pt := a.Namespace, types.ApplyPatchType
+	switch o := a.Object.(type) {
+	case *appsv1.StatefulSet:
+		_, err = ap.Kube.AppsV1().StatefulSets(ns).Patch(ctx, o.Name, pt, body, opts)
+	case *appsv1.Deployment:
+		_, err = ap.Kube.AppsV1().Deployments(ns).Patch(ctx, o.Name, pt, body, opts)
+	case *corev1.Service:
+		_, err = ap.Kube.CoreV1().Services(ns).Patch(ctx, o.Name, pt, body, opts)
+	case *networkingv1.NetworkPolicy:
+		_, err = ap.Kube.NetworkingV1().NetworkPolicies(ns).Patch(ctx, o.Name, pt, body, opts)
+	case *policyv1.PodDisruptionBudget:
+		_, err = ap.Kube.PolicyV1().PodDisruptionBudgets(ns).Patch(ctx, o.Name, pt, body, opts)
+	default:
+		return fmt.Errorf("apply %s: cannot apply an object of type %T", a.Key, a.Object)
+	}
+	if err != nil {
+		return fmt.Errorf("apply %s: %w", a.Key, err)
+	}
+	return nil
+}
+
+// applyBody is the object as an apply configuration: without status, which an apply to the main
+// resource cannot set, and without null fields (an unset creationTimestamp), which would
+// otherwise become fields the operator claims to own.
+func applyBody(obj any) ([]byte, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	delete(u, "status")
+	return json.Marshal(pruneNulls(u))
+}
+
+func pruneNulls(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if e == nil {
+				delete(x, k)
+				continue
+			}
+			x[k] = pruneNulls(e)
+		}
+	case []any:
+		for i := range x {
+			x[i] = pruneNulls(x[i])
+		}
+	}
+	return v
+}
+
+// bind creates the reservation. One that already exists is success when it binds the same fleet
+// UID, and a refusal naming the fleet it binds otherwise.
+func (ap *Applier) bind(ctx context.Context, a machine.Action) error {
+	r, ok := a.Object.(*v1alpha1.CelldReservation)
+	if !ok {
+		return fmt.Errorf("bind %s: object is %T, not a CelldReservation", a.Key, a.Object)
+	}
+	client := ap.Celld.CelldV1alpha1().CelldReservations(r.Namespace)
+	_, err := client.Create(ctx, r, metav1.CreateOptions{FieldManager: FieldManager})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("bind %s: %w", a.Key, err)
+	}
+	got, err := client.Get(ctx, r.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("bind %s: read the existing reservation: %w", a.Key, err)
+	}
+	if got.Spec.FleetUID != r.Spec.FleetUID {
+		return fmt.Errorf("bind %s: bucket %s is reserved to fleet %s/%s (uid %s) by CelldReservation %s/%s",
+			a.Key, r.Spec.Bucket.Name, got.Namespace, got.Spec.FleetName, got.Spec.FleetUID, got.Namespace, got.Name)
+	}
+	return nil
+}
+
+// appendHistory appends to the reservation's capacity history with optimistic concurrency: it
+// reads the reservation from the API server, not the cache, and a conflict reads again and
+// retries rather than overwrite an append it has not seen.
+func (ap *Applier) appendHistory(ctx context.Context, a machine.Action) error {
+	if a.Decision == nil {
+		return fmt.Errorf("append %s: no decision", a.Key)
+	}
+	client := ap.Celld.CelldV1alpha1().CelldReservations(a.Namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		r, err := client.Get(ctx, a.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		h := reservation.Append(r.Status.CapacityHistory, *a.Decision)
+		if equality.Semantic.DeepEqual(h, r.Status.CapacityHistory) {
+			return nil
+		}
+		r = r.DeepCopy()
+		r.Status.CapacityHistory = h
+		_, err = client.UpdateStatus(ctx, r, metav1.UpdateOptions{FieldManager: FieldManager})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("append %s: %w", a.Key, err)
+	}
+	return nil
+}
+
+// finalizer adds or removes the fleet's finalizer with a merge patch that carries the cached
+// resourceVersion: the finalizer list is replaced whole, so it must be the list the operator read.
+func (ap *Applier) finalizer(ctx context.Context, t *Target, add bool) error {
+	f := t.Fleet
+	var fins []string
+	has := false
+	for _, x := range f.Finalizers {
+		if x == v1alpha1.FleetFinalizer {
+			has = true
+			if !add {
+				continue
+			}
+		}
+		fins = append(fins, x)
+	}
+	verb := "remove"
+	if add {
+		verb = "add"
+		if has {
+			return nil
+		}
+		fins = append(fins, v1alpha1.FleetFinalizer)
+	} else if !has {
+		return nil
+	}
+	if fins == nil {
+		fins = []string{}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": f.ResourceVersion, "finalizers": fins,
+	}})
+	if err != nil {
+		return err
+	}
+	got, err := ap.Celld.CelldV1alpha1().CelldFleets(f.Namespace).Patch(ctx, f.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	if apierrors.IsNotFound(err) {
+		return nil // the fleet is gone: nothing is left to protect
+	}
+	if err != nil {
+		return fmt.Errorf("%s finalizer of %s/%s: %w", verb, f.Namespace, f.Name, err)
+	}
+	t.Fleet = got
+	return nil
+}
+
+// deletePod deletes one member with its UID and resourceVersion as preconditions, so a Pod
+// replaced or changed since the machine saw it is never the one deleted.
+func (ap *Applier) deletePod(ctx context.Context, a machine.Action) error {
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &a.UID, ResourceVersion: &a.ResourceVersion}}
+	if a.Force {
+		zero := int64(0)
+		opts.GracePeriodSeconds = &zero
+	}
+	err := ap.Kube.CoreV1().Pods(a.Namespace).Delete(ctx, a.Name, opts)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete pod %s: %w", a.Key, err)
+	}
+	return nil
+}
+
+func (ap *Applier) deleteDisk(ctx context.Context, a machine.Action) error {
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &a.UID}}
+	err := ap.Kube.CoreV1().PersistentVolumeClaims(a.Namespace).Delete(ctx, a.Name, opts)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete disk %s: %w", a.Key, err)
+	}
+	return nil
+}
+
+// publishStatus writes the status through the status subresource with the resourceVersion the
+// decision was made on; a conflict means the fleet changed since, and the caller requeues.
+func (ap *Applier) publishStatus(ctx context.Context, t *Target, a machine.Action) error {
+	if a.Status == nil {
+		return fmt.Errorf("status %s: no status", a.Key)
+	}
+	f := t.Fleet.DeepCopy()
+	f.Status = *a.Status.DeepCopy()
+	got, err := ap.Celld.CelldV1alpha1().CelldFleets(f.Namespace).UpdateStatus(ctx, f, metav1.UpdateOptions{FieldManager: FieldManager})
+	if apierrors.IsNotFound(err) {
+		return nil // the fleet is gone: nobody reads its status
+	}
+	if err != nil {
+		return fmt.Errorf("status %s: %w", a.Key, err)
+	}
+	t.Fleet = got
+	return nil
+}

@@ -1,0 +1,350 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+
+	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/machine"
+)
+
+func testFleet(profile v1alpha1.Profile) *v1alpha1.CelldFleet {
+	f := &v1alpha1.CelldFleet{
+		ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team", UID: "uid-alpha", ResourceVersion: "7", Generation: 1},
+		Spec: v1alpha1.CelldFleetSpec{
+			Profile: profile, Members: 3, Image: "example.com/celld:1",
+			Bucket: v1alpha1.BucketSpec{Name: "alpha-data", Region: "eu-west-1"},
+		},
+	}
+	if profile == v1alpha1.ProfilePersistentFleet {
+		f.Spec.Storage = &v1alpha1.StorageSpec{StorageClassName: "fast", Size: resource.MustParse("1Gi")}
+	}
+	return f
+}
+
+type fixture struct {
+	kube  *kubefake.Clientset
+	celld *celldfake.Clientset
+	rec   *record.FakeRecorder
+	ap    *Applier
+}
+
+func newFixture(objs ...runtime.Object) *fixture {
+	var kubeObjs, celldObjs []runtime.Object
+	for _, o := range objs {
+		switch o.(type) {
+		case *v1alpha1.CelldFleet, *v1alpha1.CelldReservation:
+			celldObjs = append(celldObjs, o)
+		default:
+			kubeObjs = append(kubeObjs, o)
+		}
+	}
+	fx := &fixture{kube: kubefake.NewClientset(kubeObjs...), celld: celldfake.NewSimpleClientset(celldObjs...), rec: record.NewFakeRecorder(10)}
+	fx.ap = &Applier{Kube: fx.kube, Celld: fx.celld, Recorder: fx.rec}
+	return fx
+}
+
+// requests are the requests a fixture's clients received, reads included, in order.
+func (fx *fixture) requests() []k8stesting.Action {
+	return append(append([]k8stesting.Action{}, fx.kube.Actions()...), fx.celld.Actions()...)
+}
+
+func (fx *fixture) clear() {
+	fx.kube.ClearActions()
+	fx.celld.ClearActions()
+}
+
+func only(t *testing.T, got []k8stesting.Action) k8stesting.Action {
+	t.Helper()
+	if len(got) != 1 {
+		t.Fatalf("want one request, got %d: %v", len(got), got)
+	}
+	return got[0]
+}
+
+func TestApplyIsOneServerSideApplyPerObject(t *testing.T) {
+	for _, profile := range []v1alpha1.Profile{v1alpha1.ProfileBucket, v1alpha1.ProfilePersistentFleet} {
+		f := testFleet(profile)
+		for _, obj := range machine.Render(f, 3, -1).All() {
+			fx := newFixture()
+			m := obj.(metav1.Object)
+			a := machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Namespace: f.Namespace, Name: m.GetName(), Object: obj}
+			if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, a); err != nil {
+				t.Fatalf("%s %T: %v", profile, obj, err)
+			}
+			p, ok := only(t, fx.requests()).(k8stesting.PatchActionImpl)
+			if !ok {
+				t.Fatalf("%T: want a patch, got %T", obj, fx.requests()[0])
+			}
+			if p.PatchType != types.ApplyPatchType || p.PatchOptions.FieldManager != FieldManager ||
+				p.PatchOptions.Force == nil || !*p.PatchOptions.Force || p.Name != m.GetName() || p.Namespace != f.Namespace {
+				t.Errorf("%T: got %s %s/%s type=%s opts=%+v", obj, p.Verb, p.Namespace, p.Name, p.PatchType, p.PatchOptions)
+			}
+			var body map[string]any
+			if err := json.Unmarshal(p.Patch, &body); err != nil {
+				t.Fatal(err)
+			}
+			if body["apiVersion"] == nil || body["kind"] == nil {
+				t.Errorf("%T: the apply configuration lacks its type: %s", obj, p.Patch)
+			}
+			if _, ok := body["status"]; ok || strings.Contains(string(p.Patch), "null") {
+				t.Errorf("%T: the apply configuration claims status or null fields: %s", obj, p.Patch)
+			}
+		}
+	}
+}
+
+func TestApplyResources(t *testing.T) {
+	f := testFleet(v1alpha1.ProfilePersistentFleet)
+	var got []string
+	fx := newFixture()
+	for _, obj := range machine.Render(f, 3, -1).All() {
+		if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Namespace: f.Namespace, Object: obj}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range fx.requests() {
+		got = append(got, r.GetResource().Resource)
+	}
+	want := "services services networkpolicies networkpolicies poddisruptionbudgets statefulsets"
+	if strings.Join(got, " ") != want {
+		t.Errorf("applied %q, want %q", strings.Join(got, " "), want)
+	}
+}
+
+func TestBindReservation(t *testing.T) {
+	f := testFleet(v1alpha1.ProfileBucket)
+	r := machine.RenderReservation(f)
+	bind := machine.Action{Kind: machine.BindReservation, Key: "bind", Namespace: f.Namespace, Name: r.Name, Object: r}
+
+	t.Run("creates", func(t *testing.T) {
+		fx := newFixture()
+		if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, bind); err != nil {
+			t.Fatal(err)
+		}
+		c, ok := only(t, fx.requests()).(k8stesting.CreateActionImpl)
+		if !ok || c.GetResource().Resource != "celldreservations" || c.CreateOptions.FieldManager != FieldManager {
+			t.Fatalf("got %#v", fx.requests()[0])
+		}
+	})
+	t.Run("already bound to this fleet", func(t *testing.T) {
+		fx := newFixture(r.DeepCopy())
+		if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, bind); err != nil {
+			t.Fatalf("a reservation bound to the same UID must be success: %v", err)
+		}
+		verbs := verbsOf(fx.requests())
+		if verbs != "create get" {
+			t.Errorf("requests %q, want create then get", verbs)
+		}
+	})
+	t.Run("bound to another fleet", func(t *testing.T) {
+		other := r.DeepCopy()
+		other.Spec.FleetUID, other.Spec.FleetName = "uid-other", "other"
+		fx := newFixture(other)
+		err := fx.ap.Do(context.Background(), &Target{Fleet: f}, bind)
+		if err == nil || !strings.Contains(err.Error(), "team/other") || !strings.Contains(err.Error(), "uid-other") {
+			t.Fatalf("want a refusal naming the other fleet, got %v", err)
+		}
+	})
+}
+
+func verbsOf(actions []k8stesting.Action) string {
+	var out []string
+	for _, a := range actions {
+		v := a.GetVerb()
+		if a.GetSubresource() != "" {
+			v += "/" + a.GetSubresource()
+		}
+		out = append(out, v)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestAppendHistoryRetriesOnConflict(t *testing.T) {
+	f := testFleet(v1alpha1.ProfileBucket)
+	r := machine.RenderReservation(f)
+	r.ResourceVersion = "1"
+	fx := newFixture(r)
+	conflicts := 1
+	fx.celld.PrependReactor("update", "celldreservations", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "status" && conflicts > 0 {
+			conflicts--
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "celld.io", Resource: "celldreservations"}, r.Name, nil)
+		}
+		return false, nil, nil
+	})
+	d := v1alpha1.CapacityDecision{Time: metav1.NewTime(time.Unix(100, 0)), Kind: v1alpha1.DecisionGrow, From: 3, To: 5, Source: v1alpha1.SourceManual}
+	a := machine.Action{Kind: machine.AppendHistory, Key: "history", Namespace: r.Namespace, Name: r.Name, Decision: &d}
+	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, a); err != nil {
+		t.Fatal(err)
+	}
+	if got := verbsOf(fx.requests()); got != "get update/status get update/status" {
+		t.Errorf("requests %q: a conflict must re-read and retry", got)
+	}
+	for _, req := range fx.requests() {
+		if u, ok := req.(k8stesting.UpdateActionImpl); ok {
+			if rv := u.Object.(*v1alpha1.CelldReservation).ResourceVersion; rv == "" {
+				t.Errorf("status update without the resourceVersion it read")
+			}
+		}
+	}
+	got, err := fx.celld.CelldV1alpha1().CelldReservations(r.Namespace).Get(context.Background(), r.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := got.Status.CapacityHistory; len(h) != 1 || h[0].Kind != v1alpha1.DecisionGrow || h[0].To != 5 {
+		t.Fatalf("history %+v", h)
+	}
+
+	// The same decision again (a cache that did not show the append yet) writes nothing.
+	fx.clear()
+	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, a); err != nil {
+		t.Fatal(err)
+	}
+	if got := verbsOf(fx.requests()); got != "get" {
+		t.Errorf("repeat append made requests %q, want only a read", got)
+	}
+}
+
+func TestFinalizerPatches(t *testing.T) {
+	f := testFleet(v1alpha1.ProfileBucket)
+	f.Finalizers = []string{"example.com/keep"}
+	fx := newFixture(f.DeepCopy())
+	target := &Target{Fleet: f}
+	if err := fx.ap.Do(context.Background(), target, machine.Action{Kind: machine.AddFinalizer}); err != nil {
+		t.Fatal(err)
+	}
+	p, ok := only(t, fx.requests()).(k8stesting.PatchActionImpl)
+	if !ok || p.PatchType != types.MergePatchType || p.GetResource().Resource != "celldfleets" || p.GetSubresource() != "" {
+		t.Fatalf("want a merge patch of the fleet, got %#v", fx.requests()[0])
+	}
+	want := `{"metadata":{"finalizers":["example.com/keep","celld.io/fleet-protection"],"resourceVersion":"7"}}`
+	if string(p.Patch) != want {
+		t.Errorf("patch %s, want %s", p.Patch, want)
+	}
+	if target.Fleet == f {
+		t.Errorf("the target still holds the cached fleet: a later status write would conflict with this patch")
+	}
+
+	fx.clear()
+	withFin := f.DeepCopy()
+	withFin.Finalizers = []string{"example.com/keep", v1alpha1.FleetFinalizer}
+	if err := fx.ap.Do(context.Background(), &Target{Fleet: withFin}, machine.Action{Kind: machine.AddFinalizer}); err != nil {
+		t.Fatal(err)
+	}
+	if len(fx.requests()) != 0 {
+		t.Errorf("adding a present finalizer made requests: %v", fx.requests())
+	}
+	if err := fx.ap.Do(context.Background(), &Target{Fleet: withFin}, machine.Action{Kind: machine.RemoveFinalizer}); err != nil {
+		t.Fatal(err)
+	}
+	p = only(t, fx.requests()).(k8stesting.PatchActionImpl)
+	if want := `{"metadata":{"finalizers":["example.com/keep"],"resourceVersion":"7"}}`; string(p.Patch) != want {
+		t.Errorf("patch %s, want %s", p.Patch, want)
+	}
+}
+
+func TestDeletePodPreconditions(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "alpha-1", Namespace: "team", UID: "uid-pod", ResourceVersion: "42"}}
+	for _, force := range []bool{false, true} {
+		fx := newFixture(pod.DeepCopy())
+		a := machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: "team", Name: "alpha-1", UID: "uid-pod", ResourceVersion: "42", Force: force}
+		if err := fx.ap.Do(context.Background(), &Target{}, a); err != nil {
+			t.Fatal(err)
+		}
+		d, ok := only(t, fx.requests()).(k8stesting.DeleteActionImpl)
+		if !ok || d.GetResource().Resource != "pods" || d.Name != "alpha-1" {
+			t.Fatalf("got %#v", fx.requests()[0])
+		}
+		pre := d.DeleteOptions.Preconditions
+		if pre == nil || pre.UID == nil || *pre.UID != "uid-pod" || pre.ResourceVersion == nil || *pre.ResourceVersion != "42" {
+			t.Errorf("preconditions %+v, want UID and resourceVersion", pre)
+		}
+		grace := d.DeleteOptions.GracePeriodSeconds
+		if force != (grace != nil && *grace == 0) {
+			t.Errorf("force=%t: grace period %v", force, grace)
+		}
+	}
+	fx := newFixture()
+	if err := fx.ap.Do(context.Background(), &Target{}, machine.Action{Kind: machine.DeletePod, Namespace: "team", Name: "gone", UID: "u"}); err != nil {
+		t.Errorf("a Pod already gone is done: %v", err)
+	}
+}
+
+func TestDeleteDiskPrecondition(t *testing.T) {
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-0", Namespace: "team", UID: "uid-pvc"}}
+	fx := newFixture(pvc)
+	a := machine.Action{Kind: machine.DeleteDisk, Namespace: "team", Name: "data-alpha-0", UID: "uid-pvc", ResourceVersion: "9"}
+	if err := fx.ap.Do(context.Background(), &Target{}, a); err != nil {
+		t.Fatal(err)
+	}
+	d := only(t, fx.requests()).(k8stesting.DeleteActionImpl)
+	if d.GetResource().Resource != "persistentvolumeclaims" || d.DeleteOptions.Preconditions == nil || *d.DeleteOptions.Preconditions.UID != "uid-pvc" {
+		t.Errorf("got %#v", d)
+	}
+	if d.DeleteOptions.GracePeriodSeconds != nil {
+		t.Errorf("a disk is never force-deleted")
+	}
+	if err := fx.ap.Do(context.Background(), &Target{}, a); err != nil {
+		t.Errorf("a disk already gone is done: %v", err)
+	}
+}
+
+func TestPublishStatus(t *testing.T) {
+	f := testFleet(v1alpha1.ProfileBucket)
+	st := v1alpha1.CelldFleetStatus{State: v1alpha1.StateSteady, ObservedGeneration: 1}
+	a := machine.Action{Kind: machine.PublishStatus, Key: "status/team/alpha", Status: &st}
+
+	fx := newFixture(f.DeepCopy())
+	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, a); err != nil {
+		t.Fatal(err)
+	}
+	u, ok := only(t, fx.requests()).(k8stesting.UpdateActionImpl)
+	if !ok || u.GetSubresource() != "status" || u.GetResource().Resource != "celldfleets" {
+		t.Fatalf("want an update of celldfleets/status, got %#v", fx.requests()[0])
+	}
+	sent := u.Object.(*v1alpha1.CelldFleet)
+	if sent.ResourceVersion != "7" || sent.Status.State != v1alpha1.StateSteady {
+		t.Errorf("sent rv=%s state=%s", sent.ResourceVersion, sent.Status.State)
+	}
+	if f.Status.State != "" {
+		t.Errorf("the cached fleet was modified")
+	}
+
+	fx = newFixture(f.DeepCopy())
+	fx.celld.PrependReactor("update", "celldfleets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "celld.io", Resource: "celldfleets"}, f.Name, nil)
+	})
+	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, a); !apierrors.IsConflict(err) {
+		t.Errorf("a conflict must come back to requeue, got %v", err)
+	}
+	if err := newFixture().ap.Do(context.Background(), &Target{Fleet: f}, a); err != nil {
+		t.Errorf("a fleet already gone is done: %v", err)
+	}
+}
+
+func TestRecordEvent(t *testing.T) {
+	fx := newFixture()
+	a := machine.Action{Kind: machine.RecordEvent, EventType: corev1.EventTypeWarning, Reason: "Healing", Message: "replacing member alpha-1"}
+	if err := fx.ap.Do(context.Background(), &Target{Fleet: testFleet(v1alpha1.ProfileBucket)}, a); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-fx.rec.Events; got != "Warning Healing replacing member alpha-1" {
+		t.Errorf("event %q", got)
+	}
+}

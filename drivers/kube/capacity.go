@@ -1,0 +1,214 @@
+package kube
+
+import (
+	"context"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/machine"
+)
+
+// utilizations hold the latest sample of each fleet's member usage, for the next sync to read.
+type utilizations struct {
+	mu     sync.Mutex
+	latest map[string]events.Utilization
+}
+
+func newUtilizations() *utilizations { return &utilizations{latest: map[string]events.Utilization{}} }
+
+func (u *utilizations) get(key string) *events.Utilization {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if x, ok := u.latest[key]; ok {
+		return &x
+	}
+	return nil
+}
+
+// set stores a sample and reports whether it says something new. The sample time alone is not
+// news: the machine decides on the figures, and a fleet at the same usage needs no sync.
+func (u *utilizations) set(key string, x events.Utilization) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	old, ok := u.latest[key]
+	u.latest[key] = x
+	return !ok || old.Percent != x.Percent || old.Members != x.Members || old.Unavailable != x.Unavailable
+}
+
+func (u *utilizations) drop(key string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.latest, key)
+}
+
+// keepOnly forgets the fleets no longer sampled.
+func (u *utilizations) keepOnly(keys map[string]bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	maps.DeleteFunc(u.latest, func(k string, _ events.Utilization) bool { return !keys[k] })
+}
+
+// metricsGroupVersion is the resource metrics API (metrics-server and its alternatives).
+const metricsGroupVersion = "metrics.k8s.io/v1beta1"
+
+// sampler reads the members' usage from the metrics API for the fleets whose capacity mode asks
+// for a recommendation, and enqueues a fleet when its figures change.
+type sampler struct {
+	metrics   metricsclient.Interface
+	discovery discovery.DiscoveryInterface
+	inf       *Informers
+	util      *utilizations
+	enqueue   func(key string)
+	log       zerolog.Logger
+	counts    *prometheus.CounterVec
+}
+
+func (s *sampler) run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		s.sampleAll(ctx, time.Now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func sampled(f *v1alpha1.CelldFleet) bool {
+	m := f.Spec.Capacity.Mode
+	return f.DeletionTimestamp == nil && (m == v1alpha1.CapacityRecommend || m == v1alpha1.CapacityAuto)
+}
+
+func (s *sampler) sampleAll(ctx context.Context, now time.Time) {
+	fleets, err := s.inf.fleetLister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	keep := map[string]bool{}
+	for _, f := range fleets {
+		if sampled(f) {
+			keep[f.Namespace+"/"+f.Name] = true
+		}
+	}
+	s.util.keepOnly(keep)
+	if len(keep) == 0 {
+		return
+	}
+	available, err := s.available()
+	if err != nil {
+		s.counts.WithLabelValues("error").Inc()
+		s.log.Warn().Err(err).Msg("cannot tell whether the cluster serves the metrics API; retrying")
+		return
+	}
+	for _, f := range fleets {
+		key := f.Namespace + "/" + f.Name
+		if !keep[key] {
+			continue
+		}
+		if !available {
+			s.counts.WithLabelValues("unavailable").Inc()
+			if s.util.set(key, events.Utilization{Time: now, Unavailable: true}) {
+				s.log.Warn().Str("namespace", f.Namespace).Str("fleet", f.Name).
+					Msg("the cluster serves no metrics API (metrics.k8s.io): the fleet stays at spec.members")
+				s.enqueue(key)
+			}
+			continue
+		}
+		u, ok, err := s.sample(ctx, f, now)
+		if err != nil {
+			s.counts.WithLabelValues("error").Inc()
+			s.log.Warn().Err(err).Str("namespace", f.Namespace).Str("fleet", f.Name).Msg("read member usage")
+			continue
+		}
+		s.counts.WithLabelValues("ok").Inc()
+		if ok && s.util.set(key, u) {
+			s.enqueue(key)
+		}
+	}
+}
+
+// available asks discovery whether the metrics API is served: its absence is a fact to report
+// once, not an error to retry.
+func (s *sampler) available() (bool, error) {
+	if s.metrics == nil || s.discovery == nil {
+		return false, nil
+	}
+	list, err := s.discovery.ServerResourcesForGroupVersion(metricsGroupVersion)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "pods" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (s *sampler) sample(ctx context.Context, f *v1alpha1.CelldFleet, now time.Time) (events.Utilization, bool, error) {
+	sel := labels.SelectorFromSet(machine.SelectorLabels(f)).String()
+	list, err := s.metrics.MetricsV1beta1().PodMetricses(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return events.Utilization{}, false, err
+	}
+	pods := indexed[*corev1.Pod](s.inf.Pods.GetIndexer().ByIndex(byFleetUID, string(f.UID)))
+	u, ok := Utilization(pods, list.Items, now)
+	return u, ok, nil
+}
+
+// Utilization is the members' CPU usage in percent of their CPU requests, summed over the
+// members that have both a sample and a request. ok is false when none has.
+func Utilization(pods []*corev1.Pod, samples []metricsv1beta1.PodMetrics, now time.Time) (events.Utilization, bool) {
+	requests := map[string]int64{}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		var milli int64
+		for _, c := range p.Spec.Containers {
+			if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
+				milli += q.MilliValue()
+			}
+		}
+		if milli > 0 {
+			requests[p.Namespace+"/"+p.Name] = milli
+		}
+	}
+	var used, requested int64
+	var members int32
+	for _, s := range samples {
+		req, ok := requests[s.Namespace+"/"+s.Name]
+		if !ok {
+			continue
+		}
+		for _, c := range s.Containers {
+			if q, ok := c.Usage[corev1.ResourceCPU]; ok {
+				used += q.MilliValue()
+			}
+		}
+		requested += req
+		members++
+	}
+	if members == 0 || requested == 0 {
+		return events.Utilization{}, false
+	}
+	return events.Utilization{Time: now, Percent: int32((used*100 + requested/2) / requested), Members: members}, true
+}

@@ -1,0 +1,138 @@
+package kube
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+
+	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
+	"github.com/celld/celld-operator/api/v1alpha1"
+)
+
+// TestFirstSyncRequests checks the plumbing of one sync of a new fleet: which requests the
+// machine's actions become, in order. What the actions are is the machine's business.
+func TestFirstSyncRequests(t *testing.T) {
+	f := testFleet(v1alpha1.ProfileBucket)
+	kube, celld := kubefake.NewClientset(), celldfake.NewSimpleClientset(f.DeepCopy())
+	ctl, err := NewController(Clients{Kube: kube, Celld: celld, Recorder: record.NewFakeRecorder(10)},
+		Options{Log: zerolog.Nop(), Metrics: NewMetrics()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.inf.Fleets.GetIndexer().Add(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Sync(context.Background(), "team/alpha"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range append(celld.Actions(), kube.Actions()...) {
+		got = append(got, describe(a))
+	}
+	want := []string{
+		"create celldreservations",
+		"patch celldfleets merge",
+		"get celldreservations",
+		"update celldreservations/status",
+		"update celldfleets/status",
+		"patch services apply",
+		"patch services apply",
+		"patch networkpolicies apply",
+		"patch networkpolicies apply",
+		"patch poddisruptionbudgets apply",
+		"patch deployments apply",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var m dto.Metric
+	if err := ctl.metrics.actions.WithLabelValues("Apply", "ok").Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.GetCounter().GetValue(); n != 6 {
+		t.Errorf("actions{Apply,ok} = %v, want 6", n)
+	}
+
+	// The fleet deleted and its finalizer gone: the sync forgets it.
+	if err := ctl.inf.Fleets.GetIndexer().Delete(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Sync(context.Background(), "team/alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if len(ctl.machines) != 0 {
+		t.Errorf("the machine of a gone fleet is kept")
+	}
+}
+
+func describe(a k8stesting.Action) string {
+	s := a.GetVerb() + " " + a.GetResource().Resource
+	if a.GetSubresource() != "" {
+		s += "/" + a.GetSubresource()
+	}
+	if p, ok := a.(k8stesting.PatchActionImpl); ok {
+		s += " " + map[types.PatchType]string{types.ApplyPatchType: "apply", types.MergePatchType: "merge", types.JSONPatchType: "json"}[p.PatchType]
+	}
+	return s
+}
+
+func TestWriteCounting(t *testing.T) {
+	cases := []struct{ method, ctype, path, verb, resource string }{
+		{"POST", "", "/api/v1/namespaces/team/events", "create", "events"},
+		{"PATCH", "application/apply-patch+yaml", "/apis/apps/v1/namespaces/team/statefulsets/alpha", "apply", "statefulsets"},
+		{"PATCH", "application/merge-patch+json", "/apis/celld.io/v1alpha1/namespaces/team/celldfleets/alpha", "patch", "celldfleets"},
+		{"PUT", "", "/apis/celld.io/v1alpha1/namespaces/team/celldfleets/alpha/status", "update", "celldfleets/status"},
+		{"DELETE", "", "/api/v1/namespaces/team/pods/alpha-1", "delete", "pods"},
+		{"PUT", "", "/apis/coordination.k8s.io/v1/namespaces/celld-system/leases/celld-operator", "update", "leases"},
+		{"GET", "", "/api/v1/namespaces/team/pods", "", "pods"},
+		{"PUT", "", "/api/v1/nodes/node-a/status", "update", "nodes/status"},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(c.method, "https://x"+c.path, nil)
+		req.Header.Set("Content-Type", c.ctype)
+		if v := writeVerb(req); v != c.verb {
+			t.Errorf("%s %s: verb %q, want %q", c.method, c.path, v, c.verb)
+		}
+		if r := resourceOf(c.path); r != c.resource {
+			t.Errorf("%s: resource %q, want %q", c.path, r, c.resource)
+		}
+	}
+}
+
+func TestUtilization(t *testing.T) {
+	now := time.Unix(500, 0)
+	pod := func(name, cpu string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team"}}
+		c := corev1.Container{Name: "celld"}
+		if cpu != "" {
+			c.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		}
+		p.Spec.Containers = []corev1.Container{c}
+		return p
+	}
+	sample := func(name, cpu string) metricsv1beta1.PodMetrics {
+		return metricsv1beta1.PodMetrics{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team"},
+			Containers: []metricsv1beta1.ContainerMetrics{{Name: "celld", Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}
+	}
+	pods := []*corev1.Pod{pod("a-0", "500m"), pod("a-1", "500m"), pod("a-2", "")}
+	u, ok := Utilization(pods, []metricsv1beta1.PodMetrics{sample("a-0", "400m"), sample("a-1", "300m"), sample("a-2", "900m"), sample("x", "1")}, now)
+	if !ok || u.Percent != 70 || u.Members != 2 || u.Unavailable || !u.Time.Equal(now) {
+		t.Errorf("got %+v ok=%t, want 70%% over the 2 members with requests", u, ok)
+	}
+	if _, ok := Utilization(pods[2:], []metricsv1beta1.PodMetrics{sample("a-2", "1")}, now); ok {
+		t.Errorf("no member with a CPU request gives no figure")
+	}
+}

@@ -1,0 +1,169 @@
+package kube
+
+import (
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+)
+
+// handler enqueues the fleets an informer's object matters to, and nothing else: the sync reads
+// the caches afresh, so what changed is never passed along.
+func (i *Informers) handler(enqueue func(key string)) cache.ResourceEventHandler {
+	each := func(obj any) {
+		for _, k := range i.FleetKeys(obj) {
+			enqueue(k)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { each(obj) },
+		UpdateFunc: func(oldObj, newObj any) {
+			if !changed(oldObj, newObj) {
+				return
+			}
+			// A relabelled object may have moved from one fleet to another: both hear of it.
+			each(oldObj)
+			each(newObj)
+		},
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			each(obj)
+		},
+	}
+}
+
+// AddHandlers sends every cache's changes to enqueue, as fleet keys.
+func (i *Informers) AddHandlers(enqueue func(key string)) error {
+	h := i.handler(enqueue)
+	for _, inf := range i.all() {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// changed tells a real update from a relist or resync of the same version. Node updates count
+// only when the node's health changed: kubelets rewrite node status on their own schedule, and
+// a member's node matters to healing alone.
+func changed(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(metav1.Object)
+	n, ok2 := newObj.(metav1.Object)
+	if !ok1 || !ok2 {
+		return true
+	}
+	if o.GetResourceVersion() == n.GetResourceVersion() {
+		return false
+	}
+	if on, ok := oldObj.(*corev1.Node); ok {
+		if nn, ok := newObj.(*corev1.Node); ok {
+			return nodeHealthChanged(on, nn)
+		}
+	}
+	return true
+}
+
+func nodeHealthChanged(a, b *corev1.Node) bool {
+	ready := func(n *corev1.Node) corev1.NodeCondition {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return corev1.NodeCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}
+			}
+		}
+		return corev1.NodeCondition{}
+	}
+	ra, rb := ready(a), ready(b)
+	if ra.Status != rb.Status || !ra.LastTransitionTime.Equal(&rb.LastTransitionTime) {
+		return true
+	}
+	return !slices.EqualFunc(a.Spec.Taints, b.Spec.Taints, func(x, y corev1.Taint) bool {
+		return x.Key == y.Key && x.Value == y.Value && x.Effect == y.Effect && x.TimeAdded.Equal(y.TimeAdded)
+	})
+}
+
+// FleetKeys maps an object to the namespace/name keys of the fleets it matters to.
+func (i *Informers) FleetKeys(obj any) []string {
+	switch o := obj.(type) {
+	case *v1alpha1.CelldFleet:
+		return []string{o.Namespace + "/" + o.Name}
+	case *v1alpha1.CelldReservation:
+		// Every fleet that names the bucket: the one it binds, and any it refuses.
+		return i.indexedFleets(byBucket, o.Spec.Bucket.Name)
+	case *appsv1.StatefulSet, *appsv1.Deployment:
+		return ownerFleet(o.(metav1.Object))
+	case *corev1.Pod, *corev1.PersistentVolumeClaim:
+		return instanceFleet(o.(metav1.Object))
+	case *corev1.Node:
+		return i.fleetsOnNode(o.Name)
+	case *storagev1.StorageClass:
+		return i.indexedFleets(byStorageClass, o.Name)
+	case *metav1.PartialObjectMetadata:
+		return i.indexedFleets(byServiceAccount, o.Namespace+"/"+o.Name)
+	case metav1.Object:
+		if k := ownerFleet(o); len(k) > 0 {
+			return k
+		}
+		return instanceFleet(o)
+	}
+	return nil
+}
+
+// ownerFleet is the fleet that controls obj, by its controller reference.
+func ownerFleet(obj metav1.Object) []string {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != "CelldFleet" || ref.APIVersion != v1alpha1.SchemeGroupVersion.String() {
+		return nil
+	}
+	return []string{obj.GetNamespace() + "/" + ref.Name}
+}
+
+// instanceFleet is the fleet named by obj's instance label. Pods and claims carry no reference to
+// the fleet (their owner is the workload, or nothing), but carry the label from the template.
+func instanceFleet(obj metav1.Object) []string {
+	if name := obj.GetLabels()[events.LabelInstance]; name != "" {
+		return []string{obj.GetNamespace() + "/" + name}
+	}
+	return nil
+}
+
+func (i *Informers) indexedFleets(index, value string) []string {
+	objs, err := i.Fleets.GetIndexer().ByIndex(index, value)
+	if err != nil {
+		return nil
+	}
+	keys := make([]string, 0, len(objs))
+	for _, o := range objs {
+		if f, ok := o.(*v1alpha1.CelldFleet); ok {
+			keys = append(keys, f.Namespace+"/"+f.Name)
+		}
+	}
+	return keys
+}
+
+// fleetsOnNode are the fleets with a member on the node, found through the Pod cache's node
+// index: a node going away matters only to the fleets it ran members of.
+func (i *Informers) fleetsOnNode(node string) []string {
+	objs, err := i.Pods.GetIndexer().ByIndex(byNode, node)
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			for _, k := range instanceFleet(p) {
+				if !slices.Contains(keys, k) {
+					keys = append(keys, k)
+				}
+			}
+		}
+	}
+	return keys
+}

@@ -1,0 +1,170 @@
+package kube
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/tools/cache"
+
+	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/machine"
+)
+
+// testInformers are caches filled by hand, never started: handlers and observations read only
+// the indexers.
+func testInformers(t *testing.T, objs ...any) *Informers {
+	t.Helper()
+	i := NewInformers(kubefake.NewClientset(), celldfake.NewSimpleClientset(),
+		metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()), "")
+	for _, o := range objs {
+		var inf cache.SharedIndexInformer
+		switch o.(type) {
+		case *v1alpha1.CelldFleet:
+			inf = i.Fleets
+		case *v1alpha1.CelldReservation:
+			inf = i.Reservations
+		case *appsv1.StatefulSet:
+			inf = i.StatefulSets
+		case *appsv1.Deployment:
+			inf = i.Deployments
+		case *corev1.Pod:
+			inf = i.Pods
+		case *corev1.PersistentVolumeClaim:
+			inf = i.PVCs
+		case *corev1.Service:
+			inf = i.Services
+		case *networkingv1.NetworkPolicy:
+			inf = i.Policies
+		case *policyv1.PodDisruptionBudget:
+			inf = i.PDBs
+		case *corev1.Node:
+			inf = i.Nodes
+		case *storagev1.StorageClass:
+			inf = i.StorageClasses
+		case *metav1.PartialObjectMetadata:
+			inf = i.ServiceAccounts
+		default:
+			t.Fatalf("no cache for %T", o)
+		}
+		if err := inf.GetIndexer().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return i
+}
+
+func memberPod(f *v1alpha1.CelldFleet, name, node string) *corev1.Pod {
+	l := machine.SelectorLabels(f)
+	l[events.LabelManagedBy] = events.ManagedBy
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.Namespace, UID: types.UID("uid-" + name), Labels: l},
+		Spec: corev1.PodSpec{NodeName: node}}
+}
+
+func TestFleetKeys(t *testing.T) {
+	alpha := testFleet(v1alpha1.ProfilePersistentFleet)
+	alpha.Spec.ServiceAccountName = "celld-iam"
+	beta := testFleet(v1alpha1.ProfileBucket)
+	beta.Name, beta.UID = "beta", "uid-beta"
+	// beta names alpha's bucket: the reservation refuses it, and it must hear of the reservation.
+	gamma := testFleet(v1alpha1.ProfileBucket)
+	gamma.Name, gamma.UID, gamma.Spec.Bucket.Name = "gamma", "uid-gamma", "other-bucket"
+
+	objs := machine.Render(alpha, 3, 3)
+	pod := memberPod(alpha, "alpha-0", "node-a")
+	otherPod := memberPod(gamma, "gamma-0", "node-b")
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-0", Namespace: "team",
+		Labels: map[string]string{events.LabelInstance: "alpha", events.LabelFleetUID: "uid-old", events.LabelManagedBy: events.ManagedBy}}}
+	sa := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: metav1.ObjectMeta{Name: "celld-iam", Namespace: "team"}}
+	foreignSts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team"}}
+
+	i := testInformers(t, alpha, beta, gamma, pod, otherPod)
+	cases := []struct {
+		name string
+		obj  any
+		want []string
+	}{
+		{"fleet", alpha, []string{"team/alpha"}},
+		{"reservation: every fleet naming the bucket", machine.RenderReservation(alpha), []string{"team/alpha", "team/beta"}},
+		{"statefulset by controller reference", objs.StatefulSet, []string{"team/alpha"}},
+		{"statefulset the fleet does not control", foreignSts, nil},
+		{"service by controller reference", objs.Services[0], []string{"team/alpha"}},
+		{"network policy", objs.Policies[1], []string{"team/alpha"}},
+		{"pdb", objs.PDB, []string{"team/alpha"}},
+		{"pod by instance label", pod, []string{"team/alpha"}},
+		{"claim by instance label, whatever its fleet UID", claim, []string{"team/alpha"}},
+		{"node: fleets with a member on it", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, []string{"team/alpha"}},
+		{"node without members", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-z"}}, nil},
+		{"storage class", &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}}, []string{"team/alpha"}},
+		{"service account", sa, []string{"team/alpha"}},
+	}
+	for _, c := range cases {
+		got := i.FleetKeys(c.obj)
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: keys %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestHandlerEnqueues(t *testing.T) {
+	alpha := testFleet(v1alpha1.ProfileBucket)
+	i := testInformers(t, alpha)
+	var got []string
+	h := i.handler(func(k string) { got = append(got, k) })
+
+	pod := memberPod(alpha, "alpha-0", "node-a")
+	pod.ResourceVersion = "5"
+	h.OnAdd(pod, false)
+	h.OnUpdate(pod, pod.DeepCopy()) // a resync: same resourceVersion
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "team/alpha-0", Obj: pod})
+	if want := []string{"team/alpha", "team/alpha"}; !slices.Equal(got, want) {
+		t.Errorf("enqueued %v, want %v (add and tombstoned delete, no resync)", got, want)
+	}
+
+	// A relabelled object is news to the fleet it left and the one it joined.
+	got = nil
+	moved := pod.DeepCopy()
+	moved.ResourceVersion, moved.Labels = "6", map[string]string{events.LabelInstance: "beta"}
+	h.OnUpdate(pod, moved)
+	if want := []string{"team/alpha", "team/beta"}; !slices.Equal(got, want) {
+		t.Errorf("enqueued %v, want %v", got, want)
+	}
+}
+
+func TestNodeUpdatesCountOnlyHealth(t *testing.T) {
+	t0 := metav1.NewTime(time.Unix(1000, 0))
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", ResourceVersion: "1"},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+			LastTransitionTime: t0, LastHeartbeatTime: t0}}}}
+	heartbeat := node.DeepCopy()
+	heartbeat.ResourceVersion = "2"
+	heartbeat.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(time.Unix(1060, 0))
+	if changed(node, heartbeat) {
+		t.Errorf("a heartbeat is not a health change")
+	}
+	notReady := heartbeat.DeepCopy()
+	notReady.ResourceVersion = "3"
+	notReady.Status.Conditions[0].Status = corev1.ConditionUnknown
+	if !changed(heartbeat, notReady) {
+		t.Errorf("a node going NotReady is a change")
+	}
+	tainted := heartbeat.DeepCopy()
+	tainted.ResourceVersion = "4"
+	tainted.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}}
+	if !changed(heartbeat, tainted) {
+		t.Errorf("an unreachable taint is a change")
+	}
+}

@@ -1,0 +1,151 @@
+package kube
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/celld/celld-operator/api/generated/clientset/versioned"
+	"github.com/celld/celld-operator/api/generated/informers/externalversions"
+	celldlisters "github.com/celld/celld-operator/api/generated/listers/celld/v1alpha1"
+	"github.com/celld/celld-operator/events"
+)
+
+// Informers are the caches a sync reads. The informers' own resync is off: handlers skip
+// same-resourceVersion updates, and the controller re-enqueues every fleet on its own period
+// instead, so a resync costs one sync per fleet rather than one per cached object.
+type Informers struct {
+	Fleets          cache.SharedIndexInformer
+	Reservations    cache.SharedIndexInformer
+	StatefulSets    cache.SharedIndexInformer
+	Deployments     cache.SharedIndexInformer
+	Pods            cache.SharedIndexInformer
+	PVCs            cache.SharedIndexInformer
+	Services        cache.SharedIndexInformer
+	Policies        cache.SharedIndexInformer
+	PDBs            cache.SharedIndexInformer
+	Nodes           cache.SharedIndexInformer
+	StorageClasses  cache.SharedIndexInformer
+	ServiceAccounts cache.SharedIndexInformer // nil without a metadata client
+
+	fleetLister  celldlisters.CelldFleetLister
+	stsLister    appslisters.StatefulSetLister
+	deployLister appslisters.DeploymentLister
+	nodeLister   corelisters.NodeLister
+	classLister  storagelisters.StorageClassLister
+	starters     []func(stop <-chan struct{})
+}
+
+// ManagedSelector selects what the operator creates (but workloads, see NewInformers).
+var ManagedSelector = labels.SelectorFromSet(labels.Set{events.LabelManagedBy: events.ManagedBy}).String()
+
+// NewInformers builds the caches for fleets in namespace (all when empty). meta may be nil: the
+// ServiceAccount cache is then absent and a missing ServiceAccount goes unnoticed by the machine
+// (the API server still refuses the members' Pods).
+func NewInformers(kube kubernetes.Interface, celld versioned.Interface, meta metadata.Interface, namespace string) *Informers {
+	i := &Informers{}
+	strip := informers.WithTransform(dropManagedFields)
+
+	fleetFactory := externalversions.NewSharedInformerFactoryWithOptions(celld, 0,
+		externalversions.WithNamespace(namespace), externalversions.WithTransform(dropManagedFields))
+	// Reservations are read in every namespace whatever --namespace says: a bucket is reserved to
+	// one fleet cluster-wide, and a fleet must see a reservation made from another namespace.
+	reservationFactory := externalversions.NewSharedInformerFactoryWithOptions(celld, 0,
+		externalversions.WithTransform(dropManagedFields))
+	// Workloads are cached unfiltered: a hand edit that drops the operator's labels must still
+	// show the workload, or the fleet would look unprovisioned and be re-provisioned.
+	workloads := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace), strip)
+	owned := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace), strip,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector }))
+	cluster := informers.NewSharedInformerFactoryWithOptions(kube, 0, strip)
+
+	fi := fleetFactory.Celld().V1alpha1().CelldFleets()
+	i.Fleets, i.fleetLister = fi.Informer(), fi.Lister()
+	i.Reservations = reservationFactory.Celld().V1alpha1().CelldReservations().Informer()
+	sts := workloads.Apps().V1().StatefulSets()
+	i.StatefulSets, i.stsLister = sts.Informer(), sts.Lister()
+	deploy := workloads.Apps().V1().Deployments()
+	i.Deployments, i.deployLister = deploy.Informer(), deploy.Lister()
+	i.Pods = owned.Core().V1().Pods().Informer()
+	i.PVCs = owned.Core().V1().PersistentVolumeClaims().Informer()
+	i.Services = owned.Core().V1().Services().Informer()
+	i.Policies = owned.Networking().V1().NetworkPolicies().Informer()
+	i.PDBs = owned.Policy().V1().PodDisruptionBudgets().Informer()
+	nodes := cluster.Core().V1().Nodes()
+	i.Nodes, i.nodeLister = nodes.Informer(), nodes.Lister()
+	classes := cluster.Storage().V1().StorageClasses()
+	i.StorageClasses, i.classLister = classes.Informer(), classes.Lister()
+
+	i.starters = append(i.starters, fleetFactory.Start, reservationFactory.Start, workloads.Start, owned.Start, cluster.Start)
+	if meta != nil {
+		// Only the ServiceAccounts' names matter, so only their metadata is cached.
+		saFactory := metadatainformer.NewFilteredSharedInformerFactory(meta, 0, namespace, nil)
+		sa := saFactory.ForResource(corev1.SchemeGroupVersion.WithResource("serviceaccounts")).Informer()
+		must(sa.SetTransform(dropManagedFields))
+		i.ServiceAccounts = sa
+		i.starters = append(i.starters, saFactory.Start)
+	}
+	i.addIndexers()
+	return i
+}
+
+// dropManagedFields keeps the caches small: managedFields are often the largest part of an
+// object, and nothing reads them.
+func dropManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// Start starts every informer; they stop when stop is closed.
+func (i *Informers) Start(stop <-chan struct{}) {
+	for _, s := range i.starters {
+		s(stop)
+	}
+}
+
+func (i *Informers) all() []cache.SharedIndexInformer {
+	out := []cache.SharedIndexInformer{i.Fleets, i.Reservations, i.StatefulSets, i.Deployments, i.Pods, i.PVCs,
+		i.Services, i.Policies, i.PDBs, i.Nodes, i.StorageClasses}
+	if i.ServiceAccounts != nil {
+		out = append(out, i.ServiceAccounts)
+	}
+	return out
+}
+
+// HasSynced reports whether every cache holds a complete list.
+func (i *Informers) HasSynced() bool {
+	for _, inf := range i.all() {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitForCacheSync waits until every cache synced, false when ctx ended first.
+func (i *Informers) WaitForCacheSync(ctx context.Context) bool {
+	synced := make([]cache.InformerSynced, 0, 12)
+	for _, inf := range i.all() {
+		synced = append(synced, inf.HasSynced)
+	}
+	return cache.WaitForCacheSync(ctx.Done(), synced...)
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}

@@ -1,0 +1,125 @@
+package kube
+
+import (
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+)
+
+const metricsNamespace = "celld_operator"
+
+// Metrics are the operator's Prometheus metrics, on a registry of their own so that nothing a
+// dependency registers globally leaks into what the operator serves.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	transitions    *prometheus.CounterVec
+	actions        *prometheus.CounterVec
+	writes         *prometheus.CounterVec
+	heals          *prometheus.CounterVec
+	decision       prometheus.Histogram
+	eventToAction  prometheus.Histogram
+	states         *stateCollector
+	queueProvider  workqueue.MetricsProvider
+	utilizationGet *prometheus.CounterVec
+}
+
+// NewMetrics registers every metric on a new registry.
+func NewMetrics() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		Registry: reg,
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "transitions_total",
+			Help: "Lifecycle state changes, by the state left and the state entered.",
+		}, []string{"from", "to"}),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "actions_total",
+			Help: "Actions of the lifecycle machine applied, by kind and result (ok or error).",
+		}, []string{"kind", "result"}),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "api_writes_total",
+			Help: "Every write request the operator sent to the API server (events, status and leases included), by verb and resource.",
+		}, []string{"verb", "resource"}),
+		heals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "heals_total",
+			Help: "Members deleted to heal the fleet, by why the member could not come back on its own.",
+		}, []string{"reason"}),
+		decision: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: metricsNamespace, Name: "decision_duration_seconds",
+			Help:    "Time from the start of a sync to the machine's decision (reading the caches, normalizing, stepping).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}),
+		eventToAction: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: metricsNamespace, Name: "event_to_action_seconds",
+			Help:    "Time from the informer event that enqueued a fleet to the first action applied for it.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}),
+		utilizationGet: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "utilization_samples_total",
+			Help: "Samples of member usage read from the metrics API, by result (ok, error, unavailable).",
+		}, []string{"result"}),
+		states: newStateCollector(),
+	}
+	m.queueProvider = newQueueMetrics(reg)
+	reg.MustRegister(m.transitions, m.actions, m.writes, m.heals, m.decision, m.eventToAction, m.utilizationGet, m.states,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// stateCollector reports how many fleets are in each state. It reads the states the workers last
+// decided at scrape time, so a fleet that is gone stops counting the moment its key is dropped.
+type stateCollector struct {
+	desc   *prometheus.Desc
+	mu     sync.Mutex
+	fleets map[string]v1alpha1.FleetState
+}
+
+var allStates = []v1alpha1.FleetState{
+	v1alpha1.StateProvisioning, v1alpha1.StateSteady, v1alpha1.StateGrowing,
+	v1alpha1.StateShrinkingOne, v1alpha1.StateHealing, v1alpha1.StateDeleting,
+}
+
+func newStateCollector() *stateCollector {
+	return &stateCollector{
+		desc:   prometheus.NewDesc(metricsNamespace+"_fleets", "Fleets by lifecycle state.", []string{"state"}, nil),
+		fleets: map[string]v1alpha1.FleetState{},
+	}
+}
+
+func (c *stateCollector) set(key string, s v1alpha1.FleetState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s == "" {
+		delete(c.fleets, key)
+		return
+	}
+	c.fleets[key] = s
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	counts := map[v1alpha1.FleetState]int{}
+	for _, s := range c.fleets {
+		counts[s]++
+	}
+	c.mu.Unlock()
+	states := append([]v1alpha1.FleetState(nil), allStates...)
+	for s := range counts {
+		if !slices.Contains(states, s) {
+			states = append(states, s)
+		}
+	}
+	sort.Slice(states, func(i, j int) bool { return states[i] < states[j] })
+	for _, s := range states {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[s]), string(s))
+	}
+}

@@ -1,0 +1,75 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+)
+
+// Probes answer the kubelet's liveness and readiness checks.
+type Probes struct {
+	// Live fails when the process should be restarted (a leader that cannot renew its lease).
+	Live func(*http.Request) error
+	// Ready fails until the caches synced.
+	Ready func() error
+}
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// Handler serves /healthz and /readyz.
+func (p Probes) Handler() http.Handler {
+	mux := http.NewServeMux()
+	check := func(f func(*http.Request) error) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if f != nil {
+				if err := f(r); err != nil {
+					http.Error(w, err.Error(), http.StatusServiceUnavailable)
+					return
+				}
+			}
+			_, _ = w.Write([]byte("ok\n"))
+		}
+	}
+	mux.Handle("/healthz", check(p.Live))
+	mux.Handle("/readyz", check(func(*http.Request) error {
+		if p.Ready == nil {
+			return nil
+		}
+		return p.Ready()
+	}))
+	return mux
+}
+
+// Serve listens on addr and serves h until ctx ends. The listener is opened before it returns, so
+// a taken port is an error at startup rather than a log line later.
+func Serve(ctx context.Context, addr string, h http.Handler, log zerolog.Logger) (<-chan error, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	go func() {
+		log.Info().Str("address", ln.Addr().String()).Msg("serving")
+		err := srv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		done <- err
+	}()
+	return done, nil
+}
