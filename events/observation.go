@@ -45,6 +45,9 @@ type Observation struct {
 	StorageClassKnown bool
 	// ServiceAccountMissing is true when the fleet names a ServiceAccount that does not exist.
 	ServiceAccountMissing bool
+	// Unowned names ("StatefulSet/a", "Deployment/a") the workloads of the fleet's name that exist
+	// but belong to something else: applying over them would take them over.
+	Unowned []string
 	// Utilization is the latest observed usage, nil when none was observed.
 	Utilization *Utilization
 }

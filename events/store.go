@@ -161,11 +161,19 @@ func (s *Store) Observe(namespace, name string) *Observation {
 		}
 		return false
 	}
-	if sts, ok := s.objects["StatefulSet"][key].(*appsv1.StatefulSet); ok && ownedBy(sts) {
-		o.StatefulSet = sts
+	if sts, ok := s.objects["StatefulSet"][key].(*appsv1.StatefulSet); ok {
+		if ownedBy(sts) {
+			o.StatefulSet = sts
+		} else {
+			o.Unowned = append(o.Unowned, "StatefulSet/"+name)
+		}
 	}
-	if d, ok := s.objects["Deployment"][key].(*appsv1.Deployment); ok && ownedBy(d) {
-		o.Deployment = d
+	if d, ok := s.objects["Deployment"][key].(*appsv1.Deployment); ok {
+		if ownedBy(d) {
+			o.Deployment = d
+		} else {
+			o.Unowned = append(o.Unowned, "Deployment/"+name)
+		}
 	}
 	for _, obj := range s.sorted("Service") {
 		if ownedBy(obj) {

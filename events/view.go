@@ -59,7 +59,9 @@ type View struct {
 
 	StorageClassMissing   bool
 	ServiceAccountMissing bool
-	Utilization           *Utilization
+	// Unowned names the same-named workloads that belong to something else.
+	Unowned     []string
+	Utilization *Utilization
 }
 
 // ReservationView is the reservation of the fleet's bucket, whichever fleet it binds.
@@ -185,6 +187,7 @@ func Normalize(namespace, name string, o *Observation) View {
 	v.Nodes = nodes(o.Nodes)
 	v.StorageClassMissing = f.Spec.Profile == v1alpha1.ProfilePersistentFleet && o.StorageClassKnown && o.StorageClass == nil
 	v.ServiceAccountMissing = o.ServiceAccountMissing
+	v.Unowned = o.Unowned
 	return v
 }
 

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"strings"
 	"time"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -226,10 +227,28 @@ func (fx *facts) inputs() {
 	case v.ServiceAccountMissing:
 		fx.holdReason = "ServiceAccountMissing"
 		fx.hold = "service account " + v.Fleet.Spec.ServiceAccountName + " does not exist: create it (it carries the members' IAM role) or fix spec.serviceAccountName"
+	case fx.nameTaken() != "":
+		fx.holdReason = "NameTaken"
+		fx.hold = fx.nameTaken() + " exists and does not belong to this fleet: the operator never takes it over; delete or rename it, or give the fleet another name"
 	case len(fx.foreign) > 0 && v.Fleet.Spec.Profile == v1alpha1.ProfilePersistentFleet:
 		fx.holdReason = "ForeignDisks"
 		fx.hold = "disks " + joinNames(fx.foreign) + " carry this fleet's name but another fleet's UID: the operator never adopts them; delete or relabel them"
 	}
+}
+
+// nameTaken names the same-named workload of the kind the fleet runs that belongs to something
+// else, "" when none does.
+func (fx *facts) nameTaken() string {
+	want := "Deployment/"
+	if UsesStatefulSet(&fx.view.Fleet.Spec) {
+		want = "StatefulSet/"
+	}
+	for _, u := range fx.view.Unowned {
+		if strings.HasPrefix(u, want) {
+			return u
+		}
+	}
+	return ""
 }
 
 func joinNames(names []string) string {

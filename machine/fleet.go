@@ -106,7 +106,7 @@ func derive(v *events.View, fx *facts) v1alpha1.FleetState {
 		return v1alpha1.StateDeleting
 	case !w.Exists || w.Settled < 0:
 		return v1alpha1.StateProvisioning
-	case w.Replicas < w.Settled || fx.running > w.Replicas || w.StatusReplicas > w.Replicas:
+	case w.Replicas < w.Settled:
 		return v1alpha1.StateShrinkingOne
 	case w.Replicas > w.Settled:
 		return v1alpha1.StateGrowing

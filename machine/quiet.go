@@ -37,6 +37,9 @@ func fingerprint(v *events.View) uint64 {
 	flag(v.NodesSynced)
 	flag(v.StorageClassMissing)
 	flag(v.ServiceAccountMissing)
+	for _, u := range v.Unowned {
+		str(u)
+	}
 	r := &v.Reservation
 	flag(r.Exists)
 	str(r.Name)

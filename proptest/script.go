@@ -2,8 +2,12 @@ package proptest
 
 import (
 	"bufio"
+
 	"fmt"
 	"io"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +34,7 @@ import (
 //	lose-node NAME ORDINAL | unreachable NAME ORDINAL  (the node of that member)
 //	break-image IMAGE | fix-image IMAGE | crash POD
 //	restart | resync | clear-status NAME | clear-history NAME
+//	squat NAME                           (someone else's StatefulSet under that name)
 //	show NAME                            (state, members, Pods, disks, reservation)
 //	converged                            (liveness and idempotence)
 func RunScript(r io.Reader, out io.Writer) error {
@@ -120,6 +125,15 @@ func command(w *World, f []string, out io.Writer) error {
 		return w.Fault("image "+name+" works again", func() error { w.C.FixImage(name); return nil })
 	case "crash":
 		return w.Fault("member "+name+" crashes", func() error { return w.C.CrashMember(Namespace, name) })
+	case "squat":
+		// Someone else's StatefulSet under the fleet's name, with its own selector.
+		labels := map[string]string{"app": "someone-else"}
+		s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace},
+			Spec: appsv1.StatefulSetSpec{Replicas: new(int32), Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "other", Image: "other:1"}}}}}}
+		w.tracef("%s someone creates StatefulSet %s/%s", w.C.Now().Format("15:04:05"), Namespace, name)
+		return w.C.Create(s)
 	case "restart":
 		w.Restart()
 		return nil

@@ -30,11 +30,19 @@ func (i *Informers) Observe(namespace, name string, now time.Time, util *events.
 	o.Fleet = f
 
 	o.Reservations = indexed[*v1alpha1.CelldReservation](i.Reservations.GetIndexer().ByIndex(byBucket, f.Spec.Bucket.Name))
-	if s, err := i.stsLister.StatefulSets(namespace).Get(name); err == nil && ownedBy(s, f.UID) {
-		o.StatefulSet = s
+	if s, err := i.stsLister.StatefulSets(namespace).Get(name); err == nil {
+		if ownedBy(s, f.UID) {
+			o.StatefulSet = s
+		} else {
+			o.Unowned = append(o.Unowned, "StatefulSet/"+name)
+		}
 	}
-	if d, err := i.deployLister.Deployments(namespace).Get(name); err == nil && ownedBy(d, f.UID) {
-		o.Deployment = d
+	if d, err := i.deployLister.Deployments(namespace).Get(name); err == nil {
+		if ownedBy(d, f.UID) {
+			o.Deployment = d
+		} else {
+			o.Unowned = append(o.Unowned, "Deployment/"+name)
+		}
 	}
 	o.Services = indexed[*corev1.Service](i.Services.GetIndexer().ByIndex(byOwner, string(f.UID)))
 	o.Policies = indexed[*networkingv1.NetworkPolicy](i.Policies.GetIndexer().ByIndex(byOwner, string(f.UID)))

@@ -76,7 +76,6 @@ func (c *Cluster) doAppendHistory(a machine.Action, req *Request) error {
 	}
 }
 
-
 // ClearHistory empties a reservation's capacity history, as a person might.
 func (c *Cluster) ClearHistory(namespace, name string) error {
 	cur, ok := c.get(KindReservation, namespace, name).(*v1alpha1.CelldReservation)
