@@ -5,7 +5,7 @@ BIN := bin/celld-operator
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 FUZZ_SEQUENCES ?= 20000
 
-.PHONY: help build test unit fuzz diagram generate verify lint cluster demo demo-stop bench clean
+.PHONY: help build test unit e2e fuzz diagram generate verify lint cluster demo demo-stop bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -14,10 +14,13 @@ build: ## build bin/celld-operator
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/celld-operator
 
 test: lint ## everything: vet, generated-file check, unit, property, scenario and end-to-end tests
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 80m ./...
 
 unit: ## unit, property and scenario tests only (no control plane)
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
+
+e2e: ## end-to-end tests only: builds (or reuses) and starts the local control plane
+	$(GO) test -count=1 -timeout 80m -v ./e2e
 
 fuzz: ## a long property run: FUZZ_SEQUENCES random lifecycle sequences (default 20000) across all cores
 	hack/fuzz.sh $(FUZZ_SEQUENCES)
@@ -39,6 +42,12 @@ lint: verify ## go vet, gofmt and the generated-file check
 cluster: ## build (or reuse) and start the local control plane
 	cluster/build.sh
 	cluster/up.sh
+
+demo: build ## the local control plane, the operator and both samples, shown converging
+	hack/demo.sh
+
+demo-stop: ## stop the demo's operator and the local control plane
+	hack/demo.sh stop
 
 clean: ## remove build output (the control plane cache stays)
 	rm -rf bin

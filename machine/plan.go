@@ -179,7 +179,10 @@ func (p *planner) deleting() {
 	f := v.Fleet
 	if v.Workload.Exists && v.Workload.Replicas != 0 {
 		objs := p.m.render(f, 0, v.Workload.Settled)
-		w := objs.All()[len(objs.All())-1]
+		var w any = objs.Deployment
+		if objs.StatefulSet != nil {
+			w = objs.StatefulSet
+		}
 		p.add(Action{Kind: Apply, Key: applyKey(w), Name: f.Name, Object: w})
 	}
 	if n := len(v.Members); n > 0 {
