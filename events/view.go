@@ -320,22 +320,41 @@ func disks(f *v1alpha1.CelldFleet, pvcs []*corev1.PersistentVolumeClaim) []Disk 
 func nodes(in map[string]*corev1.Node) map[string]NodeView {
 	out := make(map[string]NodeView, len(in))
 	for name, n := range in {
-		nv := NodeView{Ready: false, UnhealthySince: n.CreationTimestamp.Time}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				nv.Ready = c.Status == corev1.ConditionTrue
-				nv.UnhealthySince = c.LastTransitionTime.Time
-			}
-		}
-		for _, t := range n.Spec.Taints {
-			if t.Key == corev1.TaintNodeUnreachable && nv.Ready {
-				nv.Ready = false
-				if t.TimeAdded != nil {
-					nv.UnhealthySince = t.TimeAdded.Time
-				}
-			}
-		}
-		out[name] = nv
+		out[name] = NodeHealth(n)
 	}
 	return out
+}
+
+// NodeHealth is a node's health as healing sees it: Ready, unless its Ready condition says
+// otherwise or it carries the unreachable taint, and since when it is not.
+func NodeHealth(n *corev1.Node) NodeView {
+	nv := NodeView{Ready: false, UnhealthySince: n.CreationTimestamp.Time}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			nv.Ready = c.Status == corev1.ConditionTrue
+			nv.UnhealthySince = c.LastTransitionTime.Time
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeUnreachable && nv.Ready {
+			nv.Ready = false
+			if t.TimeAdded != nil {
+				nv.UnhealthySince = t.TimeAdded.Time
+			}
+		}
+	}
+	return nv
+}
+
+// PodReady reports whether a Pod is ready and not terminating.
+func PodReady(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

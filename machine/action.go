@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -63,6 +64,25 @@ type Action struct {
 	EventType string
 	Message   string
 	After     time.Duration
+	// Premise is what a disruptive action (a heal, a scale-in) was decided on; nil for others.
+	Premise *Premise
+}
+
+// ErrPremiseChanged is returned (wrapped) by a driver that refused an action because its premise
+// no longer holds: the fleet is stepped again on what is observed now.
+var ErrPremiseChanged = errors.New("the premise of the action no longer holds")
+
+// Premise is what a disruptive action was decided on. Caches lag behind the API server, so just
+// before acting the driver confirms the premise against fresh reads, and refuses the action when
+// it no longer holds: a lagging cache must never cost a member.
+type Premise struct {
+	// Node, when set, must still be gone (NodeGone), or not ready since no later than
+	// NodeUnhealthySince.
+	Node               string
+	NodeGone           bool
+	NodeUnhealthySince time.Time
+	// Ready names member Pods that must still exist, be ready and not be terminating.
+	Ready []string
 }
 
 // Mutating reports whether the action writes to the API server's objects (a Kubernetes Event is

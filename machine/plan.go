@@ -120,13 +120,29 @@ func (p *planner) live() {
 		if p.m.matches(v, o, replicas, p.settledNow) {
 			continue
 		}
-		p.add(Action{Kind: Apply, Key: applyKey(o), Name: objectName(o), Object: o})
+		a := Action{Kind: Apply, Key: applyKey(o), Name: objectName(o), Object: o}
+		if workload && replicas < fx.current {
+			// A scale-in takes a member away: every member must still be ready.
+			a.Premise = &Premise{Ready: p.readyMembers("")}
+		}
+		p.add(a)
 	}
 	p.history(replicas)
 	if p.to == v1alpha1.StateHealing {
 		p.heal()
 	}
 	p.explain(replicas)
+}
+
+// readyMembers names the fleet's members but one.
+func (p *planner) readyMembers(except string) []string {
+	out := make([]string, 0, len(p.v.Members))
+	for i := range p.v.Members {
+		if n := p.v.Members[i].Name; n != except {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // history appends the policy's decisions that this step acts on.
@@ -165,8 +181,13 @@ func (p *planner) heal() {
 		return
 	}
 	m := c.member
+	premise := &Premise{Ready: p.readyMembers(m.Name)}
+	if c.force {
+		_, gone, since := nodeHealth(p.v, m.NodeName)
+		premise.Node, premise.NodeGone, premise.NodeUnhealthySince = m.NodeName, gone, since
+	}
 	p.add(Action{Kind: DeletePod, Key: "heal/" + p.v.Namespace + "/" + m.Name + "/" + string(m.UID), Name: m.Name,
-		UID: m.UID, ResourceVersion: m.ResourceVersion, Force: c.force, Reason: string(c.reason)})
+		UID: m.UID, ResourceVersion: m.ResourceVersion, Force: c.force, Reason: string(c.reason), Premise: premise})
 	p.add(Action{Kind: RecordEvent, Key: "event/heal/" + m.Name + "/" + string(m.UID), EventType: "Warning", Reason: "Healing",
 		Message: fmt.Sprintf("replacing member %s: %s", m.Name, c.reason)})
 	p.intend("replace member %s (%s)", m.Name, c.reason)

@@ -44,6 +44,9 @@ type Target struct {
 
 // Do applies one action. A Requeue is the caller's: it is not an API request.
 func (ap *Applier) Do(ctx context.Context, t *Target, a machine.Action) error {
+	if err := ap.confirm(ctx, t, a); err != nil {
+		return err
+	}
 	switch a.Kind {
 	case machine.Apply:
 		return ap.apply(ctx, a)
@@ -225,6 +228,38 @@ func (ap *Applier) finalizer(ctx context.Context, t *Target, add bool) error {
 		return fmt.Errorf("%s finalizer of %s/%s: %w", verb, f.Namespace, f.Name, err)
 	}
 	t.Fleet = got
+	return nil
+}
+
+// confirm checks a disruptive action's premise against fresh reads (no cache): the node it was
+// decided on, and the members that must still be ready.
+func (ap *Applier) confirm(ctx context.Context, t *Target, a machine.Action) error {
+	if a.Premise == nil {
+		return nil
+	}
+	var node *corev1.Node
+	if a.Premise.Node != "" {
+		n, err := ap.Kube.CoreV1().Nodes().Get(ctx, a.Premise.Node, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			node = n
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("confirm %s: get node %s: %w", a.Key, a.Premise.Node, err)
+		}
+	}
+	pods := map[string]*corev1.Pod{}
+	if len(a.Premise.Ready) > 0 {
+		list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machine.Selector(t.Fleet)})
+		if err != nil {
+			return fmt.Errorf("confirm %s: list members: %w", a.Key, err)
+		}
+		for i := range list.Items {
+			pods[list.Items[i].Name] = &list.Items[i]
+		}
+	}
+	if err := a.Premise.Check(node, pods); err != nil {
+		return fmt.Errorf("confirm %s: %w", a.Key, err)
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -248,7 +249,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		if err := c.ap.Do(ctx, target, a); err != nil {
 			c.metrics.actions.WithLabelValues(string(a.Kind), "error").Inc()
 			ev := alog.Error()
-			if apierrors.IsConflict(err) {
+			if apierrors.IsConflict(err) || errors.Is(err, machine.ErrPremiseChanged) {
 				// A cache behind the API server: the next sync sees the newer object.
 				ev = alog.Info()
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -85,6 +86,9 @@ func (c *Cluster) doApply(a machine.Action, req *Request) error {
 	if err := c.conflict(k, req.Name); err != nil {
 		return err
 	}
+	if err := c.checkPremise(a); err != nil {
+		return err
+	}
 	workload := k == KindStatefulSet || k == KindDeployment
 	var before workloadState
 	if workload {
@@ -139,6 +143,9 @@ func (c *Cluster) doDeletePod(a machine.Action, req *Request) error {
 	if p == nil {
 		return nil
 	}
+	if err := c.checkPremise(a); err != nil {
+		return err
+	}
 	rec := c.podDeletionOf(p, a)
 	opts := deletion{uid: a.UID, rv: a.ResourceVersion}
 	if a.Force {
@@ -151,6 +158,25 @@ func (c *Cluster) doDeletePod(a machine.Action, req *Request) error {
 	req.Changed = changed
 	c.contract.pods = append(c.contract.pods, rec)
 	return nil
+}
+
+// checkPremise confirms a disruptive action's premise on the cluster's truth, as the driver
+// confirms it with fresh reads.
+func (c *Cluster) checkPremise(a machine.Action) error {
+	if a.Premise == nil {
+		return nil
+	}
+	var node *corev1.Node
+	if a.Premise.Node != "" {
+		node = c.node(a.Premise.Node)
+	}
+	pods := map[string]*corev1.Pod{}
+	for _, name := range a.Premise.Ready {
+		if p := c.pod(a.Namespace, name); p != nil {
+			pods[name] = p
+		}
+	}
+	return a.Premise.Check(node, pods)
 }
 
 func (c *Cluster) doDeleteDisk(a machine.Action, req *Request) error {
