@@ -47,7 +47,8 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 		st.Disks = &v1alpha1.DiskAudit{Unused: fx.unused, Foreign: fx.foreign}
 	}
 	refused := v.Reservation.Exists && v.Reservation.BoundTo != f.UID
-	converged := p.to == v1alpha1.StateSteady && fx.settled() && fx.current == fx.target.Members && len(p.mutations()) == 0
+	// A held spec (Degraded) is not Ready: the workload runs, but not what the spec asks for.
+	converged := p.to == v1alpha1.StateSteady && fx.settled() && fx.current == fx.target.Members && fx.hold == "" && len(p.mutations()) == 0
 
 	cond := func(t string, ok bool, reason, msg string) metav1.Condition {
 		s := metav1.ConditionFalse

@@ -202,6 +202,7 @@ type StorageSpec struct {
 	StorageClassName string `json:"storageClassName"`
 
 	// size of each member's disk, for example 100Gi.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.storage.size must be a positive quantity, for example 100Gi"
 	Size resource.Quantity `json:"size"`
 }
 
@@ -209,6 +210,7 @@ type StorageSpec struct {
 type ScratchSpec struct {
 	// sizeLimit of the emptyDir; unlimited when empty.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.scratch.sizeLimit must be a positive quantity, for example 10Gi"
 	SizeLimit *resource.Quantity `json:"sizeLimit,omitempty"`
 }
 
@@ -261,6 +263,8 @@ type CapacitySpec struct {
 	// across operator restarts. 0s scales in as soon as the previous change has rolled out.
 	// +optional
 	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	ScaleInStabilization *metav1.Duration `json:"scaleInStabilization,omitempty"`
 }
 
@@ -293,6 +297,8 @@ type HealingSpec struct {
 	// member stuck not ready on an old revision) before the operator replaces that member.
 	// +optional
 	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	UnreachableGracePeriod *metav1.Duration `json:"unreachableGracePeriod,omitempty"`
 }
 

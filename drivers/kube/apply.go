@@ -293,9 +293,20 @@ func (ap *Applier) publishStatus(ctx context.Context, t *Target, a machine.Actio
 	if a.Status == nil {
 		return fmt.Errorf("status %s: no status", a.Key)
 	}
-	f := t.Fleet.DeepCopy()
-	f.Status = *a.Status.DeepCopy()
-	got, err := ap.Celld.CelldV1alpha1().CelldFleets(f.Namespace).UpdateStatus(ctx, f, metav1.UpdateOptions{FieldManager: FieldManager})
+	// The status is rebuilt from observation on every pass, so it replaces whatever is there
+	// without a resourceVersion precondition (which would conflict with the operator's own
+	// previous write whenever the cache lags it); the UID test keeps it off a fleet recreated
+	// under the same name.
+	f := t.Fleet
+	body, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": f.UID},
+		{"op": "add", "path": "/status", "value": a.Status},
+	})
+	if err != nil {
+		return fmt.Errorf("status %s: %w", a.Key, err)
+	}
+	got, err := ap.Celld.CelldV1alpha1().CelldFleets(f.Namespace).Patch(ctx, f.Name, types.JSONPatchType, body,
+		metav1.PatchOptions{FieldManager: FieldManager}, "status")
 	if apierrors.IsNotFound(err) {
 		return nil // the fleet is gone: nobody reads its status
 	}

@@ -314,20 +314,26 @@ func TestPublishStatus(t *testing.T) {
 	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, a); err != nil {
 		t.Fatal(err)
 	}
-	u, ok := only(t, fx.requests()).(k8stesting.UpdateActionImpl)
-	if !ok || u.GetSubresource() != "status" || u.GetResource().Resource != "celldfleets" {
-		t.Fatalf("want an update of celldfleets/status, got %#v", fx.requests()[0])
+	u, ok := only(t, fx.requests()).(k8stesting.PatchActionImpl)
+	if !ok || u.GetSubresource() != "status" || u.GetResource().Resource != "celldfleets" || u.GetPatchType() != types.JSONPatchType {
+		t.Fatalf("want a JSON patch of celldfleets/status, got %#v", fx.requests()[0])
 	}
-	sent := u.Object.(*v1alpha1.CelldFleet)
-	if sent.ResourceVersion != "7" || sent.Status.State != v1alpha1.StateSteady {
-		t.Errorf("sent rv=%s state=%s", sent.ResourceVersion, sent.Status.State)
+	var ops []struct {
+		Op    string          `json:"op"`
+		Path  string          `json:"path"`
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(u.GetPatch(), &ops); err != nil || len(ops) != 2 ||
+		ops[0].Op != "test" || ops[0].Path != "/metadata/uid" || string(ops[0].Value) != `"`+string(f.UID)+`"` ||
+		ops[1].Op != "add" || ops[1].Path != "/status" || !strings.Contains(string(ops[1].Value), `"state":"Steady"`) {
+		t.Errorf("want a UID test, then the whole status: %s", u.GetPatch())
 	}
 	if f.Status.State != "" {
 		t.Errorf("the cached fleet was modified")
 	}
 
 	fx = newFixture(f.DeepCopy())
-	fx.celld.PrependReactor("update", "celldfleets", func(k8stesting.Action) (bool, runtime.Object, error) {
+	fx.celld.PrependReactor("patch", "celldfleets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "celld.io", Resource: "celldfleets"}, f.Name, nil)
 	})
 	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, a); !apierrors.IsConflict(err) {

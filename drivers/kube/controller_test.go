@@ -47,7 +47,7 @@ func TestFirstSyncRequests(t *testing.T) {
 		"patch celldfleets merge",
 		"get celldreservations",
 		"update celldreservations/status",
-		"update celldfleets/status",
+		"patch celldfleets/status json",
 		"patch services apply",
 		"patch services apply",
 		"patch networkpolicies apply",

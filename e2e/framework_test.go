@@ -1,0 +1,770 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"sigs.k8s.io/yaml"
+
+	celldv1alpha1 "github.com/celld/celld-operator/api/generated/clientset/versioned/typed/celld/v1alpha1"
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+)
+
+const (
+	// testLabel marks the suite's namespaces.
+	testLabel = "e2e.celld.io/test"
+	// image is never pulled: kwok fakes the Pods' status.
+	image = "ghcr.io/celld/celld:e2e"
+	poll  = 250 * time.Millisecond
+	// converge bounds how long a fleet of a few members takes to be created, grown or shrunk.
+	converge = 3 * time.Minute
+)
+
+// fixture is one test's namespace, operators and observers.
+type fixture struct {
+	t   *testing.T
+	ctx context.Context
+	ns  string
+	id  string // random, in the namespace's and the buckets' names
+
+	ops    []*operator
+	dumped sync.Once
+}
+
+// newFixture creates the test's namespace under the restricted Pod Security Standard, and arranges
+// for everything to be torn down in order: fleets (registered later, so removed first, while an
+// operator still runs to release their finalizers), then operators, then the namespace.
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	id := fmt.Sprintf("%06x", rand.IntN(1<<24))
+	f := &fixture{t: t, ctx: ctx, ns: namespaceName(t.Name(), id), id: id}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+		testLabel:                            "true",
+	}}}
+	if _, err := suite.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", f.ns, err)
+	}
+	t.Cleanup(func() {
+		defer cancel()
+		err := suite.kube.CoreV1().Namespaces().Delete(context.Background(), f.ns, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete namespace %s: %v", f.ns, err)
+		}
+	})
+	t.Cleanup(f.stopOperators)
+	t.Cleanup(f.dumpIfFailed)
+	t.Logf("namespace %s", f.ns)
+	return f
+}
+
+func namespaceName(test, id string) string {
+	s := strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(test, "-"))
+	s = strings.Trim(strings.TrimPrefix(s, "test"), "-")
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	return "e2e-" + strings.Trim(s, "-") + "-" + id
+}
+
+// --- the operator process ----------------------------------------------------------------------
+
+type operator struct {
+	cmd     *exec.Cmd
+	metrics string
+	probe   string
+	logPath string
+	exited  chan struct{}
+}
+
+// startOperator starts celld-operator for the fixture's namespace and waits until it is ready.
+// Later flags override the defaults.
+func (f *fixture) startOperator(flags ...string) *operator {
+	f.t.Helper()
+	op := &operator{
+		metrics: freeAddr(f.t), probe: freeAddr(f.t), exited: make(chan struct{}),
+		logPath: filepath.Join(suite.logDir, fmt.Sprintf("%s-%d.log", strings.ReplaceAll(f.t.Name(), "/", "_"), len(f.ops))),
+	}
+	args := append([]string{"run",
+		"--kubeconfig", suite.kubeconfig, "--namespace", f.ns, "--workers", "4",
+		"--metrics-bind-address", op.metrics, "--health-probe-bind-address", op.probe,
+		"--leader-elect=false", "--log-format", "json", "--log-level", "info",
+	}, flags...)
+	logFile, err := os.Create(op.logPath)
+	if err != nil {
+		f.t.Fatalf("operator log: %v", err)
+	}
+	op.cmd = exec.Command(suite.operator, args...)
+	op.cmd.Stdout, op.cmd.Stderr = logFile, logFile
+	// A test binary killed by -timeout or ^C runs no cleanup: the operator must not outlive it.
+	op.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := op.cmd.Start(); err != nil {
+		logFile.Close()
+		f.t.Fatalf("start operator: %v", err)
+	}
+	go func() {
+		_ = op.cmd.Wait()
+		logFile.Close()
+		close(op.exited)
+	}()
+	f.ops = append(f.ops, op)
+	f.t.Logf("operator pid %d (metrics %s, log %s)", op.cmd.Process.Pid, op.metrics, op.logPath)
+
+	client := http.Client{Timeout: 2 * time.Second}
+	err = wait.PollUntilContextTimeout(f.ctx, poll, time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case <-op.exited:
+			return false, fmt.Errorf("operator exited: %s", op.cmd.ProcessState)
+		default:
+		}
+		resp, err := client.Get("http://" + op.probe + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		f.t.Fatalf("operator not ready: %v\n%s", err, tail(op.logPath, 30))
+	}
+	return op
+}
+
+// stop sends SIGTERM and waits for a clean exit, killing the process if it does not come.
+func (op *operator) stop(t *testing.T) {
+	select {
+	case <-op.exited:
+		return
+	default:
+	}
+	_ = op.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-op.exited:
+		if !op.cmd.ProcessState.Success() {
+			t.Errorf("operator pid %d exited with %s after SIGTERM", op.cmd.Process.Pid, op.cmd.ProcessState)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("operator pid %d still running 30s after SIGTERM: killed", op.cmd.Process.Pid)
+		op.kill()
+	}
+}
+
+// kill is a crash: SIGKILL, no chance to release anything.
+func (op *operator) kill() {
+	_ = op.cmd.Process.Signal(syscall.SIGKILL)
+	<-op.exited
+}
+
+func (f *fixture) stopOperators() {
+	for _, op := range f.ops {
+		op.stop(f.t)
+	}
+}
+
+// writes reads the operator's api_writes_total counter: the total and each verb/resource series.
+func (op *operator) writes(t *testing.T) (float64, map[string]float64) {
+	t.Helper()
+	return op.counter(t, "celld_operator_api_writes_total")
+}
+
+// heals reads the operator's heals_total counter by reason.
+func (op *operator) heals(t *testing.T) (float64, map[string]float64) {
+	t.Helper()
+	return op.counter(t, "celld_operator_heals_total")
+}
+
+func (op *operator) counter(t *testing.T, name string) (float64, map[string]float64) {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + op.metrics + "/metrics")
+	if err != nil {
+		t.Fatalf("read metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	return counter(t, resp.Body, name)
+}
+
+// counter sums a counter's series from the Prometheus text format; series are keyed by their labels.
+func counter(t *testing.T, r io.Reader, name string) (float64, map[string]float64) {
+	t.Helper()
+	total, series := 0.0, map[string]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		total += v
+		series[strings.TrimPrefix(line[:i], name)] = v
+	}
+	return total, series
+}
+
+func formatSeries(s map[string]float64) string {
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n\t%s %g", k, s[k])
+	}
+	return b.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// tail returns the last n lines of a file.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// --- fleets ------------------------------------------------------------------------------------
+
+// newFleet is a small valid fleet; Bucket fleets run as a Deployment unless the test says otherwise.
+// Its bucket carries the fixture's id: a bucket is reserved cluster-wide, and outlives its fleet.
+func (f *fixture) newFleet(name string, profile v1alpha1.Profile, members int32) *v1alpha1.CelldFleet {
+	fl := &v1alpha1.CelldFleet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.CelldFleetSpec{
+			Profile: profile,
+			Members: members,
+			Image:   image,
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi"),
+			}},
+			Bucket: v1alpha1.BucketSpec{Name: f.bucket(name), Region: "us-east-1"},
+		},
+	}
+	if profile == v1alpha1.ProfilePersistentFleet {
+		fl.Spec.Storage = &v1alpha1.StorageSpec{StorageClassName: "kwok-volume", Size: resource.MustParse("1Gi")}
+	}
+	return fl
+}
+
+// bucket names a bucket no other test, run or demo uses.
+func (f *fixture) bucket(name string) string { return name + "-" + f.id }
+
+func duration(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+
+func (f *fixture) fleets() celldv1alpha1.CelldFleetInterface {
+	return suite.celld.CelldV1alpha1().CelldFleets(f.ns)
+}
+
+// create creates a fleet and arranges for it to be deleted, and waited for, at the end.
+func (f *fixture) create(fl *v1alpha1.CelldFleet) *v1alpha1.CelldFleet {
+	f.t.Helper()
+	out, err := f.fleets().Create(f.ctx, fl, metav1.CreateOptions{})
+	if err != nil {
+		f.t.Fatalf("create fleet %s: %v", fl.Name, err)
+	}
+	f.t.Cleanup(func() {
+		f.dumpIfFailed()
+		f.deleteFleet(out.Name, false)
+	})
+	return out
+}
+
+// deleteFleet deletes a fleet and waits until it is gone. At cleanup (fatal false) a fleet stuck
+// on its finalizer is reported, then released by hand so the namespace can go.
+func (f *fixture) deleteFleet(name string, fatal bool) {
+	f.t.Helper()
+	client, ctx := f.fleets(), context.Background()
+	if err := client.Delete(ctx, name, metav1.DeleteOptions{}); apierrors.IsNotFound(err) {
+		return
+	} else if err != nil {
+		f.t.Errorf("delete fleet %s: %v", name, err)
+		return
+	}
+	var last *v1alpha1.CelldFleet
+	err := wait.PollUntilContextTimeout(ctx, poll, converge, true, func(ctx context.Context) (bool, error) {
+		fl, err := client.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		last = fl
+		return false, err
+	})
+	if err == nil {
+		return
+	}
+	msg := fmt.Sprintf("fleet %s not gone %s after delete: %v\n%s", name, converge, err, toYAML(last))
+	if fatal {
+		f.t.Fatal(msg)
+	}
+	f.t.Error(msg)
+	_, _ = client.Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+}
+
+// update reads, changes and writes a fleet's spec, retrying on conflicts.
+func (f *fixture) update(name string, change func(*v1alpha1.CelldFleet)) *v1alpha1.CelldFleet {
+	f.t.Helper()
+	client := f.fleets()
+	for {
+		fl, err := client.Get(f.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			f.t.Fatalf("get fleet %s: %v", name, err)
+		}
+		change(fl)
+		out, err := client.Update(f.ctx, fl, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			f.t.Fatalf("update fleet %s: %v", name, err)
+		}
+		return out
+	}
+}
+
+// waitFleet polls a fleet until ok holds, failing the test after timeout with the last status.
+func (f *fixture) waitFleet(name string, timeout time.Duration, what string, ok func(*v1alpha1.CelldFleet) bool) *v1alpha1.CelldFleet {
+	f.t.Helper()
+	var last *v1alpha1.CelldFleet
+	err := wait.PollUntilContextTimeout(f.ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
+		fl, err := f.fleets().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = fl
+		return ok(fl), nil
+	})
+	if err != nil {
+		f.t.Fatalf("fleet %s: %s: not within %s\nlast seen:\n%s", name, what, timeout, toYAML(last))
+	}
+	return last
+}
+
+// waitConverged waits until the fleet is Steady and Ready at its requested size.
+func (f *fixture) waitConverged(name string) *v1alpha1.CelldFleet {
+	f.t.Helper()
+	return f.waitFleet(name, converge, "converged", converged)
+}
+
+// converged: Steady, Ready, every requested member ready, computed from the current spec.
+func converged(fl *v1alpha1.CelldFleet) bool {
+	st := &fl.Status
+	return st.ObservedGeneration == fl.Generation && st.State == v1alpha1.StateSteady &&
+		meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) &&
+		st.Members.Current == fl.Spec.Members && st.Members.Ready == fl.Spec.Members
+}
+
+func condition(fl *v1alpha1.CelldFleet, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(fl.Status.Conditions, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{Type: typ, Status: "absent"}
+}
+
+func (f *fixture) reservation(fl *v1alpha1.CelldFleet) *v1alpha1.CelldReservation {
+	f.t.Helper()
+	r, err := suite.celld.CelldV1alpha1().CelldReservations(f.ns).Get(f.ctx, reservationName(fl.Spec.Bucket), metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatalf("get reservation of fleet %s: %v", fl.Name, err)
+	}
+	return r
+}
+
+// reservationName: the tests' buckets have no endpoint, so the reservation is named after the bucket.
+func reservationName(b v1alpha1.BucketSpec) string { return b.Name }
+
+// --- members -----------------------------------------------------------------------------------
+
+func memberSelector(fl *v1alpha1.CelldFleet) string {
+	return events.LabelFleetUID + "=" + string(fl.UID)
+}
+
+func (f *fixture) members(fl *v1alpha1.CelldFleet) []corev1.Pod {
+	f.t.Helper()
+	l, err := suite.kube.CoreV1().Pods(f.ns).List(f.ctx, metav1.ListOptions{LabelSelector: memberSelector(fl)})
+	if err != nil {
+		f.t.Fatalf("list members of %s: %v", fl.Name, err)
+	}
+	sort.Slice(l.Items, func(i, j int) bool { return l.Items[i].Name < l.Items[j].Name })
+	return l.Items
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (f *fixture) statefulSet(name string) *appsv1.StatefulSet {
+	f.t.Helper()
+	s, err := suite.kube.AppsV1().StatefulSets(f.ns).Get(f.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatalf("get statefulset %s: %v", name, err)
+	}
+	return s
+}
+
+// --- kubectl and scripts -----------------------------------------------------------------------
+
+func (f *fixture) kubectl(args ...string) string {
+	f.t.Helper()
+	out, err := kubectlCmd(f.ctx, append([]string{"--namespace", f.ns}, args...)...)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return out
+}
+
+// nodeScript runs cluster/node.sh (node loss and return).
+func nodeScript(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(suite.root, "cluster", "node.sh"), args...)
+	cmd.Dir = suite.root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cluster/node.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// --- watches -----------------------------------------------------------------------------------
+
+// seen is one observation of an object: the initial list, or a watch event.
+type seen struct {
+	at  time.Time
+	typ watch.EventType
+	obj runtime.Object
+}
+
+func (s seen) meta() metav1.Object {
+	m, _ := meta.Accessor(s.obj)
+	return m
+}
+
+// recorder keeps every version of the objects of one kind in the namespace, in order, from a
+// list and a watch resumed from its resource version: no intermediate state is skipped.
+type recorder struct {
+	what string
+	mu   sync.Mutex
+	evs  []seen
+	err  error
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func (f *fixture) record(what string, list func(context.Context) (runtime.Object, error), watchFn cache.WatchFuncWithContext) *recorder {
+	f.t.Helper()
+	ctx, cancel := context.WithCancel(f.ctx)
+	r := &recorder{what: what, stop: cancel, done: make(chan struct{})}
+	l, err := list(ctx)
+	if err != nil {
+		cancel()
+		f.t.Fatalf("list %s: %v", what, err)
+	}
+	items, err := meta.ExtractList(l)
+	if err != nil {
+		cancel()
+		f.t.Fatalf("list %s: %v", what, err)
+	}
+	now := time.Now()
+	for _, o := range items {
+		r.evs = append(r.evs, seen{at: now, typ: watch.Added, obj: o})
+	}
+	lm, _ := meta.ListAccessor(l)
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, lm.GetResourceVersion(), &cache.ListWatch{WatchFuncWithContext: watchFn})
+	if err != nil {
+		cancel()
+		f.t.Fatalf("watch %s: %v", what, err)
+	}
+	go func() {
+		defer close(r.done)
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return
+				}
+				r.mu.Lock()
+				switch ev.Type {
+				case watch.Added, watch.Modified, watch.Deleted:
+					r.evs = append(r.evs, seen{at: time.Now(), typ: ev.Type, obj: ev.Object})
+				case watch.Error:
+					r.err = apierrors.FromObject(ev.Object)
+				}
+				r.mu.Unlock()
+			}
+		}
+	}()
+	f.t.Cleanup(func() { cancel(); <-r.done })
+	return r
+}
+
+// events returns what was seen so far, failing the test if the watch broke.
+func (r *recorder) events(t *testing.T) []seen {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		t.Fatalf("watch of %s failed: %v", r.what, r.err)
+	}
+	return append([]seen(nil), r.evs...)
+}
+
+// await waits until what the recorder saw satisfies ok, and returns it: a read can show a change
+// before the watch delivers it.
+func (r *recorder) await(t *testing.T, what string, ok func([]seen) bool) []seen {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		evs := r.events(t)
+		if ok(evs) {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("watch of %s: %s: not seen within 30s", r.what, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// gone: the recorder saw every one of these objects deleted.
+func gone(uids ...types.UID) func([]seen) bool {
+	return func(evs []seen) bool {
+		d := deletions(evs)
+		for _, uid := range uids {
+			if d[uid].gone.IsZero() {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// rolledOutAt: the recorder saw the StatefulSet rolled out at replicas.
+func rolledOutAt(name string, replicas int32) func([]seen) bool {
+	return func(evs []seen) bool {
+		for i := len(evs) - 1; i >= 0; i-- {
+			if s, ok := evs[i].obj.(*appsv1.StatefulSet); ok && s.Name == name {
+				return evs[i].typ != watch.Deleted && *s.Spec.Replicas == replicas && rolledOut(s)
+			}
+		}
+		return false
+	}
+}
+
+func (f *fixture) recordPods() *recorder {
+	c := suite.kube.CoreV1().Pods(f.ns)
+	return f.record("pods", func(ctx context.Context) (runtime.Object, error) { return c.List(ctx, metav1.ListOptions{}) },
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return c.Watch(ctx, o) })
+}
+
+func (f *fixture) recordClaims() *recorder {
+	c := suite.kube.CoreV1().PersistentVolumeClaims(f.ns)
+	return f.record("persistentvolumeclaims", func(ctx context.Context) (runtime.Object, error) { return c.List(ctx, metav1.ListOptions{}) },
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return c.Watch(ctx, o) })
+}
+
+func (f *fixture) recordStatefulSets() *recorder {
+	c := suite.kube.AppsV1().StatefulSets(f.ns)
+	return f.record("statefulsets", func(ctx context.Context) (runtime.Object, error) { return c.List(ctx, metav1.ListOptions{}) },
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return c.Watch(ctx, o) })
+}
+
+func (f *fixture) recordFleets() *recorder {
+	c := suite.celld.CelldV1alpha1().CelldFleets(f.ns)
+	return f.record("celldfleets", func(ctx context.Context) (runtime.Object, error) { return c.List(ctx, metav1.ListOptions{}) },
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return c.Watch(ctx, o) })
+}
+
+// deletion is when an object's deletion was first seen (deletionTimestamp set, or gone at once
+// as a forced deletion is) and when it was gone: as the watch delivered it, and as the resource
+// version of the write. The local control plane has one etcd, whose revision every resource
+// version is, so resource versions order writes across kinds where receive times might not.
+type deletion struct {
+	name                string
+	requested, gone     time.Time
+	requestedRV, goneRV uint64
+}
+
+// deletions lists, by UID, every object whose deletion the recorder saw.
+func deletions(evs []seen) map[types.UID]deletion {
+	out := map[types.UID]deletion{}
+	for _, e := range evs {
+		m := e.meta()
+		d, known := out[m.GetUID()]
+		d.name = m.GetName()
+		rv, _ := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
+		if (m.GetDeletionTimestamp() != nil || e.typ == watch.Deleted) && d.requested.IsZero() {
+			d.requested, d.requestedRV = e.at, rv
+			known = true
+		}
+		if e.typ == watch.Deleted {
+			d.gone, d.goneRV = e.at, rv
+		}
+		if known {
+			out[m.GetUID()] = d
+		}
+	}
+	return out
+}
+
+func names(d map[types.UID]deletion) []string {
+	var out []string
+	for uid, x := range d {
+		out = append(out, x.name+" ("+string(uid)+")")
+	}
+	sort.Strings(out)
+	return out
+}
+
+// replicaChange is one change of a workload's spec.replicas, with the version of the workload
+// observed just before it.
+type replicaChange struct {
+	from, to int32
+	at       time.Time
+	before   *appsv1.StatefulSet
+}
+
+// statefulSetChanges lists the changes of one StatefulSet's spec.replicas, in order.
+func statefulSetChanges(evs []seen, name string) []replicaChange {
+	var out []replicaChange
+	var prev *appsv1.StatefulSet
+	for _, e := range evs {
+		s, ok := e.obj.(*appsv1.StatefulSet)
+		if !ok || s.Name != name || e.typ == watch.Deleted {
+			continue
+		}
+		if prev != nil && *s.Spec.Replicas != *prev.Spec.Replicas {
+			out = append(out, replicaChange{from: *prev.Spec.Replicas, to: *s.Spec.Replicas, at: e.at, before: prev})
+		}
+		prev = s
+	}
+	return out
+}
+
+// rolledOut: every replica of the requested size exists, is ready and on the current template.
+func rolledOut(s *appsv1.StatefulSet) bool {
+	r := *s.Spec.Replicas
+	return s.Status.ObservedGeneration == s.Generation && s.Status.Replicas == r &&
+		s.Status.ReadyReplicas == r && s.Status.UpdatedReplicas == r
+}
+
+func describeStatefulSet(s *appsv1.StatefulSet) string {
+	return fmt.Sprintf("spec.replicas=%d generation=%d status{observedGeneration=%d replicas=%d ready=%d updated=%d}",
+		*s.Spec.Replicas, s.Generation, s.Status.ObservedGeneration, s.Status.Replicas, s.Status.ReadyReplicas, s.Status.UpdatedReplicas)
+}
+
+// checkOneStepShrink asserts that a StatefulSet went from..to one member per step, each step only
+// once the previous one had rolled out.
+func checkOneStepShrink(t *testing.T, changes []replicaChange, from, to int32) {
+	t.Helper()
+	var steps []string
+	for _, c := range changes {
+		steps = append(steps, fmt.Sprintf("%d->%d", c.from, c.to))
+	}
+	t.Logf("spec.replicas changes: %s", strings.Join(steps, ", "))
+	if int32(len(changes)) != from-to {
+		t.Errorf("want %d steps of one member from %d to %d, got %d: %s", from-to, from, to, len(changes), strings.Join(steps, ", "))
+	}
+	want := from
+	for _, c := range changes {
+		if c.from != want || c.to != want-1 {
+			t.Errorf("step %d->%d: want %d->%d (one member per step)", c.from, c.to, want, want-1)
+		}
+		if !rolledOut(c.before) {
+			t.Errorf("step %d->%d taken before the previous change rolled out: %s", c.from, c.to, describeStatefulSet(c.before))
+		}
+		want = c.to
+	}
+}
+
+// --- failure reports ---------------------------------------------------------------------------
+
+func toYAML(o any) string {
+	if o == nil {
+		return "<nil>"
+	}
+	if obj, ok := o.(metav1.Object); ok {
+		obj.SetManagedFields(nil)
+	}
+	b, err := yaml.Marshal(o)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
+
+// dumpIfFailed logs, once, what a person debugging a failed test looks at first. Fleet cleanups
+// call it before they delete anything.
+func (f *fixture) dumpIfFailed() {
+	if f.t.Failed() {
+		f.dumped.Do(f.dump)
+	}
+}
+
+func (f *fixture) dump() {
+	ctx := context.Background()
+	if l, err := suite.celld.CelldV1alpha1().CelldFleets(f.ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for i := range l.Items {
+			fl := &l.Items[i]
+			f.t.Logf("fleet %s: generation %d, finalizers %v, status:\n%s", fl.Name, fl.Generation, fl.Finalizers, toYAML(fl.Status))
+		}
+	}
+	if out, err := kubectlCmd(ctx, "--namespace", f.ns, "get", "pods,pvc,statefulsets,deployments,celldreservations", "-o", "wide"); err == nil {
+		f.t.Logf("objects:\n%s", out)
+	}
+	for _, op := range f.ops {
+		f.t.Logf("operator log %s (last lines):\n%s", op.logPath, tail(op.logPath, 40))
+	}
+}

@@ -1,0 +1,353 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+)
+
+// The node tests are not parallel: Go runs them alone, before every parallel test, so no other
+// test's member is on the node they take away.
+
+// TestHealNodeNotReady: a member whose node stays unreachable past the grace period is replaced,
+// by the operator, and it is the only Pod deleted; no disk is touched.
+func TestHealNodeNotReady(t *testing.T) {
+	f := newFixture(t)
+	op := f.startOperator()
+	const grace = 10 * time.Second
+	fl := f.newFleet("unreachable", v1alpha1.ProfilePersistentFleet, 3)
+	fl.Spec.Healing.UnreachableGracePeriod = duration(grace)
+	f.keepToItself(fl)
+	fl = f.create(fl)
+	f.waitConverged(fl.Name)
+
+	victim := f.members(fl)[1]
+	node := victim.Spec.NodeName
+	pods, claims := f.recordPods(), f.recordClaims()
+	t.Cleanup(func() {
+		nodeScript(t, "ready", node)
+		waitNode(t, node, 2*time.Minute, "Ready and untainted", nodeHealthy)
+	})
+	nodeScript(t, "not-ready", node)
+	t.Logf("node %s of member %s (%s) made unreachable", node, victim.Name, victim.UID)
+	n := waitNode(t, node, time.Minute, "NotReady", func(n *corev1.Node) bool { return !nodeHealthy(n) })
+	since := readyCondition(n).LastTransitionTime.Time
+	t.Logf("node %s NotReady since %s", node, since.Format(time.RFC3339))
+
+	f.waitReplaced(fl, victim)
+	dels := deletions(pods.await(t, "the victim gone", gone(victim.UID)))
+	if d, ok := dels[victim.UID]; len(dels) != 1 || !ok {
+		t.Errorf("Pods deleted: %v; want only %s (%s)", names(dels), victim.Name, victim.UID)
+	} else {
+		t.Logf("%s deleted %s after its node turned NotReady (grace period %s)", victim.Name, d.requested.Sub(since).Round(100*time.Millisecond), grace)
+		if d.requested.Before(since.Add(grace)) {
+			t.Errorf("%s deleted %s after its node turned NotReady, before the grace period of %s", victim.Name, d.requested.Sub(since), grace)
+		}
+	}
+	if dels := deletions(claims.events(t)); len(dels) != 0 {
+		t.Errorf("claims deleted: %v; want none", names(dels))
+	}
+	if total, by := op.heals(t); total != 1 || by[`{reason="NodeUnreachable"}`] != 1 {
+		t.Errorf("heals_total: %g%s; want one NodeUnreachable (the operator, not the taint manager, replaced it)", total, formatSeries(by))
+	}
+}
+
+// TestHealNodeDeleted: a member whose node is deleted is replaced at once, and it is the only Pod
+// deleted.
+func TestHealNodeDeleted(t *testing.T) {
+	f := newFixture(t)
+	op := f.startOperator()
+	fl := f.newFleet("node-gone", v1alpha1.ProfileBucket, 3)
+	f.keepToItself(fl)
+	fl = f.create(fl)
+	f.waitConverged(fl.Name)
+
+	victim := f.members(fl)[0]
+	saved, err := suite.kube.CoreV1().Nodes().Get(f.ctx, victim.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := f.recordPods()
+	t.Cleanup(func() { restoreNode(t, saved) })
+	if err := suite.kube.CoreV1().Nodes().Delete(f.ctx, saved.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	t.Logf("node %s of member %s (%s) deleted", saved.Name, victim.Name, victim.UID)
+
+	f.waitReplaced(fl, victim)
+	dels := deletions(pods.await(t, "the victim gone", gone(victim.UID)))
+	if d, ok := dels[victim.UID]; len(dels) != 1 || !ok {
+		t.Errorf("Pods deleted: %v; want only %s (%s)", names(dels), victim.Name, victim.UID)
+	} else {
+		t.Logf("%s deleted %s after its node", victim.Name, d.requested.Sub(deleted).Round(100*time.Millisecond))
+	}
+	if total, by := op.heals(t); total != 1 || by[`{reason="NodeGone"}`] != 1 {
+		t.Errorf("heals_total: %g%s; want one NodeGone (the operator, not the pod garbage collector, replaced it)", total, formatSeries(by))
+	}
+}
+
+// TestBrokenRolloutHealed: a template whose Pods never become ready stops the rollout at the last
+// member; once the spec is fixed, the StatefulSet controller alone would wait for that member
+// forever (kubernetes#67250), so the operator replaces it, and it alone.
+//
+// kwok makes every scheduled Pod ready whatever its image (the pod-ready stage selects on the
+// phase and the Ready condition only), so the broken template asks for more CPU than any node has:
+// its Pods stay Pending, never ready, as a crashing image's would.
+func TestBrokenRolloutHealed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	op := f.startOperator()
+	const grace = 10 * time.Second
+	fl := f.newFleet("rollout", v1alpha1.ProfileBucket, 3)
+	fl.Spec.Workload = v1alpha1.WorkloadOrderedStatefulSet
+	fl.Spec.Healing.UnreachableGracePeriod = duration(grace)
+	fl = f.create(fl)
+	f.waitConverged(fl.Name)
+	good := f.statefulSet(fl.Name).Status.UpdateRevision
+	pods := f.recordPods()
+
+	setCPU := func(q string) {
+		f.update(fl.Name, func(fl *v1alpha1.CelldFleet) { fl.Spec.Resources.Requests[corev1.ResourceCPU] = resource.MustParse(q) })
+	}
+	setCPU("1000")
+	last := fl.Name + "-2"
+	broken := f.waitPod(last, time.Minute, "on the new revision and unschedulable", func(p *corev1.Pod) bool {
+		return p.Labels[appsv1.ControllerRevisionHashLabelKey] != good && unschedulable(p)
+	})
+	t.Logf("rollout stuck: %s (%s) on revision %s, unschedulable", broken.Name, broken.UID, broken.Labels[appsv1.ControllerRevisionHashLabelKey])
+	f.waitFleet(fl.Name, time.Minute, "not Ready while the rollout is stuck", func(fl *v1alpha1.CelldFleet) bool {
+		return fl.Status.ObservedGeneration == fl.Generation && condition(fl, v1alpha1.ConditionReady).Status == metav1.ConditionFalse
+	})
+	// A member stuck on the update revision would come back with the same template: replacing it
+	// helps nothing, so the operator leaves it, past the grace period too.
+	f.holds(grace+5*time.Second, "no heal while the stuck member is on the update revision", func() error {
+		if total, by := op.heals(t); total != 0 {
+			return fmt.Errorf("heals_total %g%s", total, formatSeries(by))
+		}
+		return nil
+	})
+
+	fixed := time.Now()
+	setCPU("100m")
+	fl = f.waitConverged(fl.Name)
+	t.Logf("spec fixed; converged again %s later", time.Since(fixed).Round(100*time.Millisecond))
+	s := f.statefulSet(fl.Name)
+	if s.Status.CurrentRevision != s.Status.UpdateRevision || s.Status.UpdatedReplicas != 3 {
+		t.Errorf("statefulset not rolled out: current %s update %s updated %d", s.Status.CurrentRevision, s.Status.UpdateRevision, s.Status.UpdatedReplicas)
+	}
+	if total, by := op.heals(t); total != 1 || by[`{reason="BrokenRollout"}`] != 1 {
+		t.Errorf("heals_total: %g%s; want one BrokenRollout", total, formatSeries(by))
+	}
+	// The StatefulSet controller's rolling update deletes the last member (more than once when
+	// its cache lags and it recreates it on the old revision first); the operator deletes the
+	// broken member. The other members are never touched.
+	evs := pods.await(t, "the broken member gone", gone(broken.UID))
+	t.Logf("%s, as seen:%s", last, timeline(evs, last))
+	dels := deletions(evs)
+	for uid, d := range dels {
+		if d.name != last {
+			t.Errorf("member %s (%s) deleted; only %s was to be replaced", d.name, uid, last)
+		}
+	}
+	if d := dels[broken.UID]; d.requested.Before(fixed) {
+		t.Errorf("the broken member was deleted %s before the spec was fixed", fixed.Sub(d.requested))
+	}
+}
+
+// keepToItself keeps a fleet's members off the nodes that run Pods of other namespaces, so that
+// taking a member's node away disturbs nobody else (make demo running alongside, say): kwok never
+// makes a Pod that lived through the loss of its node ready again.
+func (f *fixture) keepToItself(fl *v1alpha1.CelldFleet) {
+	f.t.Helper()
+	all, err := suite.kube.CoreV1().Pods(metav1.NamespaceAll).List(f.ctx, metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	busy := map[string]bool{}
+	for _, p := range all.Items {
+		if p.Namespace != f.ns && p.Spec.NodeName != "" {
+			busy[p.Spec.NodeName] = true
+		}
+	}
+	nodes, err := suite.kube.CoreV1().Nodes().List(f.ctx, metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	// The members spread one per node, and a replacement needs a node of its own too.
+	if len(nodes.Items)-len(busy) < int(fl.Spec.Members)+1 {
+		f.t.Logf("%d of %d nodes run other namespaces' Pods: the fleet shares them", len(busy), len(nodes.Items))
+		return
+	}
+	var avoid []string
+	for n := range busy {
+		avoid = append(avoid, n)
+	}
+	sort.Strings(avoid)
+	fl.Spec.Placement.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpNotIn, Values: avoid}},
+		}}},
+	}}
+}
+
+// waitReplaced waits until the fleet is converged again without the victim and with no member on
+// the victim's node.
+func (f *fixture) waitReplaced(fl *v1alpha1.CelldFleet, victim corev1.Pod) {
+	f.t.Helper()
+	var replacement string
+	f.waitFleet(fl.Name, converge, fmt.Sprintf("member %s replaced off node %s", victim.Name, victim.Spec.NodeName), func(cur *v1alpha1.CelldFleet) bool {
+		if !converged(cur) {
+			return false
+		}
+		l, err := suite.kube.CoreV1().Pods(f.ns).List(f.ctx, metav1.ListOptions{LabelSelector: memberSelector(fl)})
+		if err != nil || len(l.Items) != int(cur.Spec.Members) {
+			return false
+		}
+		var on []string
+		for i := range l.Items {
+			p := &l.Items[i]
+			if p.UID == victim.UID || p.Spec.NodeName == victim.Spec.NodeName || !podReady(p) {
+				return false
+			}
+			on = append(on, p.Name+"@"+p.Spec.NodeName)
+		}
+		replacement = strings.Join(on, ", ")
+		return true
+	})
+	f.t.Logf("members now: %s", replacement)
+}
+
+func (f *fixture) waitPod(name string, timeout time.Duration, what string, ok func(*corev1.Pod) bool) *corev1.Pod {
+	f.t.Helper()
+	var last *corev1.Pod
+	err := wait.PollUntilContextTimeout(f.ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
+		p, err := suite.kube.CoreV1().Pods(f.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = p
+		return ok(p), nil
+	})
+	if err != nil {
+		f.t.Fatalf("pod %s: %s: not within %s\nlast seen:\n%s", name, what, timeout, toYAML(last))
+	}
+	return last
+}
+
+// holds checks that ok keeps holding for d, failing the test at the first violation. It asserts
+// that something does not happen, which takes a window by nature.
+func (f *fixture) holds(d time.Duration, what string, ok func() error) {
+	f.t.Helper()
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if err := ok(); err != nil {
+			f.t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(poll)
+	}
+}
+
+func unschedulable(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+// --- nodes -------------------------------------------------------------------------------------
+
+func readyCondition(n *corev1.Node) corev1.NodeCondition {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c
+		}
+	}
+	return corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}
+}
+
+// nodeHealthy: Ready, and none of the taints the node lifecycle controller puts on a lost node.
+func nodeHealthy(n *corev1.Node) bool {
+	for _, taint := range n.Spec.Taints {
+		if taint.Key == corev1.TaintNodeUnreachable || taint.Key == corev1.TaintNodeNotReady {
+			return false
+		}
+	}
+	return readyCondition(n).Status == corev1.ConditionTrue
+}
+
+func waitNode(t *testing.T, name string, timeout time.Duration, what string, ok func(*corev1.Node) bool) *corev1.Node {
+	t.Helper()
+	var last *corev1.Node
+	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(ctx context.Context) (bool, error) {
+		n, err := suite.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = n
+		return ok(n), nil
+	})
+	if err != nil {
+		t.Fatalf("node %s: %s: not within %s\nlast seen:\n%s", name, what, timeout, toYAML(last))
+	}
+	return last
+}
+
+// restoreNode brings a deleted fake node back as cluster/up.sh creates it: same labels and
+// annotations (so kwok manages it again), then the same capacity.
+func restoreNode(t *testing.T, saved *corev1.Node) {
+	t.Helper()
+	ctx := context.Background()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: saved.Name, Labels: saved.Labels, Annotations: saved.Annotations}}
+	if _, err := suite.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("recreate node %s: %v", saved.Name, err)
+	}
+	status := mustJSON(t, map[string]any{"status": map[string]any{"capacity": saved.Status.Capacity, "allocatable": saved.Status.Allocatable}})
+	if _, err := suite.kube.CoreV1().Nodes().Patch(ctx, saved.Name, types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatalf("node %s capacity: %v", saved.Name, err)
+	}
+	waitNode(t, saved.Name, 2*time.Minute, "back, Ready and untainted", nodeHealthy)
+}
+
+// timeline lists the versions of one Pod name seen: when, which Pod, revision, phase, readiness,
+// deletion.
+func timeline(evs []seen, name string) string {
+	var b strings.Builder
+	start := time.Time{}
+	for _, e := range evs {
+		p, ok := e.obj.(*corev1.Pod)
+		if !ok || p.Name != name {
+			continue
+		}
+		if start.IsZero() {
+			start = e.at
+		}
+		state := string(p.Status.Phase)
+		if podReady(p) {
+			state += ",ready"
+		}
+		if unschedulable(p) {
+			state += ",unschedulable"
+		}
+		if p.DeletionTimestamp != nil {
+			state += ",deleting"
+		}
+		fmt.Fprintf(&b, "\n\t+%5.2fs %-8s %s %s %s", e.at.Sub(start).Seconds(), e.typ, p.UID, p.Labels[appsv1.ControllerRevisionHashLabelKey], state)
+	}
+	return b.String()
+}

@@ -1,0 +1,209 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/celld/celld-operator/api/generated/clientset/versioned"
+)
+
+// suite is what TestMain prepared for every test.
+var suite struct {
+	root       string // repository root
+	clusterBin string // the control plane's binaries, kubectl among them
+	kubeconfig string // admin kubeconfig written by cluster/up.sh
+	operator   string // celld-operator built from this tree
+	logDir     string // operator logs, kept after the run
+	kube       kubernetes.Interface
+	celld      versioned.Interface
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	start := time.Now()
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "e2e: FAIL: "+format+"\n", args...)
+		fmt.Fprintln(os.Stderr, "e2e: the end-to-end tests need the local control plane and the operator binary; see cluster/README.md")
+		return 1
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		return fail("repository root: %v", err)
+	}
+	suite.root = root
+	vars, err := clusterEnv(root, "CLUSTER_BIN", "KUBECONFIG")
+	if err != nil {
+		return fail("cluster/env.sh: %v", err)
+	}
+	suite.clusterBin = vars[0]
+	// Someone else's control plane (make demo, a developer's shell) is left as it was found.
+	wasUp := apiReady(vars[1])
+
+	logf("building the control plane if needed (cluster/build.sh; about 8 minutes cold)")
+	if _, err := script(root, "cluster/build.sh"); err != nil {
+		return fail("cluster/build.sh: %v", err)
+	}
+	if !wasUp && os.Getenv("E2E_KEEP_CLUSTER") == "" {
+		defer func() {
+			logf("stopping the control plane this suite started (cluster/down.sh)")
+			if _, err := script(root, "cluster/down.sh"); err != nil {
+				fmt.Fprintf(os.Stderr, "e2e: cluster/down.sh: %v\n", err)
+			}
+		}()
+	}
+	logf("starting the control plane (cluster/up.sh)")
+	out, err := script(root, "cluster/up.sh")
+	if err != nil {
+		return fail("cluster/up.sh: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	suite.kubeconfig = strings.TrimSpace(lines[len(lines)-1])
+	if _, err := os.Stat(suite.kubeconfig); err != nil {
+		return fail("cluster/up.sh did not end with the kubeconfig path: %v", err)
+	}
+
+	logf("installing the CRDs of deploy/crds")
+	if _, err := kubectlCmd(context.Background(), "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(root, "deploy", "crds")); err != nil {
+		return fail("installing the CRDs: %v", err)
+	}
+	if _, err := kubectlCmd(context.Background(), "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/celldfleets.celld.io", "crd/celldreservations.celld.io"); err != nil {
+		return fail("CRDs not established: %v", err)
+	}
+
+	binDir, err := os.MkdirTemp("", "celld-e2e-")
+	if err != nil {
+		return fail("temp dir: %v", err)
+	}
+	defer os.RemoveAll(binDir)
+	suite.operator = filepath.Join(binDir, "celld-operator")
+	logf("building the operator (go build ./cmd/celld-operator)")
+	build := exec.Command("go", "build", "-o", suite.operator, "./cmd/celld-operator")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return fail("go build ./cmd/celld-operator: %v\n%s", err, out)
+	}
+	suite.logDir = filepath.Join(root, ".cache", "e2e", "logs")
+	if err := os.MkdirAll(suite.logDir, 0o755); err != nil {
+		return fail("log dir: %v", err)
+	}
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", suite.kubeconfig)
+	if err != nil {
+		return fail("kubeconfig: %v", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	if suite.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return fail("client: %v", err)
+	}
+	if suite.celld, err = versioned.NewForConfig(cfg); err != nil {
+		return fail("celld client: %v", err)
+	}
+	sweep(context.Background())
+	logf("ready after %s; running the tests", time.Since(start).Round(time.Second))
+	code := m.Run()
+	logf("done after %s", time.Since(start).Round(time.Second))
+	return code
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...)
+}
+
+// clusterEnv reads variables as cluster/env.sh sets them, so the suite follows the same
+// overrides (CLUSTER_CACHE, ports) as the scripts it runs.
+func clusterEnv(root string, names ...string) ([]string, error) {
+	var sb strings.Builder
+	sb.WriteString(`. cluster/env.sh && printf '%s\n'`)
+	for _, n := range names {
+		sb.WriteString(` "$` + n + `"`)
+	}
+	cmd := exec.Command("bash", "-c", sb.String())
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, err
+	}
+	vals := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(vals) != len(names) {
+		return nil, fmt.Errorf("want %d values, got %q", len(names), out)
+	}
+	return vals, nil
+}
+
+// apiReady reports whether a control plane answers on that kubeconfig right now.
+func apiReady(kubeconfig string) bool {
+	if _, err := os.Stat(kubeconfig); err != nil {
+		return false
+	}
+	cmd := exec.Command(filepath.Join(suite.clusterBin, "kubectl"), "--kubeconfig", kubeconfig,
+		"--request-timeout=3s", "get", "--raw", "/readyz")
+	return cmd.Run() == nil
+}
+
+// script runs one of the repository's scripts, its progress going to stderr as it happens,
+// and returns its stdout.
+func script(root, path string, args ...string) (string, error) {
+	var out bytes.Buffer
+	cmd := exec.Command(filepath.Join(root, path), args...)
+	cmd.Dir = root
+	cmd.Stdout = io.MultiWriter(&out, os.Stderr)
+	cmd.Stderr = os.Stderr
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// kubectlCmd runs the control plane's kubectl on the admin kubeconfig.
+func kubectlCmd(ctx context.Context, args ...string) (string, error) {
+	var out, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, filepath.Join(suite.clusterBin, "kubectl"), append([]string{"--kubeconfig", suite.kubeconfig}, args...)...)
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out.String(), nil
+}
+
+// sweep removes what interrupted runs left behind (a test binary killed by -timeout or ^C runs no
+// cleanup): this suite's namespaces older than any run can last, whose fleets no operator will
+// ever release.
+func sweep(ctx context.Context) {
+	l, err := suite.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: testLabel + "=true"})
+	if err != nil {
+		logf("sweep: %v", err)
+		return
+	}
+	for _, ns := range l.Items {
+		if time.Since(ns.CreationTimestamp.Time) < 90*time.Minute {
+			continue
+		}
+		fleets, err := suite.celld.CelldV1alpha1().CelldFleets(ns.Name).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		for _, fl := range fleets.Items {
+			_, _ = suite.celld.CelldV1alpha1().CelldFleets(ns.Name).Patch(ctx, fl.Name, types.MergePatchType,
+				[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		}
+		if ns.DeletionTimestamp == nil {
+			_ = suite.kube.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
+		}
+		logf("swept namespace %s, left by an interrupted run", ns.Name)
+	}
+}

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# The demo behind `make demo`: the local control plane, the operator as a local process, and the
+# samples of both profiles, shown converging.
+#
+#   hack/demo.sh          # build what is missing, start everything, apply the samples (idempotent)
+#   hack/demo.sh stop     # delete the demo namespace, stop the operator and the control plane
+#
+# The operator runs from bin/celld-operator (make build) with the admin kubeconfig, manages the
+# demo namespace only (DEMO_NAMESPACE, default celld-demo), logs to .cache/demo/operator.log and
+# serves metrics on DEMO_METRICS_ADDR (default 127.0.0.1:28080).
+set -euo pipefail
+shopt -s inherit_errexit
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=SCRIPTDIR/../cluster/env.sh
+. "${ROOT}/cluster/env.sh"
+
+NAMESPACE="${DEMO_NAMESPACE:-celld-demo}"
+METRICS_ADDR="${DEMO_METRICS_ADDR:-127.0.0.1:28080}"
+PROBE_ADDR="${DEMO_PROBE_ADDR:-127.0.0.1:28081}"
+DEMO_DIR="${ROOT}/.cache/demo"
+OPERATOR="${ROOT}/bin/celld-operator"
+PID_FILE="${DEMO_DIR}/operator.pid"
+LOG_FILE="${DEMO_DIR}/operator.log"
+WATCH_TIMEOUT="${DEMO_WATCH_TIMEOUT:-180}"
+
+log() { printf '[demo] %s\n' "$*"; }
+die() {
+	printf '[demo] error: %s\n' "$*" >&2
+	exit 1
+}
+
+# Prints the operator's PID when the pid file names a live process running the demo's binary
+# (shown " (deleted)" once make build has replaced the file).
+operator_pid() {
+	local pid exe
+	[[ -f "${PID_FILE}" ]] || return 1
+	pid=$(<"${PID_FILE}")
+	[[ "${pid}" =~ ^[0-9]+$ ]] || return 1
+	exe=$(readlink "/proc/${pid}/exe" 2>/dev/null) || return 1
+	[[ "${exe% (deleted)}" == "${OPERATOR}" ]] || return 1
+	echo "${pid}"
+}
+
+stop_operator() {
+	local pid
+	if ! pid=$(operator_pid); then
+		rm -f "${PID_FILE}"
+		return 0
+	fi
+	log "stopping the operator (pid ${pid})"
+	kill -TERM "${pid}" 2>/dev/null || true
+	for _ in $(seq 150); do
+		operator_pid >/dev/null || break
+		sleep 0.2
+	done
+	if operator_pid >/dev/null; then
+		log "the operator did not exit after TERM; sending KILL"
+		kill -KILL "${pid}" 2>/dev/null || true
+		while operator_pid >/dev/null; do sleep 0.1; done
+	fi
+	rm -f "${PID_FILE}"
+}
+
+start_operator() {
+	local pid
+	if pid=$(operator_pid); then
+		# make build rewrites the file every time; only a different binary is worth a restart.
+		if cmp -s "/proc/${pid}/exe" "${OPERATOR}"; then
+			log "operator already running (pid ${pid}); log: ${LOG_FILE}"
+			return 0
+		fi
+		log "bin/celld-operator changed: restarting the operator"
+		stop_operator
+	fi
+	mkdir -p "${DEMO_DIR}"
+	printf '=== %s starting celld-operator\n' "$(date -u +%FT%TZ)" >>"${LOG_FILE}"
+	# A new session keeps the operator running after this script and its terminal exit.
+	setsid "${OPERATOR}" run --kubeconfig "${KUBECONFIG}" --namespace "${NAMESPACE}" \
+		--leader-elect=false --metrics-bind-address "${METRICS_ADDR}" \
+		--health-probe-bind-address "${PROBE_ADDR}" --log-format console \
+		</dev/null >>"${LOG_FILE}" 2>&1 &
+	echo $! >"${PID_FILE}"
+	log "operator started (pid $!, namespace ${NAMESPACE}); log: ${LOG_FILE}"
+	for _ in $(seq 300); do
+		if curl --silent --fail --max-time 2 --noproxy '*' "http://${PROBE_ADDR}/readyz" >/dev/null 2>&1; then
+			return 0
+		fi
+		operator_pid >/dev/null || {
+			tail -n 20 "${LOG_FILE}" >&2
+			die "the operator exited (log: ${LOG_FILE})"
+		}
+		sleep 0.2
+	done
+	tail -n 20 "${LOG_FILE}" >&2
+	die "the operator is not ready after 60s (log: ${LOG_FILE})"
+}
+
+if [[ "${1:-}" == stop ]]; then
+	# The demo namespace goes first, while the operator still runs to release the fleets (their
+	# members, disks and reservations go with it): after a control plane restart kwok would leave
+	# the old members not ready for good, as it only makes Pending Pods ready.
+	if kubectl get --raw /readyz --request-timeout=3s >/dev/null 2>&1 &&
+		kubectl get namespace "${NAMESPACE}" >/dev/null 2>&1; then
+		log "deleting namespace ${NAMESPACE} (its fleets, disks and reservations)"
+		kubectl delete namespace "${NAMESPACE}" --timeout=120s ||
+			log "namespace ${NAMESPACE} not gone yet; it finishes on the next start"
+	fi
+	stop_operator
+	"${ROOT}/cluster/down.sh"
+	exit 0
+elif (($#)); then
+	sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	exit 2
+fi
+
+[[ -x "${OPERATOR}" ]] || die "${OPERATOR} is missing: run make demo (it runs make build first)"
+
+log "control plane: cluster/build.sh (about 8 minutes the first time), then cluster/up.sh"
+"${ROOT}/cluster/build.sh"
+"${ROOT}/cluster/up.sh"
+
+log "installing the CRDs, the operator's namespace and RBAC (deploy/; the operator itself runs here, as a process)"
+kubectl apply --server-side --force-conflicts -f "${ROOT}/deploy/crds" -f "${ROOT}/deploy/namespace.yaml" -f "${ROOT}/deploy/rbac" >/dev/null
+kubectl wait --for=condition=Established --timeout=60s crd/celldfleets.celld.io crd/celldreservations.celld.io >/dev/null
+
+kubectl create namespace "${NAMESPACE}" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+kubectl label namespace "${NAMESPACE}" --overwrite pod-security.kubernetes.io/enforce=restricted >/dev/null
+
+start_operator
+
+log "applying deploy/samples to namespace ${NAMESPACE}"
+kubectl apply --namespace "${NAMESPACE}" -f "${ROOT}/deploy/samples"
+
+log "watching the fleets converge (until every one is Steady and Ready, at most ${WATCH_TIMEOUT}s)"
+kubectl get celldfleets --namespace "${NAMESPACE}" --watch &
+watch_pid=$!
+converged=0
+if kubectl wait --namespace "${NAMESPACE}" --for=jsonpath='{.status.state}'=Steady celldfleet --all --timeout="${WATCH_TIMEOUT}s" >/dev/null &&
+	kubectl wait --namespace "${NAMESPACE}" --for=condition=Ready celldfleet --all --timeout="${WATCH_TIMEOUT}s" >/dev/null; then
+	converged=1
+fi
+sleep 1 # let the watch print the last row before it is stopped
+kill "${watch_pid}" 2>/dev/null || true
+wait "${watch_pid}" 2>/dev/null || true
+if ((!converged)); then
+	kubectl get celldfleets --namespace "${NAMESPACE}" -o wide
+	die "the samples did not converge within ${WATCH_TIMEOUT}s (operator log: ${LOG_FILE})"
+fi
+
+cat <<EOF
+
+[demo] both samples are Steady. Drive them from another shell:
+
+  . cluster/env.sh        # KUBECONFIG=${KUBECONFIG} and kubectl on PATH
+  kubectl -n ${NAMESPACE} get celldfleets -o wide -w
+
+  # grow in one step; scale in one member per step, once spec.capacity.scaleInStabilization (5m) has passed
+  kubectl -n ${NAMESPACE} scale celldfleet bucket-fleet --replicas=6
+  kubectl -n ${NAMESPACE} scale celldfleet persistent-fleet --replicas=2
+  kubectl -n ${NAMESPACE} get pods,pvc,celldreservations
+  kubectl -n ${NAMESPACE} describe celldfleet persistent-fleet
+
+  # lose a node (its members are replaced after spec.healing.unreachableGracePeriod, 5m); 'ready' brings it back
+  cluster/node.sh not-ready kwok-node-01
+
+  # delete a fleet: its members go, then its disks; the reservation of its bucket stays
+  kubectl -n ${NAMESPACE} delete celldfleet persistent-fleet
+
+  # the operator's metrics and log
+  curl -s http://${METRICS_ADDR}/metrics | grep '^celld_operator_'
+  tail -f ${LOG_FILE}
+
+Stop everything with: make demo-stop
+EOF
