@@ -11,7 +11,9 @@ import (
 
 type rapidPicker struct{ t *rapid.T }
 
-func (p rapidPicker) Int(label string, min, max int) int { return rapid.IntRange(min, max).Draw(p.t, label) }
+func (p rapidPicker) Int(label string, min, max int) int {
+	return rapid.IntRange(min, max).Draw(p.t, label)
+}
 
 // sequences and rounds count what the property tests checked, for `make fuzz` to print.
 var sequences, totalRounds, checks atomic.Int64
