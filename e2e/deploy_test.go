@@ -1,0 +1,39 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestDeployManifests: the kustomize base installs as a whole: the API server accepts every object
+// of deploy/ (a server-side dry run, so the CRDs the other tests use are not touched).
+func TestDeployManifests(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// A dry run cannot place objects in a namespace it only pretends to create.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "celld-system"}}
+	if _, err := suite.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err == nil {
+		t.Cleanup(func() {
+			_ = suite.kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+		})
+	} else if !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	out, err := kubectlCmd(ctx, "apply", "-k", filepath.Join(suite.root, "deploy"), "--dry-run=server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"serviceaccount/celld-operator", "clusterrole.rbac.authorization.k8s.io/celld-operator",
+		"role.rbac.authorization.k8s.io/celld-operator-leader-election", "deployment.apps/celld-operator", "service/celld-operator-metrics"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl apply -k deploy/ --dry-run=server did not accept %s:\n%s", want, out)
+		}
+	}
+}
