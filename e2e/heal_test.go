@@ -192,6 +192,9 @@ func (f *fixture) keepToItself(fl *v1alpha1.CelldFleet) {
 		f.t.Logf("%d of %d nodes run other namespaces' Pods: the fleet shares them", len(busy), len(nodes.Items))
 		return
 	}
+	if len(busy) == 0 {
+		return // nothing to keep away from (and NotIn with no values is invalid)
+	}
 	var avoid []string
 	for n := range busy {
 		avoid = append(avoid, n)
