@@ -50,6 +50,16 @@ type Observation struct {
 	Unowned []string
 	// Utilization is the latest observed usage, nil when none was observed.
 	Utilization *Utilization
+	// Refused is the API server's refusal of an object rendered from the fleet's spec, nil when
+	// none was seen. Only the driver sees it (as the answer to a write): it reports it back here.
+	Refused *Refusal
+}
+
+// Refusal is the API server refusing an object rendered from one generation of a fleet's spec.
+type Refusal struct {
+	Generation int64
+	Object     string
+	Message    string
 }
 
 // Utilization is the fleet members' observed usage against their requests.

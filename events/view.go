@@ -62,6 +62,8 @@ type View struct {
 	// Unowned names the same-named workloads that belong to something else.
 	Unowned     []string
 	Utilization *Utilization
+	// Refused is the API server's refusal of an object rendered from this generation of the spec.
+	Refused *Refusal
 }
 
 // ReservationView is the reservation of the fleet's bucket, whichever fleet it binds.
@@ -188,6 +190,9 @@ func Normalize(namespace, name string, o *Observation) View {
 	v.StorageClassMissing = f.Spec.Profile == v1alpha1.ProfilePersistentFleet && o.StorageClassKnown && o.StorageClass == nil
 	v.ServiceAccountMissing = o.ServiceAccountMissing
 	v.Unowned = o.Unowned
+	if r := o.Refused; r != nil && r.Generation == f.Generation {
+		v.Refused = r
+	}
 	return v
 }
 

@@ -221,6 +221,9 @@ func (fx *facts) audit() {
 func (fx *facts) inputs() {
 	v := fx.view
 	switch {
+	case v.Refused != nil:
+		fx.holdReason = "SpecRefused"
+		fx.hold = "the API server refused " + v.Refused.Object + " as rendered from this spec: " + v.Refused.Message + "; fix the fleet's spec"
 	case v.StorageClassMissing:
 		fx.holdReason = "StorageClassMissing"
 		fx.hold = "storage class " + v.Fleet.Spec.Storage.StorageClassName + " does not exist: create it, or recreate the fleet with spec.storage.storageClassName naming one that does"

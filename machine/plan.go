@@ -113,7 +113,7 @@ func (p *planner) live() {
 	objs := p.m.render(f, replicas, p.settledNow)
 	for _, o := range objs.All() {
 		workload := o == any(objs.StatefulSet) || o == any(objs.Deployment)
-		if workload && fx.hold != "" {
+		if (workload || v.Refused != nil) && fx.hold != "" {
 			p.block("%s", fx.hold)
 			continue
 		}

@@ -40,6 +40,10 @@ func fingerprint(v *events.View) uint64 {
 	for _, u := range v.Unowned {
 		str(u)
 	}
+	if r := v.Refused; r != nil {
+		str(r.Object)
+		str(r.Message)
+	}
 	r := &v.Reservation
 	flag(r.Exists)
 	str(r.Name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -81,6 +82,9 @@ type Controller struct {
 type fleetMachine struct {
 	uid types.UID
 	m   *machine.Fleet
+	// refused is the API server's latest refusal of an object rendered from the fleet's spec:
+	// only a write's answer shows it, so it goes back into the next observation.
+	refused *events.Refusal
 }
 
 // NewController builds the caches and the queue; nothing runs until Start and Run.
@@ -222,6 +226,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		c.log.Error().Err(err).Str("namespace", ns).Str("fleet", name).Msg("observe")
 		return err
 	}
+	obs.Refused = c.refusal(key)
 	view := events.Normalize(ns, name, obs)
 	fm := c.machineFor(key, obs.Fleet)
 	d := fm.Step(&view)
@@ -248,6 +253,9 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		}
 		if err := c.ap.Do(ctx, target, a); err != nil {
 			c.metrics.actions.WithLabelValues(string(a.Kind), "error").Inc()
+			if a.Kind == machine.Apply && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) {
+				c.refuse(key, &events.Refusal{Generation: obs.Fleet.Generation, Object: strings.TrimPrefix(a.Key, "apply/"), Message: refusalMessage(err)})
+			}
 			ev := alog.Error()
 			if apierrors.IsConflict(err) || errors.Is(err, machine.ErrPremiseChanged) {
 				// A cache behind the API server: the next sync sees the newer object.
@@ -287,6 +295,32 @@ func (c *Controller) machineFor(key string, f *v1alpha1.CelldFleet) *machine.Fle
 		c.machines[key] = fm
 	}
 	return fm.m
+}
+
+func (c *Controller) refusal(key string) *events.Refusal {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fm := c.machines[key]; fm != nil {
+		return fm.refused
+	}
+	return nil
+}
+
+func (c *Controller) refuse(key string, r *events.Refusal) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fm := c.machines[key]; fm != nil {
+		fm.refused = r
+	}
+}
+
+// refusalMessage is the API server's own words for a refusal, without the request's wrapping.
+func refusalMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Message
+	}
+	return err.Error()
 }
 
 // forget drops what the controller keeps about a fleet that no longer exists.
