@@ -49,5 +49,8 @@ demo: build ## the local control plane, the operator and both samples, shown con
 demo-stop: ## stop the demo's operator and the local control plane
 	hack/demo.sh stop
 
+bench: ## benchmarks against raw Kubernetes on a control plane of its own -> docs/benchmarks.md (BENCH_FLEETS=500 for the long mode)
+	$(GO) run ./hack/bench
+
 clean: ## remove build output (the control plane cache stays)
 	rm -rf bin

@@ -28,7 +28,7 @@ type runFlags struct {
 	kubeconfig, namespace               string
 	workers                             int
 	metricsAddr, probeAddr              string
-	leaderElect                         bool
+	leaderElect, pprof                  bool
 	leaderNamespace                     string
 	logFormat, logLevel                 string
 	resync, capacityInterval            time.Duration
@@ -65,6 +65,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool, error) {
 	fs.IntVar(&f.workers, "workers", kube.DefaultWorkers, "fleets synced concurrently")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint; "0" disables it`)
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	fs.BoolVar(&f.pprof, "pprof", false, "also serve the Go profiler at /debug/pprof/ on the metrics address (for benchmarks and debugging)")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "work only while holding the celld-operator Lease, so replicas can stand by")
 	fs.StringVar(&f.leaderNamespace, "leader-election-namespace", defaultLeaderNamespace(), "namespace of the leader election Lease")
 	fs.StringVar(&f.logFormat, "log-format", "json", "json or console")
@@ -205,6 +206,9 @@ func run(f runFlags, log zerolog.Logger) error {
 	if f.metricsAddr != "0" && f.metricsAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", metrics.Handler())
+		if f.pprof {
+			kube.AddPprof(mux)
+		}
 		done, err := kube.Serve(serveCtx, f.metricsAddr, mux, log.With().Str("endpoint", "metrics").Logger())
 		if err != nil {
 			return fmt.Errorf("--metrics-bind-address %s: %w", f.metricsAddr, err)

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// coreResult is one machine benchmark over its -count repeats.
+type coreResult struct {
+	name      string // e.g. StepConverged/PersistentFleet/members=3
+	decisions []float64
+	allocs    []float64
+	bytes     []float64
+}
+
+var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+\d+\s+(.*)$`)
+
+// runCore runs the machine's Go benchmarks (machine/bench_test.go) and reads decisions/s and
+// allocs/op from their output. A decision runs on one goroutine, so decisions/s is per core.
+func (b *bench) runCore(ctx context.Context) ([]*coreResult, error) {
+	args := []string{"test", "./machine", "-run", "^$", "-bench", ".", "-benchmem",
+		"-count", strconv.Itoa(b.cfg.coreCount), "-benchtime", b.cfg.coreBenchtime}
+	b.logf("go %s", strings.Join(args, " "))
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = b.root
+	cmd.Stdout = io.MultiWriter(&out, b.log)
+	cmd.Stderr = b.log
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go test -bench ./machine: %w", err)
+	}
+	byName := map[string]*coreResult{}
+	var order []string
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		m := benchLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		r := byName[m[1]]
+		if r == nil {
+			r = &coreResult{name: m[1]}
+			byName[m[1]] = r
+			order = append(order, m[1])
+		}
+		f := strings.Fields(m[3])
+		for i := 0; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			switch f[i+1] {
+			case "decisions/s":
+				r.decisions = append(r.decisions, v)
+			case "allocs/op":
+				r.allocs = append(r.allocs, v)
+			case "B/op":
+				r.bytes = append(r.bytes, v)
+			}
+		}
+	}
+	if len(order) == 0 {
+		return nil, fmt.Errorf("no benchmark results in the output of go test -bench")
+	}
+	// Converged first, then by kind of change, each by size.
+	sort.SliceStable(order, func(i, j int) bool {
+		ci, cj := strings.HasPrefix(order[i], "StepConverged"), strings.HasPrefix(order[j], "StepConverged")
+		if ci != cj {
+			return ci
+		}
+		return false
+	})
+	out2 := make([]*coreResult, 0, len(order))
+	for _, n := range order {
+		out2 = append(out2, byName[n])
+	}
+	return out2, nil
+}

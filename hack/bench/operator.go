@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// operator is one celld-operator process the bench started, and stops, by its PID.
+type operator struct {
+	cmd     *exec.Cmd
+	metrics string // host:port of /metrics (and /debug/pprof with --pprof)
+	probe   string
+	logPath string
+	exited  chan struct{}
+}
+
+var httpc = &http.Client{Timeout: 30 * time.Second}
+
+// startOperator runs the operator binary as its own user against the bench cluster, watching one
+// namespace, and waits until its caches synced (/readyz). Later flags override earlier ones.
+func (b *bench) startOperator(ctx context.Context, name, namespace string, flags ...string) (*operator, error) {
+	metrics, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	probe, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	op := &operator{metrics: metrics, probe: probe, exited: make(chan struct{}),
+		logPath: filepath.Join(b.cfg.workDir, "logs", name+".log")}
+	args := append([]string{"run",
+		"--kubeconfig", b.cl.opKubeconfig, "--namespace", namespace,
+		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe,
+		"--leader-elect=false", "--log-format", "json", "--log-level", "info", "--pprof",
+	}, flags...)
+	if err := os.MkdirAll(filepath.Dir(op.logPath), 0o755); err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(op.logPath)
+	if err != nil {
+		return nil, err
+	}
+	op.cmd = exec.Command(b.operatorBin, args...)
+	op.cmd.Stdout, op.cmd.Stderr = logFile, logFile
+	if err := op.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	b.running(op)
+	go func() {
+		_ = op.cmd.Wait()
+		logFile.Close()
+		close(op.exited)
+	}()
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case <-op.exited:
+			return false, fmt.Errorf("operator exited: %s", op.cmd.ProcessState)
+		default:
+		}
+		resp, err := httpc.Get("http://" + op.probe + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		op.stop()
+		return nil, fmt.Errorf("operator %s not ready: %w (log %s)", name, err, op.logPath)
+	}
+	return op, nil
+}
+
+// stop sends SIGTERM to the operator's own PID and waits; SIGKILL after 30 s.
+func (op *operator) stop() {
+	select {
+	case <-op.exited:
+		return
+	default:
+	}
+	_ = op.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-op.exited:
+	case <-time.After(30 * time.Second):
+		_ = op.cmd.Process.Signal(syscall.SIGKILL)
+		<-op.exited
+	}
+}
+
+func (op *operator) get(path string) ([]byte, error) {
+	resp, err := httpc.Get("http://" + op.metrics + path)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return body, nil
+}
+
+func (op *operator) scrape() (families, error) {
+	body, err := op.get("/metrics")
+	if err != nil {
+		return nil, err
+	}
+	return parseProm(strings.NewReader(string(body)))
+}
+
+func (op *operator) writes() (float64, map[string]float64, error) {
+	f, err := op.scrape()
+	if err != nil {
+		return 0, nil, err
+	}
+	return f.value("celld_operator_api_writes_total"), f.series("celld_operator_api_writes_total"), nil
+}
+
+// memory forces a garbage collection through the profiler's heap endpoint (?gc=1), so the heap
+// figure is what is live rather than what the collector has not reached yet, then reads the
+// runtime's and the process's figures from /metrics.
+func (op *operator) memory() (memSample, error) {
+	if _, err := op.get("/debug/pprof/heap?gc=1"); err != nil {
+		return memSample{}, err
+	}
+	f, err := op.scrape()
+	if err != nil {
+		return memSample{}, err
+	}
+	return memSample{
+		heapInuse: f.value("go_memstats_heap_inuse_bytes"),
+		heapAlloc: f.value("go_memstats_heap_alloc_bytes"),
+		rss:       f.value("process_resident_memory_bytes"),
+	}, nil
+}
+
+type memSample struct{ heapInuse, heapAlloc, rss float64 }
+
+// logOffset is the current size of the operator's log: with a later one, it delimits the lines a
+// measured window wrote.
+func (op *operator) logOffset() int64 {
+	st, err := os.Stat(op.logPath)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// logSpan is the part of an operator log written during a measured window.
+type logSpan struct {
+	path     string
+	from, to int64
+}
+
+var (
+	uidRe  = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	nsRe   = regexp.MustCompile(`bench-[a-z0-9]+-[0-9a-f]{6}`)
+	nameRe = regexp.MustCompile(`\b(f|lc)[0-9]{3,4}\b`)
+)
+
+// failures counts the operator's failed actions in the spans by action and error message, with
+// names, namespaces and UIDs blanked so the same failure of different fleets counts as one.
+func failures(spans []logSpan) map[string]float64 {
+	out := map[string]float64{}
+	for _, sp := range spans {
+		f, err := os.Open(sp.path)
+		if err != nil {
+			continue
+		}
+		b := make([]byte, max(sp.to-sp.from, 0))
+		_, err = f.ReadAt(b, sp.from)
+		f.Close()
+		if err != nil && !errors.Is(err, io.EOF) {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if !strings.Contains(line, `"action failed; requeued"`) {
+				continue
+			}
+			var e struct{ Action, Error string }
+			if json.Unmarshal([]byte(line), &e) != nil {
+				continue
+			}
+			msg := nameRe.ReplaceAllString(nsRe.ReplaceAllString(uidRe.ReplaceAllString(e.Error, "UID"), "NS"), "FLEET")
+			if len(msg) > 200 {
+				msg = msg[:200] + "..."
+			}
+			out[e.Action+": "+msg]++
+		}
+	}
+	return out
+}
+
+// profiler takes back-to-back CPU profiles of 5 s from /debug/pprof/profile until stopped: one
+// long profile would need its length known in advance, and a run lasts as long as it lasts.
+type profiler struct {
+	stop  chan struct{}
+	done  chan struct{}
+	files []string
+	err   error
+}
+
+func (op *operator) profile(dir, prefix string) *profiler {
+	p := &profiler{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for i := 0; ; i++ {
+			select {
+			case <-p.stop:
+				return
+			case <-op.exited:
+				return
+			default:
+			}
+			body, err := op.get("/debug/pprof/profile?seconds=5")
+			if err != nil {
+				p.err = err
+				return
+			}
+			file := filepath.Join(dir, fmt.Sprintf("%s-%03d.pprof", prefix, i))
+			if err := os.WriteFile(file, body, 0o644); err != nil {
+				p.err = err
+				return
+			}
+			p.files = append(p.files, file)
+		}
+	}()
+	return p
+}
+
+// finish waits for the profile in flight (at most 5 s) and returns the files.
+func (p *profiler) finish() ([]string, error) {
+	close(p.stop)
+	<-p.done
+	return p.files, p.err
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
