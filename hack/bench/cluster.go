@@ -71,7 +71,10 @@ type cluster struct {
 
 func newCluster(root string, c *config, log io.Writer) *cluster {
 	cache := c.clusterCache
-	env := append(os.Environ(),
+	// Whatever the calling shell exported for another cluster must not leak into this one.
+	env := dropEnv(os.Environ(), "KUBECONFIG", "CLUSTER_CACHE", "CLUSTER_BIN", "CLUSTER_BUILD", "CLUSTER_STAGES", "CLUSTER_RUN",
+		"APISERVER_PORT", "ETCD_CLIENT_PORT", "ETCD_PEER_PORT", "CONTROLLER_MANAGER_PORT", "SCHEDULER_PORT", "KWOK_PORT", "NODES")
+	env = append(env,
 		"CLUSTER_CACHE="+cache,
 		fmt.Sprintf("APISERVER_PORT=%d", c.ports.apiserver),
 		fmt.Sprintf("ETCD_CLIENT_PORT=%d", c.ports.etcdClient),
@@ -81,8 +84,6 @@ func newCluster(root string, c *config, log io.Writer) *cluster {
 		fmt.Sprintf("KWOK_PORT=%d", c.ports.kwok),
 		fmt.Sprintf("NODES=%d", c.nodes),
 	)
-	// Whatever the calling shell exported for the default cluster must not leak into this one.
-	env = dropEnv(env, "KUBECONFIG", "CLUSTER_BIN", "CLUSTER_BUILD", "CLUSTER_STAGES", "CLUSTER_RUN")
 	return &cluster{root: root, cache: cache, env: env, log: log}
 }
 

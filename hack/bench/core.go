@@ -70,17 +70,33 @@ func (b *bench) runCore(ctx context.Context) ([]*coreResult, error) {
 	if len(order) == 0 {
 		return nil, fmt.Errorf("no benchmark results in the output of go test -bench")
 	}
-	// Converged first, then by kind of change, each by size.
+	// Converged first, in the benchmark's own order; then the changes by kind and size (the
+	// benchmark ranges over a map, so their order differs from run to run).
 	sort.SliceStable(order, func(i, j int) bool {
 		ci, cj := strings.HasPrefix(order[i], "StepConverged"), strings.HasPrefix(order[j], "StepConverged")
-		if ci != cj {
-			return ci
+		if ci || cj {
+			return ci && !cj
 		}
-		return false
+		ki, ni := changeKey(order[i])
+		kj, nj := changeKey(order[j])
+		if ki != kj {
+			return ki < kj
+		}
+		return ni < nj
 	})
 	out2 := make([]*coreResult, 0, len(order))
 	for _, n := range order {
 		out2 = append(out2, byName[n])
 	}
 	return out2, nil
+}
+
+// changeKey splits "StepChange/grow/members=9" into its kind and size.
+func changeKey(name string) (string, int) {
+	parts := strings.Split(name, "/")
+	if len(parts) < 3 {
+		return name, 0
+	}
+	n, _ := strconv.Atoi(strings.TrimPrefix(parts[2], "members="))
+	return parts[1], n
 }
