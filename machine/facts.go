@@ -131,7 +131,12 @@ func (fx *facts) classify(m *events.Member, grace time.Duration) (*lost, time.Du
 		return nil, 0
 	}
 	if m.ClaimName != "" {
+		// A claim missing from the view may only lag its Pod (separate watches): it counts as lost
+		// once the member has been not ready for the grace period.
 		if d := fx.disk(m.ClaimName); d == nil || d.Lost || d.Terminating {
+			if left := m.NotReadySince.Add(grace).Sub(v.Now); left > 0 {
+				return nil, left
+			}
 			return &lost{member: m, reason: HealVolumeLost}, 0
 		}
 	}
