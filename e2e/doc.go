@@ -16,6 +16,11 @@
 //	make e2e                      # this package alone, verbose
 //	go test -count=1 -timeout 80m ./e2e -run TestGrowAndShrink -v
 //
+// TestLeastPrivilege and TestPodSecurity install parts of deploy/ for real (the celld-system
+// namespace, the RBAC, the operator's Deployment, whose Pods kwok runs without pulling the image),
+// shared between them and removed after the last, unless they were installed before by someone
+// else.
+//
 // The operators' logs are kept under .cache/e2e/logs. The tests' namespaces carry the label
 // e2e.celld.io/test=true; TestMain sweeps those an interrupted run left behind (older than 90
 // minutes), and the operators die with the test binary.
