@@ -38,8 +38,11 @@ const (
 	// FaultResponseLost sends the request, lets the API server apply it, then fails it with a
 	// timeout: the response never arrives.
 	FaultResponseLost FaultKind = "response_lost"
-	// FaultWatchDropped lets a watch start, then ends its stream after a short random time, as a
-	// broken connection or an API server restart does.
+	// FaultWatchDropped lets a watch start, then ends its stream after a random time, as a broken
+	// connection or an API server restart does. A watch is one request that lasts minutes: besides
+	// the share of watch requests dropped within maxWatchLife, every other watch stream breaks
+	// after a random life of mean maxWatchLife/rate (50s at a rate of 0.1), so that watches keep
+	// breaking for as long as the operator runs. A drop is counted when the stream is cut.
 	FaultWatchDropped FaultKind = "watch_dropped"
 )
 
@@ -105,6 +108,14 @@ func newFaultInjector(f Faults, m *Metrics) *faultInjector {
 	}
 }
 
+// watchLife draws the life of a watch stream that did not fail at its start: exponential, of mean
+// maxWatchLife/rate.
+func (inj *faultInjector) watchLife() time.Duration {
+	inj.mu.Lock()
+	defer inj.mu.Unlock()
+	return time.Duration(inj.rnd.ExpFloat64() * float64(inj.maxWatchLife) / inj.rate)
+}
+
 // decide draws whether a request fails, how, and the duration the fault needs (a timeout's delay,
 // a dropped watch's life); "" for a request left alone.
 func (inj *faultInjector) decide(verb string) (FaultKind, time.Duration) {
@@ -159,10 +170,14 @@ type faultTransport struct {
 func (t *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	verb := requestVerb(req)
 	kind, d := t.inj.decide(verb)
-	if kind == "" {
+	switch {
+	case kind == "" && verb == "watch" && t.inj.rate > 0 && t.inj.kinds == nil:
+		kind, d = FaultWatchDropped, t.inj.watchLife()
+	case kind == "":
 		return t.next.RoundTrip(req)
+	case kind != FaultWatchDropped:
+		t.inj.m.faults.WithLabelValues(string(kind)).Inc()
 	}
-	t.inj.m.faults.WithLabelValues(string(kind)).Inc()
 	switch kind {
 	case FaultResponseLost:
 		resp, err := t.next.RoundTrip(req)
@@ -178,7 +193,7 @@ func (t *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil || resp.StatusCode != http.StatusOK {
 			return resp, err
 		}
-		resp.Body = newDroppingBody(resp.Body, d)
+		resp.Body = newDroppingBody(resp.Body, d, t.inj.m.faults.WithLabelValues(string(FaultWatchDropped)).Inc)
 		return resp, nil
 	}
 	// The rest are decided without the API server: the request is never sent.
@@ -268,12 +283,13 @@ type droppingBody struct {
 	dropped bool
 }
 
-func newDroppingBody(body io.ReadCloser, life time.Duration) *droppingBody {
+func newDroppingBody(body io.ReadCloser, life time.Duration, onDrop func()) *droppingBody {
 	b := &droppingBody{body: body}
 	b.timer = time.AfterFunc(life, func() {
 		b.mu.Lock()
 		b.dropped = true
 		b.mu.Unlock()
+		onDrop()
 		// Closing the body ends a read blocked on the network.
 		b.body.Close()
 	})

@@ -234,6 +234,16 @@ func TestFaultShare(t *testing.T) {
 	}
 	t.Logf("%d of 5000 failed: %v", failed, kinds)
 
+	// The watches that did not fail at their start break later, after 50s on average at 0.1.
+	inj := newFaultInjector(Faults{Rate: 0.1, Seed: 42}, NewMetrics())
+	var sum time.Duration
+	for range 4000 {
+		sum += inj.watchLife()
+	}
+	if mean := sum / 4000; mean < 45*time.Second || mean > 55*time.Second {
+		t.Errorf("mean watch life %s at rate 0.1, want about 50s", mean)
+	}
+
 	api := newFakeAPI(t)
 	c, m := faultyClient(t, api, 0.1, FaultInternalError, FaultTimeout, FaultResponseLost)
 	var wg sync.WaitGroup
