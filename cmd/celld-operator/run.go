@@ -33,6 +33,8 @@ type runFlags struct {
 	logFormat, logLevel                 string
 	resync, capacityInterval            time.Duration
 	leaseDuration, renewDeadline, retry time.Duration
+	faultRate                           float64
+	faultSeed                           uint64
 }
 
 func init() {
@@ -75,6 +77,8 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool, error) {
 	fs.DurationVar(&f.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a standby waits before taking over a lease that is not renewed")
 	fs.DurationVar(&f.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader retries renewing before it gives up leading")
 	fs.DurationVar(&f.retry, "leader-election-retry-period", 2*time.Second, "how often the lease is tried")
+	fs.Float64Var(&f.faultRate, "api-fault-rate", 0, "for testing resilience only: fail this share (0 to 1) of the operator's API requests on purpose (500, 409, 429, timeouts, dropped watches)")
+	fs.Uint64Var(&f.faultSeed, "api-fault-seed", 1, "seed of the faults --api-fault-rate injects, to reproduce a run")
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -98,6 +102,8 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool, error) {
 		return f, false, errors.New("--leader-election-namespace is required with --leader-elect")
 	case f.leaderElect && !(f.leaseDuration > f.renewDeadline && f.renewDeadline > f.retry && f.retry > 0):
 		return f, false, errors.New("leader election wants lease duration > renew deadline > retry period > 0")
+	case !(f.faultRate >= 0 && f.faultRate <= 1): // NaN fails both
+		return f, false, fmt.Errorf("--api-fault-rate %v: want a share from 0 to 1", f.faultRate)
 	case f.probeAddr == "" || f.probeAddr == "0":
 		return f, false, errors.New("--health-probe-bind-address is required")
 	}
@@ -154,7 +160,13 @@ func run(f runFlags, log zerolog.Logger) error {
 	// from the caches, but a burst of first applies is not.
 	cfg.QPS, cfg.Burst = 20, 50
 	metrics := kube.NewMetrics()
-	kube.CountWrites(cfg, metrics)
+	if f.faultRate > 0 {
+		// Under the counters: every request is counted, the failed ones too.
+		kube.InjectFaults(cfg, kube.Faults{Rate: f.faultRate, Seed: f.faultSeed}, metrics)
+		log.Warn().Float64("rate", f.faultRate).Uint64("seed", f.faultSeed).
+			Msg("injecting API faults on purpose (--api-fault-rate): for testing resilience, never in production")
+	}
+	kube.CountRequests(cfg, metrics)
 	clients, stopEvents, err := kube.NewClients(cfg)
 	if err != nil {
 		return err

@@ -22,6 +22,8 @@ type Metrics struct {
 	transitions    *prometheus.CounterVec
 	actions        *prometheus.CounterVec
 	writes         *prometheus.CounterVec
+	requests       *prometheus.CounterVec
+	faults         *prometheus.CounterVec
 	heals          *prometheus.CounterVec
 	decision       prometheus.Histogram
 	eventToAction  prometheus.Histogram
@@ -47,6 +49,14 @@ func NewMetrics() *Metrics {
 			Namespace: metricsNamespace, Name: "api_writes_total",
 			Help: "Every write request the operator sent to the API server (events, status and leases included), by verb and resource.",
 		}, []string{"verb", "resource"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "api_requests_total",
+			Help: "Every request the operator sent to the API server, reads (get, list, watch) and writes, client-go's own retries included, by verb and resource.",
+		}, []string{"verb", "resource"}),
+		faults: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "api_faults_injected_total",
+			Help: "Requests failed on purpose by --api-fault-rate, by kind of fault.",
+		}, []string{"kind"}),
 		heals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "heals_total",
 			Help: "Members deleted to heal the fleet, by why the member could not come back on its own.",
@@ -68,7 +78,7 @@ func NewMetrics() *Metrics {
 		states: newStateCollector(),
 	}
 	m.queueProvider = newQueueMetrics(reg)
-	reg.MustRegister(m.transitions, m.actions, m.writes, m.heals, m.decision, m.eventToAction, m.utilizationGet, m.states,
+	reg.MustRegister(m.transitions, m.actions, m.writes, m.requests, m.faults, m.heals, m.decision, m.eventToAction, m.utilizationGet, m.states,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

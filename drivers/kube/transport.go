@@ -7,29 +7,66 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// CountWrites makes every client built from cfg count its write requests in m. Counting at the
-// transport sees every write, whoever makes it (the workers, the event broadcaster, leader
-// election), which is what "a converged fleet costs zero writes" is checked against.
-func CountWrites(cfg *rest.Config, m *Metrics) {
+// CountRequests makes every client built from cfg count its requests in m, reads and writes, and
+// its writes again on their own. Counting at the transport sees every request, whoever makes it
+// (the workers, the informers, the event broadcaster, leader election) and every retry client-go
+// makes on its own: the writes are what "a converged fleet costs zero writes" is checked against,
+// the requests what "no hot loop" is.
+func CountRequests(cfg *rest.Config, m *Metrics) {
 	prev := cfg.WrapTransport
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		if prev != nil {
 			rt = prev(rt)
 		}
-		return &writeCounter{next: rt, m: m}
+		return &requestCounter{next: rt, m: m}
 	}
 }
 
-type writeCounter struct {
+type requestCounter struct {
 	next http.RoundTripper
 	m    *Metrics
 }
 
-func (w *writeCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+func (c *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resource := resourceOf(req.URL.Path)
 	if verb := writeVerb(req); verb != "" {
-		w.m.writes.WithLabelValues(verb, resourceOf(req.URL.Path)).Inc()
+		c.m.writes.WithLabelValues(verb, resource).Inc()
+		c.m.requests.WithLabelValues(verb, resource).Inc()
+	} else {
+		c.m.requests.WithLabelValues(readVerb(req), resource).Inc()
 	}
-	return w.next.RoundTrip(req)
+	return c.next.RoundTrip(req)
+}
+
+// requestVerb names any request the way RBAC and audit logs do.
+func requestVerb(req *http.Request) string {
+	if verb := writeVerb(req); verb != "" {
+		return verb
+	}
+	return readVerb(req)
+}
+
+// readVerb names a read: watch, list (a collection) or get (one object, a subresource, discovery).
+func readVerb(req *http.Request) string {
+	if w := req.URL.Query().Get("watch"); w == "true" || w == "1" {
+		return "watch"
+	}
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return "get"
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	if len(parts) == 1 {
+		return "list"
+	}
+	return "get"
 }
 
 // writeVerb names a write request the way RBAC and audit logs do; "" for a read. A server-side

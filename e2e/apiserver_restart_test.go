@@ -1,0 +1,329 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/klog/v2"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+)
+
+// apiserverDown is how long kube-apiserver and etcd stay stopped.
+const apiserverDown = 8 * time.Second
+
+// restartedComponents are stopped in this order, then started again by cluster/up.sh. The
+// kube-controller-manager goes down with the API server: left running, its node lifecycle
+// controller counts the outage against the fake nodes' heartbeats and marks every node and Pod
+// NotReady, and with no kubelet nothing marks the Pods Ready again. Restarted, it gives every
+// node a fresh grace period, as it does at any start.
+var restartedComponents = []string{"kube-controller-manager", "kube-apiserver", "etcd"}
+
+// TestAPIServerRestart: kube-apiserver and etcd are stopped mid-lifecycle (a scale-in 5 -> 2 has
+// taken its first step, a grow 2 -> 4 was just asked for), kept down, and started again. The
+// operator keeps running, reconnects, resyncs and carries on: the scale-in goes on one member per
+// step, the grow in one step, no disk and no Pod outside the scale-in is deleted, and once the
+// fleets converged again the operator writes nothing.
+//
+// Not parallel: it restarts the suite's own control plane (cluster/stop.sh, cluster/up.sh, with
+// the environment the suite was started with), so it runs alone, while the parallel tests wait.
+func TestAPIServerRestart(t *testing.T) {
+	f := newFixture(t)
+	op := f.startOperator("--resync-period=10s")
+	persistent := f.newFleet("persistent", v1alpha1.ProfilePersistentFleet, 5)
+	ordered := f.newFleet("ordered", v1alpha1.ProfileBucket, 2)
+	ordered.Spec.Workload = v1alpha1.WorkloadOrderedStatefulSet
+	fleets := []*v1alpha1.CelldFleet{persistent, ordered}
+	for i, fl := range fleets {
+		fl.Spec.Capacity.ScaleInStabilization = duration(0)
+		fleets[i] = f.create(fl)
+	}
+	for _, fl := range fleets {
+		f.waitConverged(fl.Name)
+	}
+	sets, pods, claims := f.recordAcrossRestarts("statefulsets"), f.recordAcrossRestarts("pods"), f.recordAcrossRestarts("persistentvolumeclaims")
+
+	f.update(persistent.Name, func(fl *v1alpha1.CelldFleet) { fl.Spec.Members = 2 })
+	if err := wait.PollUntilContextTimeout(f.ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		s, err := suite.kube.AppsV1().StatefulSets(f.ns).Get(ctx, persistent.Name, metav1.GetOptions{})
+		return err == nil && *s.Spec.Replicas < 5, nil
+	}); err != nil {
+		t.Fatalf("the scale-in did not start: %v", err)
+	}
+	f.update(ordered.Name, func(fl *v1alpha1.CelldFleet) { fl.Spec.Members = 4 })
+	_, before := op.counter(t, "celld_operator_api_requests_total")
+
+	// The API server's graceful shutdown waits for its watches; a few seconds of it are enough.
+	t.Setenv("STOP_TIMEOUT", "3")
+	// Every client in this process fails while the API server is away: keep its log readable.
+	klog.SetLogger(logr.Discard())
+	stopped := time.Now()
+	if _, err := script(suite.root, "cluster/stop.sh", restartedComponents...); err != nil {
+		klog.ClearLogger()
+		t.Fatalf("cluster/stop.sh %s: %v", strings.Join(restartedComponents, " "), err)
+	}
+	s := sets.last(persistent.Name)
+	t.Logf("%s stopped in %s, with %s at %s (rolled out: %v)", strings.Join(restartedComponents, ", "),
+		time.Since(stopped).Round(time.Millisecond), persistent.Name, describeStatefulSet(s), rolledOut(s))
+	time.Sleep(apiserverDown)
+	_, err := script(suite.root, "cluster/up.sh")
+	klog.ClearLogger()
+	if err != nil {
+		t.Fatalf("cluster/up.sh: %v", err)
+	}
+	up := time.Now()
+	t.Logf("API server back: down for %s (stopping, %s stopped, then cluster/up.sh)", up.Sub(stopped).Round(time.Millisecond), apiserverDown)
+
+	for i, fl := range fleets {
+		fleets[i] = f.waitConverged(fl.Name)
+	}
+	t.Logf("every fleet converged %s after the API server was back", time.Since(up).Round(time.Millisecond))
+	select {
+	case <-op.exited:
+		t.Fatalf("the operator exited while the API server was away: %s\n%s", op.cmd.ProcessState, tail(op.logPath, 30))
+	default:
+	}
+	if !op.ready() {
+		t.Errorf("the operator is not ready after the API server came back")
+	}
+	_, after := op.counter(t, "celld_operator_api_requests_total")
+	again := subtract(after, before)
+	t.Logf("requests since the stop, by verb and resource:%s", formatSeries(again))
+	if sumVerb(again, "list")+sumVerb(again, "watch") == 0 {
+		t.Errorf("no list or watch since the API server came back: the operator did not reconnect")
+	}
+
+	checkOneStepShrink(t, statefulSetChanges(sets.await(t, "rolled out at 2", rolledOutAt(persistent.Name, 2)), persistent.Name), 5, 2)
+	if grow := statefulSetChanges(sets.await(t, "rolled out at 4", rolledOutAt(ordered.Name, 4)), ordered.Name); len(grow) != 1 || grow[0].from != 2 || grow[0].to != 4 {
+		t.Errorf("%s: grow 2 to 4: want one change 2->4 of spec.replicas, got %s", ordered.Name, formatChanges(grow))
+	}
+	for _, name := range []string{persistent.Name, ordered.Name} {
+		sets.checkNoChangeMissed(t, name)
+	}
+	byFleet := deletedPodsByFleet(pods.events(t), fleets)
+	if got, want := strings.Join(byFleet[persistent.Name], ","), "persistent-2,persistent-3,persistent-4"; got != want {
+		t.Errorf("%s: pods deleted: %s, want %s (the scale-in's, each once)", persistent.Name, got, want)
+	}
+	if n := len(byFleet[ordered.Name]); n != 0 {
+		t.Errorf("%s: pods deleted: %v, want none", ordered.Name, byFleet[ordered.Name])
+	}
+	if dels := deletions(claims.events(t)); len(dels) != 0 {
+		t.Errorf("claims deleted: %v; scale-in keeps a PersistentFleet's disks", names(dels))
+	}
+	t.Logf("recorders relisted %d, %d and %d times across the restart", sets.relists(), pods.relists(), claims.relists())
+
+	// Converged again: no write at all, through resyncs every 10 s.
+	f.quiet(op, 3*time.Second)
+	w0, series := op.writes(t)
+	time.Sleep(30 * time.Second)
+	if w1, now := op.writes(t); w1 != w0 {
+		t.Errorf("%g writes in 30 s at rest after the restart:%s", w1-w0, formatSeries(subtract(now, series)))
+	}
+	t.Logf("no write in 30 s at rest after the restart")
+}
+
+// ready asks the operator's /readyz.
+func (op *operator) ready() bool {
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + op.probe + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func sumVerb(series map[string]float64, verb string) float64 {
+	n := 0.0
+	for k, v := range series {
+		if strings.Contains(k, `verb="`+verb+`"`) {
+			n += v
+		}
+	}
+	return n
+}
+
+// relistingRecorder is a recorder that survives an API server restart. A new API server's watch
+// cache starts at the store's current revision, so a watch resumed from an older resource version
+// is refused (410 Gone): the recorder then lists again, as an informer does, records what it finds
+// and what vanished, and watches on. What changed between the last event and the new list is
+// seen as one change; checkNoChangeMissed tells whether that hid a spec change.
+type relistingRecorder struct {
+	*recorder
+	known   map[types.UID]runtime.Object
+	relistN int
+}
+
+func (f *fixture) recordAcrossRestarts(what string) *relistingRecorder {
+	f.t.Helper()
+	var (
+		list    func(context.Context) (runtime.Object, error)
+		watchFn cache.WatchFuncWithContext
+	)
+	switch what {
+	case "statefulsets":
+		c := suite.kube.AppsV1().StatefulSets(f.ns)
+		list = func(ctx context.Context) (runtime.Object, error) { return c.List(ctx, metav1.ListOptions{}) }
+		watchFn = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return c.Watch(ctx, o) }
+	case "pods":
+		c := suite.kube.CoreV1().Pods(f.ns)
+		list = func(ctx context.Context) (runtime.Object, error) { return c.List(ctx, metav1.ListOptions{}) }
+		watchFn = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return c.Watch(ctx, o) }
+	case "persistentvolumeclaims":
+		c := suite.kube.CoreV1().PersistentVolumeClaims(f.ns)
+		list = func(ctx context.Context) (runtime.Object, error) { return c.List(ctx, metav1.ListOptions{}) }
+		watchFn = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return c.Watch(ctx, o) }
+	default:
+		f.t.Fatalf("recordAcrossRestarts: unknown kind %s", what)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	r := &relistingRecorder{recorder: &recorder{what: what, stop: cancel, done: make(chan struct{})}, known: map[types.UID]runtime.Object{}}
+	rv, err := r.relist(ctx, list)
+	if err != nil {
+		cancel()
+		f.t.Fatalf("list %s: %v", what, err)
+	}
+	r.relistN = 0
+	go func() {
+		defer close(r.done)
+		for ctx.Err() == nil {
+			w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, &cache.ListWatch{WatchFuncWithContext: watchFn})
+			if err != nil {
+				r.mu.Lock()
+				r.err = err
+				r.mu.Unlock()
+				return
+			}
+			r.consume(ctx, w)
+			w.Stop()
+			for ctx.Err() == nil {
+				if rv, err = r.relist(ctx, list); err == nil {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+	}()
+	f.t.Cleanup(func() { cancel(); <-r.done })
+	return r
+}
+
+// consume records the watch's events until it ends or reports an error (410 Gone among them).
+func (r *relistingRecorder) consume(ctx context.Context, w watch.Interface) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+			switch ev.Type {
+			case watch.Added, watch.Modified, watch.Deleted:
+				r.add(ev.Type, ev.Object)
+			case watch.Error:
+				if err := apierrors.FromObject(ev.Object); !apierrors.IsGone(err) && !apierrors.IsResourceExpired(err) {
+					logf("watch of %s: %v; listing again", r.what, err)
+				}
+				return
+			}
+		}
+	}
+}
+
+func (r *relistingRecorder) add(typ watch.EventType, obj runtime.Object) {
+	m, _ := meta.Accessor(obj)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evs = append(r.evs, seen{at: time.Now(), typ: typ, obj: obj})
+	if typ == watch.Deleted {
+		delete(r.known, m.GetUID())
+	} else {
+		r.known[m.GetUID()] = obj
+	}
+}
+
+// relist records every object listed, and a deletion for every known object the list lacks.
+func (r *relistingRecorder) relist(ctx context.Context, list func(context.Context) (runtime.Object, error)) (string, error) {
+	l, err := list(ctx)
+	if err != nil {
+		return "", err
+	}
+	items, err := meta.ExtractList(l)
+	if err != nil {
+		return "", err
+	}
+	listed := map[types.UID]bool{}
+	for _, o := range items {
+		m, _ := meta.Accessor(o)
+		listed[m.GetUID()] = true
+		r.add(watch.Modified, o)
+	}
+	r.mu.Lock()
+	var vanished []runtime.Object
+	for uid, o := range r.known {
+		if !listed[uid] {
+			vanished = append(vanished, o)
+		}
+	}
+	r.relistN++
+	r.mu.Unlock()
+	for _, o := range vanished {
+		r.add(watch.Deleted, o)
+	}
+	lm, _ := meta.ListAccessor(l)
+	return lm.GetResourceVersion(), nil
+}
+
+func (r *relistingRecorder) relists() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.relistN
+}
+
+// last is the latest version of a StatefulSet the recorder saw.
+func (r *relistingRecorder) last(name string) *appsv1.StatefulSet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.evs) - 1; i >= 0; i-- {
+		if s, ok := r.evs[i].obj.(*appsv1.StatefulSet); ok && s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// checkNoChangeMissed fails the test if two consecutive versions of a StatefulSet seen are more
+// than one spec change apart: a relist would then have hidden a step from the checks.
+func (r *relistingRecorder) checkNoChangeMissed(t *testing.T, name string) {
+	t.Helper()
+	var prev *appsv1.StatefulSet
+	for _, e := range r.events(t) {
+		s, ok := e.obj.(*appsv1.StatefulSet)
+		if !ok || s.Name != name {
+			continue
+		}
+		if prev != nil && s.Generation > prev.Generation+1 {
+			t.Errorf("%s: generation %d, then %d: a spec change happened unseen (resource versions %s, %s)", name,
+				prev.Generation, s.Generation, prev.ResourceVersion, s.ResourceVersion)
+		}
+		prev = s
+	}
+	if prev != nil {
+		t.Logf("%s: every spec change seen, up to generation %s", name, strconv.FormatInt(prev.Generation, 10))
+	}
+}
