@@ -62,12 +62,14 @@ func TestOperatorDetectedStates(t *testing.T) {
 			"repaired: every field the operator sets is back, members kept", rowOwnedObjectsEdited},
 		{"owned-objects-deleted", "both Services, the PDB and both NetworkPolicies deleted by hand",
 			"re-created, owned by the fleet, members kept", rowOwnedObjectsDeleted},
-		{"workload-orphaned", "StatefulSet deleted with --cascade=orphan",
-			"re-created; it adopts the running members and their disks: no Pod, no claim deleted", rowWorkloadOrphaned},
+		{"workload-orphaned", "StatefulSet and Deployment deleted with --cascade=orphan",
+			"re-created; each adopts the running members (and their disks): no Pod, no claim deleted", rowWorkloadOrphaned},
 		{"name-taken", "same-named Deployment that the fleet does not own",
 			"Degraded=True NameTaken, the Deployment untouched; removed: converged", rowNameTaken},
 		{"reservation-deleted", "the reservation deleted by hand mid-life, five times, with a rival fleet waiting for the bucket",
 			"re-bound to the running fleet each time; the rival never bound and stays BucketReserved", rowReservationDeleted},
+		{"spec-refused", "running fleet given a placement the CRD schema accepts but the API server refuses in the workload",
+			"Degraded=True SpecRefused quoting the API server, workload untouched, members kept; fixed: converged", rowSpecRefused},
 		{"claim-deleted", "a running member's claim deleted by hand, then the member fails",
 			"Degraded=True DiskLost while the member holds it; once it fails, VolumeLost heal after the grace period, new disk, converged", rowClaimDeleted},
 	}
@@ -78,7 +80,7 @@ func TestOperatorDetectedStates(t *testing.T) {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%d rows in %s:\n", len(rows), time.Since(start).Round(time.Second))
 		for _, r := range rows {
-			fmt.Fprintf(&b, "  %-24s %s\n  %-24s -> %s\n  %-24s    seen: %s\n", r.name, r.state, "", r.outcome, "", orText(seenBy[r.name], "(row failed)"))
+			fmt.Fprintf(&b, "  %-24s %s\n  %-24s -> %s\n  %-24s    seen: %s\n", r.name, r.state, "", r.outcome, "", orText(seenBy[r.name], "(not run)"))
 		}
 		t.Log(b.String())
 	})
@@ -88,12 +90,16 @@ func TestOperatorDetectedStates(t *testing.T) {
 			rowStart := time.Now()
 			f := newFixture(t)
 			op := f.startOperator()
-			seen := r.run(t, f, op)
-			if !t.Failed() {
+			seen := "FAILED"
+			defer func() {
+				if t.Failed() {
+					seen = "FAILED"
+				}
 				mu.Lock()
 				seenBy[r.name] = fmt.Sprintf("%s (%s)", seen, time.Since(rowStart).Round(time.Second))
 				mu.Unlock()
-			}
+			}()
+			seen = r.run(t, f, op)
 		})
 	}
 }
@@ -482,44 +488,96 @@ func rowOwnedObjectsDeleted(t *testing.T, f *fixture, op *operator) string {
 }
 
 func rowWorkloadOrphaned(t *testing.T, f *fixture, op *operator) string {
-	fl := f.create(f.newFleet("orphaned", v1alpha1.ProfilePersistentFleet, 3))
-	fl = f.waitConverged(fl.Name)
-	old := f.statefulSet(fl.Name)
-	members := f.members(fl)
-	disks := f.claimsOf(fl)
+	persistent := f.create(f.newFleet("orphaned-sts", v1alpha1.ProfilePersistentFleet, 3))
+	bucket := f.create(f.newFleet("orphaned-deploy", v1alpha1.ProfileBucket, 2))
+	type before struct {
+		fl      *v1alpha1.CelldFleet
+		uid     types.UID
+		members []corev1.Pod
+		disks   map[types.UID]string
+	}
+	var fleets []before
+	for _, fl := range []*v1alpha1.CelldFleet{persistent, bucket} {
+		fl = f.waitConverged(fl.Name)
+		b := before{fl: fl, members: f.members(fl), disks: f.claimsOf(fl)}
+		if fl.Spec.Profile == v1alpha1.ProfilePersistentFleet {
+			b.uid = f.statefulSet(fl.Name).UID
+		} else {
+			d, err := suite.kube.AppsV1().Deployments(f.ns).Get(f.ctx, fl.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.uid = d.UID
+		}
+		fleets = append(fleets, b)
+	}
 	pods, claims := f.recordPods(), f.recordClaims()
-	// kubectl delete --cascade=orphan
-	orphan := metav1.DeletePropagationOrphan
-	if err := suite.kube.AppsV1().StatefulSets(f.ns).Delete(f.ctx, fl.Name, metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
+	// kubectl delete --cascade=orphan: the members (and a Deployment's ReplicaSet) stay, ownerless.
+	orphan := metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationOrphan)}
+	if err := suite.kube.AppsV1().StatefulSets(f.ns).Delete(f.ctx, persistent.Name, orphan); err != nil {
+		t.Fatal(err)
+	}
+	if err := suite.kube.AppsV1().Deployments(f.ns).Delete(f.ctx, bucket.Name, orphan); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	var adopted *appsv1.StatefulSet
-	f.waitFleet(fl.Name, converge, "a new StatefulSet that adopted the members", func(cur *v1alpha1.CelldFleet) bool {
-		s, err := suite.kube.AppsV1().StatefulSets(f.ns).Get(f.ctx, fl.Name, metav1.GetOptions{})
-		if err != nil || s.UID == old.UID || !converged(cur) {
-			return false
-		}
-		for _, p := range f.members(cur) {
-			if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != s.UID {
+	var out []string
+	for _, b := range fleets {
+		kind := "StatefulSet"
+		var now types.UID
+		f.waitFleet(b.fl.Name, converge, "a new workload that adopted the members", func(cur *v1alpha1.CelldFleet) bool {
+			if !converged(cur) {
 				return false
 			}
+			var m metav1.Object
+			var err error
+			if b.fl.Spec.Profile == v1alpha1.ProfilePersistentFleet {
+				m, err = suite.kube.AppsV1().StatefulSets(f.ns).Get(f.ctx, b.fl.Name, metav1.GetOptions{})
+			} else {
+				kind = "Deployment"
+				m, err = suite.kube.AppsV1().Deployments(f.ns).Get(f.ctx, b.fl.Name, metav1.GetOptions{})
+			}
+			if err != nil || m.GetUID() == b.uid {
+				return false
+			}
+			now = m.GetUID()
+			return f.controlledBy(f.members(cur), now) == nil
+		})
+		if err := f.podsReady(b.members); err != nil {
+			t.Error(err)
 		}
-		adopted = s
-		return true
-	})
+		if got := f.claimsOf(b.fl); !reflect.DeepEqual(got, b.disks) {
+			t.Errorf("claims of %s %v; want the same as before %v", b.fl.Name, got, b.disks)
+		}
+		out = append(out, fmt.Sprintf("%s re-created and adopted the same %d Pods (%d claims)", kind, len(b.members), len(b.disks)))
+	}
 	took := time.Since(start).Round(100 * time.Millisecond)
 	f.noDeletions(pods, "member Pods")
 	f.noDeletions(claims, "claims")
-	if err := f.podsReady(members); err != nil {
-		t.Error(err)
-	}
-	if got := f.claimsOf(fl); !reflect.DeepEqual(got, disks) {
-		t.Errorf("claims %v; want the same as before %v", got, disks)
-	}
 	f.noHeals(op)
-	return fmt.Sprintf("StatefulSet %s re-created as %s in %s; the same %d Pods (adopted) and %d claims", old.UID, adopted.UID, took, len(members), len(disks))
+	return strings.Join(out, "; ") + fmt.Sprintf(", both within %s", took)
 }
+
+// controlledBy: every Pod is controlled by the workload uid, directly (a StatefulSet) or through
+// a ReplicaSet (a Deployment).
+func (f *fixture) controlledBy(pods []corev1.Pod, uid types.UID) error {
+	for _, p := range pods {
+		ref := metav1.GetControllerOf(&p)
+		if ref != nil && ref.Kind == "ReplicaSet" {
+			rs, err := suite.kube.AppsV1().ReplicaSets(f.ns).Get(f.ctx, ref.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			ref = metav1.GetControllerOf(rs)
+		}
+		if ref == nil || ref.UID != uid {
+			return fmt.Errorf("member %s controlled by %v; want %s", p.Name, ref, uid)
+		}
+	}
+	return nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 func rowNameTaken(t *testing.T, f *fixture, _ *operator) string {
 	const name = "taken"
@@ -686,6 +744,43 @@ func rowClaimDeleted(t *testing.T, f *fixture, op *operator) string {
 		t.Errorf("heals_total: %g%s; want one VolumeLost", total, formatSeries(by))
 	}
 	return fmt.Sprintf("%s; after the member failed: healed (VolumeLost) and converged on a new disk %s later", got, time.Since(failed).Round(time.Second))
+}
+
+func rowSpecRefused(t *testing.T, f *fixture, op *operator) string {
+	fl := f.create(f.newFleet("refused", v1alpha1.ProfileBucket, 2))
+	f.waitConverged(fl.Name)
+	before, err := suite.kube.AppsV1().Deployments(f.ns).Get(f.ctx, fl.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := f.recordPods()
+	// An In requirement without values: the fleet's schema takes the Kubernetes affinity type as
+	// it is, the Deployment's validation refuses it.
+	f.update(fl.Name, func(fl *v1alpha1.CelldFleet) {
+		fl.Spec.Placement.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "e2e.celld.io/zone", Operator: corev1.NodeSelectorOpIn}},
+			}}},
+		}}
+	})
+	got := f.waitDegraded(fl.Name, machine.ReasonSpecRefused, "Deployment/refused as rendered", "values", "fix the fleet's spec")
+	f.holds(3*time.Second, "the last good workload kept", func() error {
+		after, err := suite.kube.AppsV1().Deployments(f.ns).Get(f.ctx, fl.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if after.Generation != before.Generation {
+			return fmt.Errorf("workload changed: generation %d->%d", before.Generation, after.Generation)
+		}
+		return f.readyMembers(fl, 2)
+	})
+	f.update(fl.Name, func(fl *v1alpha1.CelldFleet) { fl.Spec.Placement.Affinity = nil })
+	f.waitFleet(fl.Name, converge, "converged, Degraded=False", func(cur *v1alpha1.CelldFleet) bool {
+		return converged(cur) && condition(cur, v1alpha1.ConditionDegraded).Status == metav1.ConditionFalse
+	})
+	f.noDeletions(pods, "member Pods")
+	f.noHeals(op)
+	return got
 }
 
 // --- helpers -----------------------------------------------------------------------------------
