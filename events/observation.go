@@ -26,11 +26,14 @@ type Observation struct {
 	Fleet *v1alpha1.CelldFleet
 	// Reservations are every reservation of the fleet's bucket, whichever fleet they bind.
 	Reservations []*v1alpha1.CelldReservation
-	StatefulSet  *appsv1.StatefulSet
-	Deployment   *appsv1.Deployment
-	Services     []*corev1.Service
-	Policies     []*networkingv1.NetworkPolicy
-	PDB          *policyv1.PodDisruptionBudget
+	// Rivals are the other fleets the operator sees that name the fleet's bucket: while no
+	// reservation binds it, they decide who may bind it.
+	Rivals      []*v1alpha1.CelldFleet
+	StatefulSet *appsv1.StatefulSet
+	Deployment  *appsv1.Deployment
+	Services    []*corev1.Service
+	Policies    []*networkingv1.NetworkPolicy
+	PDB         *policyv1.PodDisruptionBudget
 	// Pods are the Pods that carry the fleet's UID label.
 	Pods []*corev1.Pod
 	// PVCs are the claims that carry the fleet's name label, whatever UID they carry.

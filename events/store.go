@@ -150,6 +150,11 @@ func (s *Store) Observe(namespace, name string) *Observation {
 			o.Reservations = append(o.Reservations, res)
 		}
 	}
+	for _, obj := range s.sorted("CelldFleet") {
+		if r := obj.(*v1alpha1.CelldFleet); r.UID != f.UID && r.Spec.Bucket.Name == f.Spec.Bucket.Name {
+			o.Rivals = append(o.Rivals, r)
+		}
+	}
 	ownedBy := func(obj metav1.Object) bool {
 		if obj.GetNamespace() != namespace {
 			return false

@@ -78,6 +78,15 @@ type ReservationView struct {
 	History        []v1alpha1.CapacityDecision
 	// Conflicts counts reservations of the same bucket beyond the first (made by hand).
 	Conflicts int
+	// Claimant is the rival fleet with a stronger claim to the bucket, nil when none: with no
+	// reservation (deleted by hand mid-life), only the fleet with the strongest claim binds it.
+	Claimant *Claimant
+}
+
+// Claimant is another fleet that names the same bucket.
+type Claimant struct {
+	Namespace, Name string
+	UID             types.UID
 }
 
 // WorkloadView summarizes the StatefulSet or Deployment that runs the members.
@@ -163,12 +172,11 @@ func Normalize(namespace, name string, o *Observation) View {
 	}
 	f := o.Fleet
 	v.Deleting = f.DeletionTimestamp != nil
-	for _, fin := range f.Finalizers {
-		if fin == v1alpha1.FleetFinalizer {
-			v.HasFinalizer = true
-		}
-	}
+	v.HasFinalizer = hasFinalizer(f)
 	v.Reservation = reservationView(f, o.Reservations)
+	if !v.Reservation.Exists {
+		v.Reservation.Claimant = claimant(f, o.Rivals)
+	}
 	v.Workload = workloadView(o)
 	v.Owned = Owned{StatefulSet: o.StatefulSet, Deployment: o.Deployment}
 	for _, s := range o.Services {
@@ -221,6 +229,47 @@ func reservationView(f *v1alpha1.CelldFleet, rs []*v1alpha1.CelldReservation) Re
 	rv.BoundNamespace = first.Namespace
 	rv.History = first.Status.CapacityHistory
 	return rv
+}
+
+// claimant is the rival with a stronger claim to the bucket than f, nil when f's is the
+// strongest. A fleet that carries the finalizer was bound to the bucket (a refused fleet never
+// gets it) and may still run members that use it, so it comes first; then the oldest fleet, then
+// the namespace/name, so every fleet reaches the same ranking from its own observation and only
+// one of them binds the bucket.
+func claimant(f *v1alpha1.CelldFleet, rivals []*v1alpha1.CelldFleet) *Claimant {
+	var best *v1alpha1.CelldFleet
+	for _, r := range rivals {
+		if r.UID == f.UID || r.Spec.Bucket.Name != f.Spec.Bucket.Name || r.Spec.Bucket.Endpoint != f.Spec.Bucket.Endpoint {
+			continue
+		}
+		if strongerClaim(r, f) && (best == nil || strongerClaim(r, best)) {
+			best = r
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return &Claimant{Namespace: best.Namespace, Name: best.Name, UID: best.UID}
+}
+
+// strongerClaim: a's claim to a bucket both name beats b's.
+func strongerClaim(a, b *v1alpha1.CelldFleet) bool {
+	if fa, fb := hasFinalizer(a), hasFinalizer(b); fa != fb {
+		return fa
+	}
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+}
+
+func hasFinalizer(f *v1alpha1.CelldFleet) bool {
+	for _, fin := range f.Finalizers {
+		if fin == v1alpha1.FleetFinalizer {
+			return true
+		}
+	}
+	return false
 }
 
 func workloadView(o *Observation) WorkloadView {

@@ -56,11 +56,20 @@ type facts struct {
 	wait   time.Duration
 	target reservation.Target
 	plan   reservation.Plan
+	// refused: the bucket is bound to another fleet, or, with no reservation, another fleet has
+	// the stronger claim to it. The fleet then gets nothing: no finalizer, no object.
+	refused bool
 	// hold names an input problem that forbids touching the workload; empty when none.
 	hold       string
 	holdReason string
 	foreign    []string
 	unused     []string
+	// stuck is a member not ready for the grace period that healing does not replace: a new Pod
+	// would come back from the same template and fail the same way. nil when none.
+	stuck *events.Member
+	// doomed names the disks of running members that are going away (deleted by hand, or lost)
+	// while their members still hold them.
+	doomed []string
 }
 
 func gracePeriod(f *v1alpha1.CelldFleet) time.Duration {
@@ -170,6 +179,17 @@ func computeFacts(v *events.View) *facts {
 			fx.allReady = false
 		}
 		l, wait := fx.classify(m, grace)
+		if l == nil && !m.Ready && !m.Terminating {
+			// Not ready, and nothing healing can do about it: after the grace period the fleet
+			// says so, instead of waiting in silence.
+			if left := m.NotReadySince.Add(grace).Sub(v.Now); left > 0 {
+				if wait == 0 || left < wait {
+					wait = left
+				}
+			} else if fx.stuck == nil {
+				fx.stuck = m
+			}
+		}
 		if wait > 0 && (fx.wait == 0 || wait < fx.wait) {
 			fx.wait = wait
 		}
@@ -177,6 +197,11 @@ func computeFacts(v *events.View) *facts {
 			fx.lostCount++
 			if fx.candidate == nil {
 				fx.candidate = l
+			}
+		}
+		if m.ClaimName != "" && !m.Terminating {
+			if d := fx.disk(m.ClaimName); d != nil && (d.Terminating || d.Lost) {
+				fx.doomed = append(fx.doomed, d.Name+" (member "+m.Name+")")
 			}
 		}
 	}
@@ -195,6 +220,8 @@ func computeFacts(v *events.View) *facts {
 			}
 		}
 	}
+	r := &v.Reservation
+	fx.refused = (r.Exists && r.BoundTo != f.UID) || (!r.Exists && r.Claimant != nil)
 	fx.audit()
 	fx.inputs()
 	fx.target = reservation.TargetFor(&f.Spec, v.Utilization, fx.current)
@@ -227,19 +254,19 @@ func (fx *facts) inputs() {
 	v := fx.view
 	switch {
 	case v.Refused != nil:
-		fx.holdReason = "SpecRefused"
+		fx.holdReason = ReasonSpecRefused
 		fx.hold = "the API server refused " + v.Refused.Object + " as rendered from this spec: " + v.Refused.Message + "; fix the fleet's spec"
 	case v.StorageClassMissing:
-		fx.holdReason = "StorageClassMissing"
+		fx.holdReason = ReasonStorageClassMissing
 		fx.hold = "storage class " + v.Fleet.Spec.Storage.StorageClassName + " does not exist: create it, or recreate the fleet with spec.storage.storageClassName naming one that does"
 	case v.ServiceAccountMissing:
-		fx.holdReason = "ServiceAccountMissing"
+		fx.holdReason = ReasonServiceAccountMissing
 		fx.hold = "service account " + v.Fleet.Spec.ServiceAccountName + " does not exist: create it (it carries the members' IAM role) or fix spec.serviceAccountName"
 	case fx.nameTaken() != "":
-		fx.holdReason = "NameTaken"
+		fx.holdReason = ReasonNameTaken
 		fx.hold = fx.nameTaken() + " exists and does not belong to this fleet: the operator never takes it over; delete or rename it, or give the fleet another name"
 	case len(fx.foreign) > 0 && v.Fleet.Spec.Profile == v1alpha1.ProfilePersistentFleet:
-		fx.holdReason = "ForeignDisks"
+		fx.holdReason = ReasonForeignDisks
 		fx.hold = "disks " + joinNames(fx.foreign) + " carry this fleet's name but another fleet's UID: the operator never adopts them; delete or relabel them"
 	}
 }

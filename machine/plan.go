@@ -51,13 +51,15 @@ func (p *planner) intend(format string, args ...any) {
 
 func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetStatus) {
 	v := p.v
-	refused := v.Reservation.Exists && v.Reservation.BoundTo != v.Fleet.UID
-	switch {
+	switch r := &v.Reservation; {
 	case p.to == v1alpha1.StateDeleting:
 		p.deleting()
-	case refused:
+	case p.fx.refused && r.Exists:
 		p.block("bucket %s is reserved to fleet %s/%s (uid %s) by CelldReservation %s/%s: choose another bucket, or delete that reservation once the bucket may be reused",
-			v.Fleet.Spec.Bucket.Name, v.Reservation.BoundNamespace, v.Reservation.BoundName, v.Reservation.BoundTo, v.Reservation.BoundNamespace, v.Reservation.Name)
+			v.Fleet.Spec.Bucket.Name, r.BoundNamespace, r.BoundName, r.BoundTo, r.BoundNamespace, r.Name)
+	case p.fx.refused:
+		p.block("bucket %s is not reserved right now, but fleet %s/%s (uid %s) names it too and has the stronger claim (it was bound to it, or is older): that fleet binds it, this one waits; choose another bucket",
+			v.Fleet.Spec.Bucket.Name, r.Claimant.Namespace, r.Claimant.Name, r.Claimant.UID)
 	default:
 		p.live()
 	}

@@ -48,6 +48,11 @@ func fingerprint(v *events.View) uint64 {
 	flag(r.Exists)
 	str(r.Name)
 	str(string(r.BoundTo))
+	if c := r.Claimant; c != nil {
+		str(string(c.UID))
+	} else {
+		h.WriteByte(0)
+	}
 	num(int64(len(r.History)))
 	for i := range r.History {
 		d := &r.History[i]

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"fmt"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,17 +11,28 @@ import (
 
 // Condition reasons.
 const (
-	ReasonConverged           = "Converged"
-	ReasonMembersNotReady     = "MembersNotReady"
-	ReasonInProgress          = "InProgress"
-	ReasonIdle                = "Idle"
-	ReasonHealthy             = "Healthy"
-	ReasonBucketReserved      = "BucketReserved"
-	ReasonBound               = "Bound"
-	ReasonPending             = "Pending"
-	ReasonMemberLost          = "MemberCannotComeBack"
-	ReasonDeleting            = "Deleting"
-	ReasonMetricsUnavailable  = "MetricsUnavailable"
+	ReasonConverged          = "Converged"
+	ReasonMembersNotReady    = "MembersNotReady"
+	ReasonInProgress         = "InProgress"
+	ReasonIdle               = "Idle"
+	ReasonHealthy            = "Healthy"
+	ReasonBucketReserved     = "BucketReserved"
+	ReasonBound              = "Bound"
+	ReasonPending            = "Pending"
+	ReasonMemberLost         = "MemberCannotComeBack"
+	ReasonDeleting           = "Deleting"
+	ReasonMetricsUnavailable = "MetricsUnavailable"
+	// The reasons of a hold: an input problem that forbids touching the workload.
+	ReasonSpecRefused           = "SpecRefused"
+	ReasonStorageClassMissing   = "StorageClassMissing"
+	ReasonServiceAccountMissing = "ServiceAccountMissing"
+	ReasonNameTaken             = "NameTaken"
+	ReasonForeignDisks          = "ForeignDisks"
+	// ReasonMemberStuck: a member has not been ready for the grace period, and replacing it would
+	// bring back the same template (an image that never starts, a request no node can meet).
+	ReasonMemberStuck = "MemberStuck"
+	// ReasonDiskLost: a running member's disk is being deleted, not by the operator, or is Lost.
+	ReasonDiskLost            = "DiskLost"
 	ConditionCapacityObserved = "CapacityObserved"
 )
 
@@ -46,7 +58,7 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 	if len(fx.unused) > 0 || len(fx.foreign) > 0 {
 		st.Disks = &v1alpha1.DiskAudit{Unused: fx.unused, Foreign: fx.foreign}
 	}
-	refused := v.Reservation.Exists && v.Reservation.BoundTo != f.UID
+	refused := fx.refused
 	// A held spec (Degraded) is not Ready: the workload runs, but not what the spec asks for.
 	converged := p.to == v1alpha1.StateSteady && fx.settled() && fx.current == fx.target.Members && fx.hold == "" && len(p.mutations()) == 0
 
@@ -65,9 +77,18 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 	if p.blocked != "" {
 		waiting = "waiting for " + p.blocked
 	}
-	progressing := cond(v1alpha1.ConditionProgressing, !converged && !refused && fx.hold == "", ReasonInProgress, orText(p.next, waiting))
-	if converged || refused || fx.hold != "" {
+	stuck := ""
+	if m := fx.stuck; m != nil && p.to != v1alpha1.StateDeleting {
+		stuck = fmt.Sprintf("member %s has not been ready for %s (spec.healing.unreachableGracePeriod) and replacing it would bring back the same template: "+
+			"see why with kubectl describe pod %s (image, resources, scheduling), then fix spec.image or spec.resources; the other members are kept as they are",
+			m.Name, gracePeriod(f), m.Name)
+	}
+	progressing := cond(v1alpha1.ConditionProgressing, !converged && !refused && fx.hold == "" && stuck == "", ReasonInProgress, orText(p.next, waiting))
+	switch {
+	case converged || refused || fx.hold != "":
 		progressing.Reason, progressing.Message = ReasonIdle, "no change in progress"
+	case stuck != "":
+		progressing.Reason, progressing.Message = ReasonMemberStuck, "no progress: "+stuck
 	}
 	degraded := cond(v1alpha1.ConditionDegraded, false, ReasonHealthy, "no problem the operator cannot fix on its own")
 	switch {
@@ -77,6 +98,12 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 		degraded = cond(v1alpha1.ConditionDegraded, true, fx.holdReason, fx.hold)
 	case fx.candidate != nil && !fx.othersReady:
 		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonMemberLost, p.blocked)
+	case len(fx.doomed) > 0 && p.to != v1alpha1.StateDeleting:
+		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonDiskLost, "disks "+joinNames(fx.doomed)+
+			" are being deleted or lost, not by the operator: a member keeps its disk while it runs, then starts again on a new, empty one; "+
+			"copy off what must be kept now, nothing brings a deleted disk back")
+	case stuck != "":
+		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonMemberStuck, stuck)
 	}
 	bound := cond(v1alpha1.ConditionReservationBound, v.Reservation.Exists && !refused, ReasonBound, "the bucket is reserved to this fleet by CelldReservation "+v.Reservation.Name)
 	switch {

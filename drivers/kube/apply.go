@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -79,8 +80,34 @@ func (ap *Applier) apply(ctx context.Context, a machine.Action) error {
 		return fmt.Errorf("apply %s: %w", a.Key, err)
 	}
 	force := true
-	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: &force}
-	ns, pt := a.Namespace, types.ApplyPatchType
+	err = ap.patch(ctx, a, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+	if apierrors.IsInvalid(err) && !isWorkload(a.Object) {
+		// A hand edit of a list the API server merges by key (a Service's ports, keyed by port
+		// number) stays beside the operator's entry, and the two together can be invalid (two
+		// ports named "client"): apply cannot take the edit back. The operator's spec fields
+		// then replace the edited ones whole, and the object is applied again.
+		if err = ap.replaceSpec(ctx, a); err == nil {
+			err = ap.patch(ctx, a, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("apply %s: %w", a.Key, err)
+	}
+	return nil
+}
+
+func isWorkload(o any) bool {
+	switch o.(type) {
+	case *appsv1.StatefulSet, *appsv1.Deployment:
+		return true
+	}
+	return false
+}
+
+// patch sends one patch of the action's object.
+func (ap *Applier) patch(ctx context.Context, a machine.Action, pt types.PatchType, body []byte, opts metav1.PatchOptions) error {
+	var err error
+	ns := a.Namespace
 	switch o := a.Object.(type) {
 	case *appsv1.StatefulSet:
 		_, err = ap.Kube.AppsV1().StatefulSets(ns).Patch(ctx, o.Name, pt, body, opts)
@@ -93,10 +120,35 @@ func (ap *Applier) apply(ctx context.Context, a machine.Action) error {
 	case *policyv1.PodDisruptionBudget:
 		_, err = ap.Kube.PolicyV1().PodDisruptionBudgets(ns).Patch(ctx, o.Name, pt, body, opts)
 	default:
-		return fmt.Errorf("apply %s: cannot apply an object of type %T", a.Key, a.Object)
+		return fmt.Errorf("cannot apply an object of type %T", a.Object)
 	}
+	return err
+}
+
+// replaceSpec sets each top-level field of the object's rendered spec whole, with a JSON patch:
+// lists and maps edited by hand are replaced, not merged. Fields the operator does not render
+// (a Service's allocated clusterIP) are left to the API server.
+func (ap *Applier) replaceSpec(ctx context.Context, a machine.Action) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(a.Object)
 	if err != nil {
-		return fmt.Errorf("apply %s: %w", a.Key, err)
+		return err
+	}
+	spec, _ := pruneNulls(u["spec"]).(map[string]any)
+	keys := make([]string, 0, len(spec))
+	for k := range spec {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	ops := make([]map[string]any, 0, len(keys))
+	for _, k := range keys {
+		ops = append(ops, map[string]any{"op": "add", "path": "/spec/" + k, "value": spec[k]})
+	}
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	if err := ap.patch(ctx, a, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("replace the edited spec: %w", err)
 	}
 	return nil
 }

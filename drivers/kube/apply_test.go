@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
@@ -352,5 +353,57 @@ func TestRecordEvent(t *testing.T) {
 	}
 	if got := <-fx.rec.Events; got != "Warning Healing replacing member alpha-1" {
 		t.Errorf("event %q", got)
+	}
+}
+
+// A hand edit that apply cannot take back (a Service port renumbered by hand, which apply would
+// keep beside the operator's port of the same name) is replaced whole, then applied again; a
+// workload the API server refuses is not retried: the refusal is the spec's, and is reported.
+func TestApplyReplacesWhatApplyCannotTakeBack(t *testing.T) {
+	f := testFleet(v1alpha1.ProfilePersistentFleet)
+	objs := machine.Render(f, 3, -1)
+	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "alpha", field.ErrorList{
+		field.Duplicate(field.NewPath("spec", "ports").Index(1).Child("name"), "client")})
+	for _, c := range []struct {
+		obj  any
+		want string
+	}{
+		{objs.Services[0], "apply json-patch apply"},
+		{objs.StatefulSet, "apply"},
+	} {
+		fx := newFixture()
+		applies := 0
+		for _, res := range []string{"services", "statefulsets"} {
+			fx.kube.PrependReactor("patch", res, func(action k8stesting.Action) (bool, runtime.Object, error) {
+				if action.(k8stesting.PatchAction).GetPatchType() == types.ApplyPatchType {
+					applies++
+					if applies == 1 {
+						return true, nil, invalid
+					}
+				}
+				return true, nil, nil
+			})
+		}
+		m := c.obj.(metav1.Object)
+		err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Namespace: f.Namespace, Object: c.obj})
+		var got []string
+		for _, r := range fx.requests() {
+			p := r.(k8stesting.PatchAction)
+			switch p.GetPatchType() {
+			case types.ApplyPatchType:
+				got = append(got, "apply")
+			case types.JSONPatchType:
+				got = append(got, "json-patch")
+				if !strings.Contains(string(p.GetPatch()), `"path":"/spec/ports"`) {
+					t.Errorf("%T: the replacing patch does not set the ports whole: %s", c.obj, p.GetPatch())
+				}
+			}
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("%T: requests %v, want %s", c.obj, got, c.want)
+		}
+		if wantErr := c.want == "apply"; (err != nil) != wantErr || (wantErr && !apierrors.IsInvalid(err)) {
+			t.Errorf("%T: error %v; want the refusal only for the workload", c.obj, err)
+		}
 	}
 }

@@ -254,7 +254,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		if err := c.ap.Do(ctx, target, a); err != nil {
 			c.metrics.actions.WithLabelValues(string(a.Kind), "error").Inc()
 			if a.Kind == machine.Apply && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) {
-				c.refuse(key, &events.Refusal{Generation: obs.Fleet.Generation, Object: strings.TrimPrefix(a.Key, "apply/"), Message: refusalMessage(err)})
+				c.refuse(key, &events.Refusal{Generation: obs.Fleet.Generation, Object: refusedObject(a), Message: refusalMessage(err)})
 			}
 			ev := alog.Error()
 			if apierrors.IsConflict(err) || errors.Is(err, machine.ErrPremiseChanged) {
@@ -312,6 +312,12 @@ func (c *Controller) refuse(key string, r *events.Refusal) {
 	if fm := c.machines[key]; fm != nil {
 		fm.refused = r
 	}
+}
+
+// refusedObject names the refused object as a person looks it up: Kind/name.
+func refusedObject(a machine.Action) string {
+	kind, _, _ := strings.Cut(strings.TrimPrefix(a.Key, "apply/"), "/")
+	return kind + "/" + a.Name
 }
 
 // refusalMessage is the API server's own words for a refusal, without the request's wrapping.

@@ -93,12 +93,27 @@ func nodeHealthChanged(a, b *corev1.Node) bool {
 func (i *Informers) FleetKeys(obj any) []string {
 	switch o := obj.(type) {
 	case *v1alpha1.CelldFleet:
-		return []string{o.Namespace + "/" + o.Name}
+		// Every fleet that names the bucket: one going away, or getting its finalizer, changes
+		// which of them may bind a bucket no reservation holds.
+		keys := i.indexedFleets(byBucket, o.Spec.Bucket.Name)
+		if !slices.Contains(keys, o.Namespace+"/"+o.Name) {
+			keys = append(keys, o.Namespace+"/"+o.Name)
+		}
+		return keys
 	case *v1alpha1.CelldReservation:
 		// Every fleet that names the bucket: the one it binds, and any it refuses.
 		return i.indexedFleets(byBucket, o.Spec.Bucket.Name)
 	case *appsv1.StatefulSet, *appsv1.Deployment:
-		return ownerFleet(o.(metav1.Object))
+		m := o.(metav1.Object)
+		if k := ownerFleet(m); len(k) > 0 {
+			return k
+		}
+		// A workload of a fleet's name that the fleet does not own holds that fleet (NameTaken):
+		// its deletion or change must wake the fleet, which no reference points to.
+		if _, err := i.fleetLister.CelldFleets(m.GetNamespace()).Get(m.GetName()); err == nil {
+			return []string{m.GetNamespace() + "/" + m.GetName()}
+		}
+		return nil
 	case *corev1.Pod, *corev1.PersistentVolumeClaim:
 		return instanceFleet(o.(metav1.Object))
 	case *corev1.Node:

@@ -96,10 +96,13 @@ func TestFleetKeys(t *testing.T) {
 		obj  any
 		want []string
 	}{
-		{"fleet", alpha, []string{"team/alpha"}},
+		{"fleet: itself and every fleet naming its bucket", alpha, []string{"team/alpha", "team/beta"}},
 		{"reservation: every fleet naming the bucket", machine.RenderReservation(alpha), []string{"team/alpha", "team/beta"}},
 		{"statefulset by controller reference", objs.StatefulSet, []string{"team/alpha"}},
-		{"statefulset the fleet does not control", foreignSts, nil},
+		// A same-named workload of someone else's holds the fleet (NameTaken): the fleet must hear
+		// of it going away.
+		{"statefulset the fleet does not control, of the fleet's name", foreignSts, []string{"team/alpha"}},
+		{"deployment of no fleet's name", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team"}}, nil},
 		{"service by controller reference", objs.Services[0], []string{"team/alpha"}},
 		{"network policy", objs.Policies[1], []string{"team/alpha"}},
 		{"pdb", objs.PDB, []string{"team/alpha"}},

@@ -30,6 +30,13 @@ func (i *Informers) Observe(namespace, name string, now time.Time, util *events.
 	o.Fleet = f
 
 	o.Reservations = indexed[*v1alpha1.CelldReservation](i.Reservations.GetIndexer().ByIndex(byBucket, f.Spec.Bucket.Name))
+	// Only the fleets this operator watches: with --namespace, a rival in another namespace is
+	// unseen, and the reservation alone keeps the bucket.
+	for _, r := range indexed[*v1alpha1.CelldFleet](i.Fleets.GetIndexer().ByIndex(byBucket, f.Spec.Bucket.Name)) {
+		if r.UID != f.UID {
+			o.Rivals = append(o.Rivals, r)
+		}
+	}
 	if s, err := i.stsLister.StatefulSets(namespace).Get(name); err == nil {
 		if ownedBy(s, f.UID) {
 			o.StatefulSet = s
