@@ -577,7 +577,6 @@ func (f *fixture) controlledBy(pods []corev1.Pod, uid types.UID) error {
 	return nil
 }
 
-
 func rowNameTaken(t *testing.T, f *fixture, _ *operator) string {
 	const name = "taken"
 	zero := int32(0)
