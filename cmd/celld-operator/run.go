@@ -27,6 +27,8 @@ import (
 type runFlags struct {
 	kubeconfig, namespace               string
 	workers                             int
+	qps                                 float64
+	burst                               int
 	metricsAddr, probeAddr              string
 	leaderElect, pprof                  bool
 	leaderNamespace                     string
@@ -65,6 +67,10 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool, error) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty uses the in-cluster config")
 	fs.StringVar(&f.namespace, "namespace", "", "manage the fleets of this namespace only; empty manages every namespace")
 	fs.IntVar(&f.workers, "workers", kube.DefaultWorkers, "fleets synced concurrently")
+	// client-go's default 5 QPS is sized for kubectl; a resync of many fleets is mostly reads
+	// from the caches, but a burst of first applies is not.
+	fs.Float64Var(&f.qps, "kube-api-qps", 20, "requests per second the operator's client allows itself, sustained")
+	fs.IntVar(&f.burst, "kube-api-burst", 50, "requests the operator's client may send at once above --kube-api-qps")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint; "0" disables it`)
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.BoolVar(&f.pprof, "pprof", false, "also serve the Go profiler at /debug/pprof/ on the metrics address (for benchmarks and debugging)")
@@ -94,6 +100,8 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool, error) {
 		return f, false, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	case f.workers < 1:
 		return f, false, fmt.Errorf("--workers %d: want at least 1", f.workers)
+	case !(f.qps > 0) || f.burst < 1:
+		return f, false, fmt.Errorf("--kube-api-qps %v, --kube-api-burst %d: want both positive", f.qps, f.burst)
 	case f.logFormat != "json" && f.logFormat != "console":
 		return f, false, fmt.Errorf("--log-format %q: want json or console", f.logFormat)
 	case f.resync <= 0 || f.capacityInterval <= 0:
@@ -156,9 +164,7 @@ func run(f runFlags, log zerolog.Logger) error {
 		return err
 	}
 	cfg.UserAgent = "celld-operator/" + version
-	// client-go's default 5 QPS is sized for kubectl; a resync of many fleets is mostly reads
-	// from the caches, but a burst of first applies is not.
-	cfg.QPS, cfg.Burst = 20, 50
+	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
 	metrics := kube.NewMetrics()
 	if f.faultRate > 0 {
 		// Under the counters: every request is counted, the failed ones too.
