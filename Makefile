@@ -4,8 +4,9 @@ GO ?= go
 BIN := bin/celld-operator
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 FUZZ_SEQUENCES ?= 20000
+CHAOS_KILLS ?= 200
 
-.PHONY: help build test unit e2e fuzz diagram generate verify lint cluster demo demo-stop bench clean
+.PHONY: help build test unit e2e chaos fuzz diagram generate verify lint cluster demo demo-stop bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -21,6 +22,9 @@ unit: ## unit, property and scenario tests only (no control plane)
 
 e2e: ## end-to-end tests only: builds (or reuses) and starts the local control plane
 	$(GO) test -count=1 -timeout 80m -v ./e2e
+
+chaos: ## long crash chaos: fleet lifecycles while the operator is SIGKILLed CHAOS_KILLS times (default 200; CHAOS_SEED=N reuses a seed)
+	CHAOS_KILLS=$(CHAOS_KILLS) $(GO) test -count=1 -v -timeout 80m ./e2e -run '^TestCrashChaos$$'
 
 fuzz: ## a long property run: FUZZ_SEQUENCES random lifecycle sequences (default 20000) across all cores
 	hack/fuzz.sh $(FUZZ_SEQUENCES)
