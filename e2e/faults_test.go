@@ -39,6 +39,7 @@ func TestAPIFaults(t *testing.T) {
 	f := newFixture(t)
 	op := f.startOperator(fmt.Sprintf("--api-fault-rate=%g", faultRate), fmt.Sprintf("--api-fault-seed=%d", faultSeed), "--resync-period=10s")
 	start, startRequests := time.Now(), op.requests(t)
+	contract := f.watchContract()
 
 	persistent := f.newFleet("persistent", v1alpha1.ProfilePersistentFleet, 3)
 	ordered := f.newFleet("ordered", v1alpha1.ProfileBucket, 3)
@@ -141,6 +142,7 @@ func TestAPIFaults(t *testing.T) {
 	if dels := deletions(claims.events(t)); len(dels) != 0 {
 		t.Errorf("claims deleted: %v; no step of this lifecycle deletes a disk", names(dels))
 	}
+	t.Logf("contract: %d checks on what the API server recorded", contract.verify(t))
 
 	// At rest under faults: once the last writes landed, no write, and few reads.
 	f.quiet(op, 3*time.Second)
