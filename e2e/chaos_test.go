@@ -366,9 +366,11 @@ outer:
 		op, began := m.current, m.since
 		m.mu.Unlock()
 		// One kill in six comes within 300ms of the start, often before the caches synced; the
-		// others once the operator is ready, 0.5 to 6 seconds in. An operation's first write
-		// brings the kill forward, two times in three, to within 1.2 seconds: a grow or a
-		// scale-in takes a few seconds only, and a kill in its midst is the one that matters.
+		// others once the operator is ready, 0.5 to 6 seconds in, or 0.2 to 1.5 seconds in while
+		// a short operation is in flight. An operation's first write brings the kill forward, two
+		// times in three, to within 1.2 seconds. A create, grow, scale-in or delete takes a few
+		// seconds only, a heal half a minute: without this, kills would land mostly in heals,
+		// and a kill in the midst of a scale-in is the one that matters most.
 		var wait time.Duration
 		if m.rng.IntN(6) == 0 {
 			wait = time.Duration(m.rng.Int64N(int64(300 * time.Millisecond)))
@@ -380,7 +382,14 @@ outer:
 				m.fail(err)
 				return
 			}
-			wait = time.Since(began) + 500*time.Millisecond + time.Duration(m.rng.Int64N(int64(5500*time.Millisecond)))
+			m.mu.Lock()
+			short := m.busy != "" && m.busy != "heal"
+			m.mu.Unlock()
+			if short {
+				wait = time.Since(began) + 200*time.Millisecond + time.Duration(m.rng.Int64N(int64(1300*time.Millisecond)))
+			} else {
+				wait = time.Since(began) + 500*time.Millisecond + time.Duration(m.rng.Int64N(int64(5500*time.Millisecond)))
+			}
 		}
 		timer := time.NewTimer(wait - time.Since(began))
 	waiting:
