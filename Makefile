@@ -9,7 +9,7 @@ CHAOS_KILLS ?= 200
 .PHONY: help build test unit e2e chaos fuzz diagram generate verify lint cluster demo demo-stop bench clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 build: ## build bin/celld-operator
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/celld-operator

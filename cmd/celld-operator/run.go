@@ -188,8 +188,21 @@ func run(f runFlags, log zerolog.Logger) error {
 
 	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stopSignals()
+	// returned is closed before stopSignals runs (defers run last first), so a return on an error
+	// is not told as a signal.
+	returned := make(chan struct{})
+	defer close(returned)
 	go func() {
-		<-ctx.Done()
+		select {
+		case <-returned:
+			return
+		case <-ctx.Done():
+		}
+		select {
+		case <-returned:
+			return
+		default:
+		}
 		log.Info().Msg("signal received: shutting down (a second signal exits at once)")
 		stopSignals()
 	}()
