@@ -59,6 +59,9 @@ func TestAPIFaults(t *testing.T) {
 		t.Logf("%s: every fleet converged after %s", what, time.Since(start).Round(time.Second))
 	}
 	convergeAll("created at 3")
+	// Each member is replaced once by a rollout only if the fake kubelet cannot delete the
+	// replacement: see nodeAgentPolicy.
+	f.nodeAgentDeletesTerminatingPodsOnly(fleets[0])
 	sts := []string{persistent.Name, ordered.Name}
 	from := int32(3)
 	for round := 1; round <= rounds; round++ {
