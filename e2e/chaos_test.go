@@ -70,6 +70,8 @@ func TestCrashChaos(t *testing.T) {
 	r := &chaosRun{f: f, m: m, rng: rand.New(rand.NewPCG(seed, 2)), start: start}
 
 	r.create()
+	// A heal's replacement reuses its member's name at once: see nodeAgentPolicy.
+	f.nodeAgentDeletesTerminatingPodsOnly(r.fleets[0])
 	for {
 		r.resize(9, "grow")
 		// At 9 members the fleets cover most nodes: the likeliest size to find one that runs no
