@@ -320,23 +320,10 @@ func deploymentRolledOutAt(name string, replicas int32) func([]seen) bool {
 
 func checkOneStepShrinkDeployment(t *testing.T, changes []deploymentChange, from, to int32) {
 	t.Helper()
-	var steps []string
-	for _, c := range changes {
-		steps = append(steps, fmt.Sprintf("%d->%d", c.from, c.to))
+	steps := make([]shrinkStep, len(changes))
+	for i, c := range changes {
+		steps[i] = shrinkStep{from: c.from, to: c.to, rolledOut: deploymentRolledOut(c.before),
+			before: fmt.Sprintf("generation %d, status %+v", c.before.Generation, c.before.Status)}
 	}
-	t.Logf("deployment spec.replicas changes: %s", strings.Join(steps, ", "))
-	if int32(len(changes)) != from-to {
-		t.Errorf("want %d steps of one member from %d to %d, got %d: %s", from-to, from, to, len(changes), strings.Join(steps, ", "))
-	}
-	want := from
-	for _, c := range changes {
-		if c.from != want || c.to != want-1 {
-			t.Errorf("step %d->%d: want %d->%d (one member per step)", c.from, c.to, want, want-1)
-		}
-		if !deploymentRolledOut(c.before) {
-			st := c.before.Status
-			t.Errorf("step %d->%d taken before the previous change rolled out: generation %d, status %+v", c.from, c.to, c.before.Generation, st)
-		}
-		want = c.to
-	}
+	checkShrinkSteps(t, "deployment spec.replicas", steps, from, to)
 }

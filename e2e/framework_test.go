@@ -709,11 +709,29 @@ func describeStatefulSet(s *appsv1.StatefulSet) string {
 // once the previous one had rolled out.
 func checkOneStepShrink(t *testing.T, changes []replicaChange, from, to int32) {
 	t.Helper()
+	steps := make([]shrinkStep, len(changes))
+	for i, c := range changes {
+		steps[i] = shrinkStep{from: c.from, to: c.to, rolledOut: rolledOut(c.before), before: describeStatefulSet(c.before)}
+	}
+	checkShrinkSteps(t, "spec.replicas", steps, from, to)
+}
+
+// shrinkStep is one change of a workload's spec.replicas, with the workload as it stood before it.
+type shrinkStep struct {
+	from, to  int32
+	rolledOut bool
+	before    string
+}
+
+// checkShrinkSteps asserts that a workload went from..to one member per step, each step only once
+// the previous one had rolled out.
+func checkShrinkSteps(t *testing.T, what string, changes []shrinkStep, from, to int32) {
+	t.Helper()
 	var steps []string
 	for _, c := range changes {
 		steps = append(steps, fmt.Sprintf("%d->%d", c.from, c.to))
 	}
-	t.Logf("spec.replicas changes: %s", strings.Join(steps, ", "))
+	t.Logf("%s changes: %s", what, strings.Join(steps, ", "))
 	if int32(len(changes)) != from-to {
 		t.Errorf("want %d steps of one member from %d to %d, got %d: %s", from-to, from, to, len(changes), strings.Join(steps, ", "))
 	}
@@ -722,8 +740,8 @@ func checkOneStepShrink(t *testing.T, changes []replicaChange, from, to int32) {
 		if c.from != want || c.to != want-1 {
 			t.Errorf("step %d->%d: want %d->%d (one member per step)", c.from, c.to, want, want-1)
 		}
-		if !rolledOut(c.before) {
-			t.Errorf("step %d->%d taken before the previous change rolled out: %s", c.from, c.to, describeStatefulSet(c.before))
+		if !c.rolledOut {
+			t.Errorf("step %d->%d taken before the previous change rolled out: %s", c.from, c.to, c.before)
 		}
 		want = c.to
 	}

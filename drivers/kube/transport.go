@@ -51,19 +51,7 @@ func readVerb(req *http.Request) string {
 	if w := req.URL.Query().Get("watch"); w == "true" || w == "1" {
 		return "watch"
 	}
-	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
-	switch {
-	case len(parts) >= 2 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 3 && parts[0] == "apis":
-		parts = parts[3:]
-	default:
-		return "get"
-	}
-	if len(parts) >= 3 && parts[0] == "namespaces" {
-		parts = parts[2:]
-	}
-	if len(parts) == 1 {
+	if parts, ok := resourcePath(req.URL.Path); ok && len(parts) == 1 {
 		return "list"
 	}
 	return "get"
@@ -92,17 +80,9 @@ func writeVerb(req *http.Request) string {
 // /api/v1/namespaces/ns/pods/name -> pods, /apis/celld.io/v1alpha1/namespaces/ns/celldfleets/x/status
 // -> celldfleets/status.
 func resourceOf(path string) string {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	switch {
-	case len(parts) >= 2 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 3 && parts[0] == "apis":
-		parts = parts[3:]
-	default:
+	parts, ok := resourcePath(path)
+	if !ok {
 		return "unknown"
-	}
-	if len(parts) >= 3 && parts[0] == "namespaces" {
-		parts = parts[2:]
 	}
 	switch len(parts) {
 	case 0:
@@ -111,4 +91,22 @@ func resourceOf(path string) string {
 		return parts[0]
 	}
 	return parts[0] + "/" + parts[2]
+}
+
+// resourcePath is an API path past its group, version and namespace: resource[/name[/subresource]];
+// false for a path outside /api and /apis (discovery, health).
+func resourcePath(path string) ([]string, bool) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return nil, false
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	return parts, true
 }
