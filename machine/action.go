@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -64,7 +65,7 @@ type Action struct {
 	EventType string
 	Message   string
 	After     time.Duration
-	// Premise is what a disruptive action (a heal, a scale-in) was decided on; nil for others.
+	// Premise is what a heal or a workload write was decided on; nil for others.
 	Premise *Premise
 }
 
@@ -72,9 +73,10 @@ type Action struct {
 // no longer holds: the fleet is stepped again on what is observed now.
 var ErrPremiseChanged = errors.New("the premise of the action no longer holds")
 
-// Premise is what a disruptive action was decided on. Caches lag behind the API server, so just
-// before acting the driver confirms the premise against fresh reads, and refuses the action when
-// it no longer holds: a lagging cache must never cost a member.
+// Premise is what a heal or a workload write was decided on. Caches lag behind the API server,
+// so just before acting the driver confirms the premise against fresh reads, and refuses the
+// action when it no longer holds: a lagging cache must never cost a member, nor move a
+// workload's size by more than the one step the decision meant.
 type Premise struct {
 	// Node, when set, must still be gone (NodeGone), or not ready since no later than
 	// NodeUnhealthySince.
@@ -83,6 +85,30 @@ type Premise struct {
 	NodeUnhealthySince time.Time
 	// Ready names member Pods that must still exist, be ready and not be terminating.
 	Ready []string
+	// FleetGeneration, when set, is the metadata.generation of the fleet named Fleet as the
+	// decision saw it: a size the user asked for since must be decided on, not overwritten by
+	// an older one.
+	Fleet           string
+	FleetGeneration int64
+	// Workload, when true, asks for the workload (the StatefulSet or Deployment the action
+	// writes) as the decision saw it: existing or not (WorkloadExists), at WorkloadGeneration. A
+	// write from an older view could take its replicas anywhere.
+	Workload           bool
+	WorkloadExists     bool
+	WorkloadGeneration int64
+}
+
+// Fresh is what a driver read from the API server, not its caches, to confirm a premise.
+type Fresh struct {
+	// Node is the premise's node, nil when it does not exist.
+	Node *corev1.Node
+	// Pods are the fleet's member Pods by name.
+	Pods map[string]*corev1.Pod
+	// FleetGeneration is the fleet's metadata.generation, 0 when it does not exist.
+	FleetGeneration int64
+	// WorkloadExists and WorkloadGeneration are the workload's.
+	WorkloadExists     bool
+	WorkloadGeneration int64
 }
 
 // Mutating reports whether the action writes to the API server's objects (a Kubernetes Event is

@@ -123,9 +123,15 @@ func (p *planner) live() {
 			continue
 		}
 		a := Action{Kind: Apply, Key: applyKey(o), Name: objectName(o), Object: o}
-		if workload && replicas < fx.current {
-			// A scale-in takes a member away: every member must still be ready.
-			a.Premise = &Premise{Ready: p.readyMembers("")}
+		if workload {
+			// The size written is only right for the fleet's spec and the workload as seen: a
+			// cache behind either could raise past the target or lower by more than one.
+			w := &v.Workload
+			a.Premise = &Premise{Fleet: f.Name, FleetGeneration: f.Generation, Workload: true, WorkloadExists: w.Exists, WorkloadGeneration: w.Generation}
+			if replicas < fx.current {
+				// A scale-in takes a member away: every member must still be ready.
+				a.Premise.Ready = p.readyMembers("")
+			}
 		}
 		p.add(a)
 	}

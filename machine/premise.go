@@ -3,19 +3,32 @@ package machine
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/celld/celld-operator/events"
 )
 
-// Check confirms the premise on fresh objects: node is the premise's node as the API server has
-// it now (nil when it does not exist), pods the fleet's member Pods by name. The error wraps
-// ErrPremiseChanged and says what changed.
-func (p *Premise) Check(node *corev1.Node, pods map[string]*corev1.Pod) error {
+// Check confirms the premise on fresh reads. The error wraps ErrPremiseChanged and says what
+// changed.
+func (p *Premise) Check(fresh Fresh) error {
 	if p == nil {
 		return nil
 	}
+	if p.FleetGeneration != 0 && fresh.FleetGeneration != p.FleetGeneration {
+		return fmt.Errorf("the fleet's spec changed since the decision (generation %d, decided on %d): %w",
+			fresh.FleetGeneration, p.FleetGeneration, ErrPremiseChanged)
+	}
+	if p.Workload {
+		switch {
+		case !p.WorkloadExists && fresh.WorkloadExists:
+			return fmt.Errorf("the workload exists (generation %d) though the decision saw none: %w", fresh.WorkloadGeneration, ErrPremiseChanged)
+		case p.WorkloadExists && !fresh.WorkloadExists:
+			return fmt.Errorf("the workload is gone since the decision: %w", ErrPremiseChanged)
+		case p.WorkloadExists && fresh.WorkloadGeneration != p.WorkloadGeneration:
+			return fmt.Errorf("the workload's spec changed since the decision (generation %d, decided on %d): %w",
+				fresh.WorkloadGeneration, p.WorkloadGeneration, ErrPremiseChanged)
+		}
+	}
 	if p.Node != "" {
+		node := fresh.Node
 		switch {
 		case p.NodeGone && node != nil:
 			return fmt.Errorf("node %s exists again: %w", p.Node, ErrPremiseChanged)
@@ -32,7 +45,7 @@ func (p *Premise) Check(node *corev1.Node, pods map[string]*corev1.Pod) error {
 		}
 	}
 	for _, name := range p.Ready {
-		pod := pods[name]
+		pod := fresh.Pods[name]
 		if pod == nil || !events.PodReady(pod) {
 			return fmt.Errorf("member %s is no longer ready: %w", name, ErrPremiseChanged)
 		}

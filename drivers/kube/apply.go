@@ -283,33 +283,63 @@ func (ap *Applier) finalizer(ctx context.Context, t *Target, add bool) error {
 	return nil
 }
 
-// confirm checks a disruptive action's premise against fresh reads (no cache): the node it was
-// decided on, and the members that must still be ready.
+// confirm checks an action's premise against fresh reads (no cache): the node it was decided on,
+// the members that must still be ready, the fleet's spec and the workload as the decision saw
+// them.
 func (ap *Applier) confirm(ctx context.Context, t *Target, a machine.Action) error {
-	if a.Premise == nil {
+	p := a.Premise
+	if p == nil {
 		return nil
 	}
-	var node *corev1.Node
-	if a.Premise.Node != "" {
-		n, err := ap.Kube.CoreV1().Nodes().Get(ctx, a.Premise.Node, metav1.GetOptions{})
+	fresh := machine.Fresh{Pods: map[string]*corev1.Pod{}}
+	if p.Node != "" {
+		n, err := ap.Kube.CoreV1().Nodes().Get(ctx, p.Node, metav1.GetOptions{})
 		switch {
 		case err == nil:
-			node = n
+			fresh.Node = n
 		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("confirm %s: get node %s: %w", a.Key, a.Premise.Node, err)
+			return fmt.Errorf("confirm %s: get node %s: %w", a.Key, p.Node, err)
 		}
 	}
-	pods := map[string]*corev1.Pod{}
-	if len(a.Premise.Ready) > 0 {
+	if len(p.Ready) > 0 {
 		list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machine.Selector(t.Fleet)})
 		if err != nil {
 			return fmt.Errorf("confirm %s: list members: %w", a.Key, err)
 		}
 		for i := range list.Items {
-			pods[list.Items[i].Name] = &list.Items[i]
+			fresh.Pods[list.Items[i].Name] = &list.Items[i]
 		}
 	}
-	if err := a.Premise.Check(node, pods); err != nil {
+	if p.FleetGeneration != 0 {
+		f, err := ap.Celld.CelldV1alpha1().CelldFleets(a.Namespace).Get(ctx, p.Fleet, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			fresh.FleetGeneration = f.Generation
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("confirm %s: get fleet %s: %w", a.Key, p.Fleet, err)
+		}
+	}
+	if p.Workload {
+		var (
+			meta metav1.Object
+			err  error
+		)
+		switch o := a.Object.(type) {
+		case *appsv1.StatefulSet:
+			meta, err = ap.Kube.AppsV1().StatefulSets(a.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+		case *appsv1.Deployment:
+			meta, err = ap.Kube.AppsV1().Deployments(a.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+		default:
+			return fmt.Errorf("confirm %s: a workload premise on a %T", a.Key, a.Object)
+		}
+		switch {
+		case err == nil:
+			fresh.WorkloadExists, fresh.WorkloadGeneration = true, meta.GetGeneration()
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("confirm %s: get workload: %w", a.Key, err)
+		}
+	}
+	if err := p.Check(fresh); err != nil {
 		return fmt.Errorf("confirm %s: %w", a.Key, err)
 	}
 	return nil

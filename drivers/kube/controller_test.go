@@ -26,6 +26,7 @@ import (
 // machine's actions become, in order. What the actions are is the machine's business.
 func TestFirstSyncRequests(t *testing.T) {
 	f := testFleet(v1alpha1.ProfileBucket)
+	f.Generation = 1
 	kube, celld := kubefake.NewClientset(), celldfake.NewSimpleClientset(f.DeepCopy())
 	ctl, err := NewController(Clients{Kube: kube, Celld: celld, Recorder: record.NewFakeRecorder(10)},
 		Options{Log: zerolog.Nop(), Metrics: NewMetrics()})
@@ -45,6 +46,7 @@ func TestFirstSyncRequests(t *testing.T) {
 	want := []string{
 		"create celldreservations",
 		"patch celldfleets merge",
+		"get celldfleets", // the workload write's premise: the fleet's spec as decided on
 		"get celldreservations",
 		"update celldreservations/status",
 		"patch celldfleets/status json",
@@ -53,6 +55,7 @@ func TestFirstSyncRequests(t *testing.T) {
 		"patch networkpolicies apply",
 		"patch networkpolicies apply",
 		"patch poddisruptionbudgets apply",
+		"get deployments", // and the workload as decided on: absent
 		"patch deployments apply",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +59,67 @@ func TestHealConfirmsItsPremise(t *testing.T) {
 			err := fx.ap.Do(context.Background(), &Target{Fleet: f}, heal)
 			if tc.refused != errors.Is(err, machine.ErrPremiseChanged) || tc.refused == deleted(fx) {
 				t.Fatalf("refused=%t: err %v, deleted %t", tc.refused, err, deleted(fx))
+			}
+		})
+	}
+}
+
+// A workload write is confirmed with fresh reads of the fleet and the workload: a size the user
+// changed since, or a workload the cache has not caught up with, refuses the write, which a cache
+// behind the API server would otherwise turn into a raise past the target or a fall by more than
+// one member.
+func TestWorkloadWriteConfirmsItsPremise(t *testing.T) {
+	fleet := func(generation int64) *v1alpha1.CelldFleet {
+		f := testFleet(v1alpha1.ProfileBucket)
+		f.Generation = generation
+		return f
+	}
+	deployment := func(generation int64) runtime.Object {
+		d := machine.Render(fleet(2), 5, -1).Deployment.DeepCopy()
+		d.Generation = generation
+		return d
+	}
+	write := func(p machine.Premise) machine.Action {
+		f := fleet(2)
+		d := machine.Render(f, 5, -1).Deployment
+		p.Fleet = f.Name
+		return machine.Action{Kind: machine.Apply, Key: "apply/deployment", Namespace: f.Namespace, Name: d.Name, Object: d, Premise: &p}
+	}
+	patched := func(fx *fixture) bool {
+		for _, r := range fx.requests() {
+			if _, ok := r.(k8stesting.PatchActionImpl); ok {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tc := range []struct {
+		name    string
+		objs    []runtime.Object
+		premise machine.Premise
+		refused string
+	}{
+		{"created as decided", []runtime.Object{fleet(2)},
+			machine.Premise{FleetGeneration: 2, Workload: true}, ""},
+		{"the user changed the size since", []runtime.Object{fleet(3)},
+			machine.Premise{FleetGeneration: 2, Workload: true}, "the fleet's spec changed since the decision (generation 3, decided on 2)"},
+		{"the workload exists though the cache has none", []runtime.Object{fleet(2), deployment(1)},
+			machine.Premise{FleetGeneration: 2, Workload: true}, "the workload exists (generation 1) though the decision saw none"},
+		{"the workload changed since", []runtime.Object{fleet(2), deployment(5)},
+			machine.Premise{FleetGeneration: 2, Workload: true, WorkloadExists: true, WorkloadGeneration: 4}, "the workload's spec changed since the decision (generation 5, decided on 4)"},
+		{"the workload is gone", []runtime.Object{fleet(2)},
+			machine.Premise{FleetGeneration: 2, Workload: true, WorkloadExists: true, WorkloadGeneration: 4}, "the workload is gone since the decision"},
+		{"resized as decided", []runtime.Object{fleet(2), deployment(4)},
+			machine.Premise{FleetGeneration: 2, Workload: true, WorkloadExists: true, WorkloadGeneration: 4}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newFixture(tc.objs...)
+			err := fx.ap.Do(context.Background(), &Target{Fleet: fleet(2)}, write(tc.premise))
+			switch {
+			case tc.refused == "" && (err != nil || !patched(fx)):
+				t.Fatalf("want the write applied: err %v, patched %t", err, patched(fx))
+			case tc.refused != "" && (!errors.Is(err, machine.ErrPremiseChanged) || !strings.Contains(err.Error(), tc.refused) || patched(fx)):
+				t.Fatalf("want the write refused with %q: err %v, patched %t", tc.refused, err, patched(fx))
 			}
 		})
 	}

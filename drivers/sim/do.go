@@ -160,23 +160,35 @@ func (c *Cluster) doDeletePod(a machine.Action, req *Request) error {
 	return nil
 }
 
-// checkPremise confirms a disruptive action's premise on the cluster's truth, as the driver
-// confirms it with fresh reads.
+// checkPremise confirms an action's premise on the cluster's truth, as the driver confirms it
+// with fresh reads.
 func (c *Cluster) checkPremise(a machine.Action) error {
-	if a.Premise == nil {
+	p := a.Premise
+	if p == nil {
 		return nil
 	}
-	var node *corev1.Node
-	if a.Premise.Node != "" {
-		node = c.node(a.Premise.Node)
+	fresh := machine.Fresh{Pods: map[string]*corev1.Pod{}}
+	if p.Node != "" {
+		fresh.Node = c.node(p.Node)
 	}
-	pods := map[string]*corev1.Pod{}
-	for _, name := range a.Premise.Ready {
-		if p := c.pod(a.Namespace, name); p != nil {
-			pods[name] = p
+	for _, name := range p.Ready {
+		if pod := c.pod(a.Namespace, name); pod != nil {
+			fresh.Pods[name] = pod
 		}
 	}
-	return a.Premise.Check(node, pods)
+	if p.FleetGeneration != 0 {
+		if f := c.fleet(a.Namespace, p.Fleet); f != nil {
+			fresh.FleetGeneration = f.Generation
+		}
+	}
+	if o, ok := a.Object.(object); ok && p.Workload {
+		if k, ok := kindOf(o); ok {
+			if w := c.get(k, a.Namespace, o.GetName()); w != nil {
+				fresh.WorkloadExists, fresh.WorkloadGeneration = true, w.GetGeneration()
+			}
+		}
+	}
+	return p.Check(fresh)
 }
 
 func (c *Cluster) doDeleteDisk(a machine.Action, req *Request) error {
