@@ -166,9 +166,19 @@ func TestAPIFaults(t *testing.T) {
 	t.Logf("requests/s: %.2f over the lifecycle under faults (%g requests in %s), %.3f at rest under faults, %.3f at rest without faults (%s each); client QPS limit %d",
 		lifecycleRequests/lifecycle.Seconds(), lifecycleRequests, lifecycle.Round(time.Second), restFaulty, restClean, restWindow, operatorQPS)
 	t.Logf("faults injected: %g of %g requests (%.1f%%), by kind:%s", faults, all, 100*faults/all, formatSeries(byKind))
-	if restWrites != 0 || cleanWrites != 0 {
-		t.Errorf("writes at rest: %g under faults, %g without; want none", restWrites, cleanWrites)
+	// client-go's event recorder retries an Event whose write failed up to 10 s later, so under
+	// faults an Event may land at rest; a write of anything else would be a decision made at rest.
+	retried := 0.0
+	for series, n := range restWrites {
+		if strings.Contains(series, `resource="events"`) {
+			retried += n
+			delete(restWrites, series)
+		}
 	}
+	if len(restWrites) != 0 || len(cleanWrites) != 0 {
+		t.Errorf("writes at rest: under faults (Events aside):%s\nwithout faults:%s\nwant none", formatSeries(restWrites), formatSeries(cleanWrites))
+	}
+	t.Logf("writes at rest: under faults %g Events the recorder retried and nothing else; without faults none", retried)
 	// No hot loop: a failed request is retried with backoff, never spun on. At rest under faults
 	// the operator re-establishes the watches the faults break, and nothing else.
 	if bound := 3*restClean + 1; restFaulty > bound || restFaulty > operatorQPS/20 {
@@ -187,19 +197,26 @@ func (op *operator) requests(t *testing.T) float64 {
 	return n
 }
 
-// restRate measures the operator's requests per second, and counts its writes, over restWindow.
-func (f *fixture) restRate(op *operator) (float64, float64) {
+// restRate measures the operator's requests per second, and its writes by verb and resource,
+// over restWindow.
+func (f *fixture) restRate(op *operator) (float64, map[string]float64) {
 	f.t.Helper()
 	r0 := op.requests(f.t)
-	w0, _ := op.writes(f.t)
+	_, w0 := op.writes(f.t)
 	t0 := time.Now()
 	select {
 	case <-f.ctx.Done():
 	case <-time.After(restWindow):
 	}
 	r1 := op.requests(f.t)
-	w1, _ := op.writes(f.t)
-	return (r1 - r0) / time.Since(t0).Seconds(), w1 - w0
+	_, w1 := op.writes(f.t)
+	writes := map[string]float64{}
+	for series, n := range w1 {
+		if d := n - w0[series]; d != 0 {
+			writes[series] = d
+		}
+	}
+	return (r1 - r0) / time.Since(t0).Seconds(), writes
 }
 
 // replicaChangeCounts counts the spec.replicas changes seen so far of each workload, so that a
