@@ -36,14 +36,6 @@ func TestHealConfirmsItsPremise(t *testing.T) {
 	}
 	heal := machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: "team", Name: "alpha-0", UID: "uid-alpha-0", ResourceVersion: "7", Force: true,
 		Premise: &machine.Premise{Node: "n1", NodeUnhealthySince: since, Ready: []string{"alpha-1"}}}
-	deleted := func(fx *fixture) bool {
-		for _, r := range fx.requests() {
-			if _, ok := r.(k8stesting.DeleteActionImpl); ok {
-				return true
-			}
-		}
-		return false
-	}
 	for _, tc := range []struct {
 		name    string
 		objs    []runtime.Object
@@ -57,8 +49,8 @@ func TestHealConfirmsItsPremise(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := newFixture(append([]runtime.Object{member("alpha-0", false)}, tc.objs...)...)
 			err := fx.ap.Do(context.Background(), &Target{Fleet: f}, heal)
-			if tc.refused != errors.Is(err, machine.ErrPremiseChanged) || tc.refused == deleted(fx) {
-				t.Fatalf("refused=%t: err %v, deleted %t", tc.refused, err, deleted(fx))
+			if tc.refused != errors.Is(err, machine.ErrPremiseChanged) || tc.refused == sent[k8stesting.DeleteActionImpl](fx) {
+				t.Fatalf("refused=%t: err %v, deleted %t", tc.refused, err, sent[k8stesting.DeleteActionImpl](fx))
 			}
 		})
 	}
@@ -85,14 +77,6 @@ func TestWorkloadWriteConfirmsItsPremise(t *testing.T) {
 		p.Fleet = f.Name
 		return machine.Action{Kind: machine.Apply, Key: "apply/deployment", Namespace: f.Namespace, Name: d.Name, Object: d, Premise: &p}
 	}
-	patched := func(fx *fixture) bool {
-		for _, r := range fx.requests() {
-			if _, ok := r.(k8stesting.PatchActionImpl); ok {
-				return true
-			}
-		}
-		return false
-	}
 	for _, tc := range []struct {
 		name    string
 		objs    []runtime.Object
@@ -116,11 +100,21 @@ func TestWorkloadWriteConfirmsItsPremise(t *testing.T) {
 			fx := newFixture(tc.objs...)
 			err := fx.ap.Do(context.Background(), &Target{Fleet: fleet(2)}, write(tc.premise))
 			switch {
-			case tc.refused == "" && (err != nil || !patched(fx)):
-				t.Fatalf("want the write applied: err %v, patched %t", err, patched(fx))
-			case tc.refused != "" && (!errors.Is(err, machine.ErrPremiseChanged) || !strings.Contains(err.Error(), tc.refused) || patched(fx)):
-				t.Fatalf("want the write refused with %q: err %v, patched %t", tc.refused, err, patched(fx))
+			case tc.refused == "" && (err != nil || !sent[k8stesting.PatchActionImpl](fx)):
+				t.Fatalf("want the write applied: err %v, patched %t", err, sent[k8stesting.PatchActionImpl](fx))
+			case tc.refused != "" && (!errors.Is(err, machine.ErrPremiseChanged) || !strings.Contains(err.Error(), tc.refused) || sent[k8stesting.PatchActionImpl](fx)):
+				t.Fatalf("want the write refused with %q: err %v, patched %t", tc.refused, err, sent[k8stesting.PatchActionImpl](fx))
 			}
 		})
 	}
+}
+
+// sent reports whether the fixture's clients received a request of type A.
+func sent[A k8stesting.Action](fx *fixture) bool {
+	for _, r := range fx.requests() {
+		if _, ok := r.(A); ok {
+			return true
+		}
+	}
+	return false
 }
