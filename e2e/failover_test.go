@@ -11,8 +11,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-
-	"github.com/celld/celld-operator/api/v1alpha1"
 )
 
 const (
@@ -47,22 +45,10 @@ func TestLeaderFailover(t *testing.T) {
 	}
 	t.Logf("leader %s (pid %d), standby %s (pid %d)", ids[leader], ops[leader].cmd.Process.Pid, ids[standby], ops[standby].cmd.Process.Pid)
 
-	fl := f.newFleet("failover", v1alpha1.ProfilePersistentFleet, 5)
-	fl.Spec.Capacity.ScaleInStabilization = duration(0)
-	fl = f.create(fl)
-	f.waitConverged(fl.Name)
-	sets, claims := f.recordStatefulSets(), f.recordClaims()
-
-	f.update(fl.Name, func(fl *v1alpha1.CelldFleet) { fl.Spec.Members = 2 })
-	if err := wait.PollUntilContextTimeout(f.ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		s, err := suite.kube.AppsV1().StatefulSets(f.ns).Get(ctx, fl.Name, metav1.GetOptions{})
-		return err == nil && *s.Spec.Replicas < 5, nil
-	}); err != nil {
-		t.Fatalf("the scale-in did not start: %v", err)
-	}
+	sh := f.startShrink("failover")
 	killed := time.Now()
 	ops[leader].kill()
-	s := f.statefulSet(fl.Name)
+	s := f.statefulSet(sh.name)
 	t.Logf("leader killed with the StatefulSet at %s (rolled out: %v)", describeStatefulSet(s), rolledOut(s))
 
 	// The takeover, seen by polling the Lease, and as the new holder recorded it.
@@ -85,11 +71,7 @@ func TestLeaderFailover(t *testing.T) {
 		t.Errorf("the standby acquired the lease %s before the leader was killed", -takeover)
 	}
 
-	fl = f.waitConverged(fl.Name)
-	checkOneStepShrink(t, statefulSetChanges(sets.await(t, "rolled out at 2", rolledOutAt(fl.Name, 2)), fl.Name), 5, 2)
-	if dels := deletions(claims.events(t)); len(dels) != 0 {
-		t.Errorf("claims deleted: %v; scale-in keeps a PersistentFleet's disks", names(dels))
-	}
+	sh.finish(f)
 	if leaseHolder(f.operatorLease()) != ids[standby] {
 		t.Errorf("the lease changed hands again: held by %q", leaseHolder(f.operatorLease()))
 	}

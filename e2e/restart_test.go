@@ -20,30 +20,51 @@ func TestOperatorKilledMidShrink(t *testing.T) {
 	election := []string{"--leader-elect=true", "--leader-election-namespace", f.ns,
 		"--leader-election-lease-duration=6s", "--leader-election-renew-deadline=4s", "--leader-election-retry-period=1s"}
 	first := f.startOperator(election...)
-	fl := f.newFleet("crash", v1alpha1.ProfilePersistentFleet, 5)
-	fl.Spec.Capacity.ScaleInStabilization = duration(0)
-	fl = f.create(fl)
-	f.waitConverged(fl.Name)
-	sets, claims := f.recordStatefulSets(), f.recordClaims()
-
-	f.update(fl.Name, func(fl *v1alpha1.CelldFleet) { fl.Spec.Members = 2 })
-	// The first step applied and not rolled out yet: the operator is killed there.
-	if err := wait.PollUntilContextTimeout(f.ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		s, err := suite.kube.AppsV1().StatefulSets(f.ns).Get(ctx, fl.Name, metav1.GetOptions{})
-		return err == nil && *s.Spec.Replicas < 5, nil
-	}); err != nil {
-		t.Fatalf("the scale-in did not start: %v", err)
-	}
+	sh := f.startShrink("crash")
 	first.kill()
-	s := f.statefulSet(fl.Name)
+	s := f.statefulSet(sh.name)
 	t.Logf("operator killed with the StatefulSet at %s (rolled out: %v)", describeStatefulSet(s), rolledOut(s))
 
 	f.startOperator(election...)
 	t.Logf("a new operator leads")
-	fl = f.waitConverged(fl.Name)
-	checkOneStepShrink(t, statefulSetChanges(sets.await(t, "rolled out at 2", rolledOutAt(fl.Name, 2)), fl.Name), 5, 2)
-	if dels := deletions(claims.events(t)); len(dels) != 0 {
-		t.Errorf("claims deleted: %v; scale-in keeps a PersistentFleet's disks", names(dels))
-	}
+	fl := sh.finish(f)
 	t.Logf("history: %s", formatHistory(f.reservation(fl).Status.CapacityHistory))
+}
+
+// shrinkInFlight is a PersistentFleet whose scale-in 5 -> 2 has its first step applied and not
+// rolled out: where the tests kill the operator running it.
+type shrinkInFlight struct {
+	name         string
+	sets, claims *recorder
+}
+
+// startShrink creates a PersistentFleet at 5 with no scale-in stabilization, waits until it
+// converged, asks for 2, and returns once the first step is applied.
+func (f *fixture) startShrink(name string) *shrinkInFlight {
+	f.t.Helper()
+	fl := f.newFleet(name, v1alpha1.ProfilePersistentFleet, 5)
+	fl.Spec.Capacity.ScaleInStabilization = duration(0)
+	fl = f.create(fl)
+	f.waitConverged(fl.Name)
+	sh := &shrinkInFlight{name: fl.Name, sets: f.recordStatefulSets(), claims: f.recordClaims()}
+	f.update(fl.Name, func(fl *v1alpha1.CelldFleet) { fl.Spec.Members = 2 })
+	if err := wait.PollUntilContextTimeout(f.ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		s, err := suite.kube.AppsV1().StatefulSets(f.ns).Get(ctx, fl.Name, metav1.GetOptions{})
+		return err == nil && *s.Spec.Replicas < 5, nil
+	}); err != nil {
+		f.t.Fatalf("the scale-in did not start: %v", err)
+	}
+	return sh
+}
+
+// finish waits until the fleet converged at 2, and checks that the scale-in took one member per
+// step, each after the previous rolled out, and deleted no disk.
+func (sh *shrinkInFlight) finish(f *fixture) *v1alpha1.CelldFleet {
+	f.t.Helper()
+	fl := f.waitConverged(sh.name)
+	checkOneStepShrink(f.t, statefulSetChanges(sh.sets.await(f.t, "rolled out at 2", rolledOutAt(fl.Name, 2)), fl.Name), 5, 2)
+	if dels := deletions(sh.claims.events(f.t)); len(dels) != 0 {
+		f.t.Errorf("claims deleted: %v; scale-in keeps a PersistentFleet's disks", names(dels))
+	}
+	return fl
 }
