@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -54,19 +55,7 @@ func (f *fixture) nodeAgentDeletesTerminatingPodsOnly(fl *v1alpha1.CelldFleet) {
 			}},
 		},
 	}
-	if _, err := c.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		// Installed by an earlier run, maybe of an older spec: this one's is the one that holds.
-		var got *admissionv1.ValidatingAdmissionPolicy
-		if got, err = c.ValidatingAdmissionPolicies().Get(ctx, nodeAgentPolicy, metav1.GetOptions{}); err == nil {
-			got.Spec = policy.Spec
-			_, err = c.ValidatingAdmissionPolicies().Update(ctx, got, metav1.UpdateOptions{})
-		}
-		if err != nil {
-			f.t.Fatalf("update ValidatingAdmissionPolicy %s: %v", nodeAgentPolicy, err)
-		}
-	} else if err != nil {
-		f.t.Fatalf("create ValidatingAdmissionPolicy %s: %v", nodeAgentPolicy, err)
-	}
+	install(f, c.ValidatingAdmissionPolicies(), policy)
 	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: nodeAgentPolicy},
 		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
@@ -77,18 +66,7 @@ func (f *fixture) nodeAgentDeletesTerminatingPodsOnly(fl *v1alpha1.CelldFleet) {
 			}},
 		},
 	}
-	if _, err := c.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		var got *admissionv1.ValidatingAdmissionPolicyBinding
-		if got, err = c.ValidatingAdmissionPolicyBindings().Get(ctx, nodeAgentPolicy, metav1.GetOptions{}); err == nil {
-			got.Spec = binding.Spec
-			_, err = c.ValidatingAdmissionPolicyBindings().Update(ctx, got, metav1.UpdateOptions{})
-		}
-		if err != nil {
-			f.t.Fatalf("update ValidatingAdmissionPolicyBinding %s: %v", nodeAgentPolicy, err)
-		}
-	} else if err != nil {
-		f.t.Fatalf("create ValidatingAdmissionPolicyBinding %s: %v", nodeAgentPolicy, err)
-	}
+	install(f, c.ValidatingAdmissionPolicyBindings(), binding)
 	patch := []byte(`{"metadata":{"labels":{"` + nodeAgentLabel + `":"true"}}}`)
 	if _, err := suite.kube.CoreV1().Namespaces().Patch(ctx, f.ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		f.t.Fatalf("label namespace %s: %v", f.ns, err)
@@ -119,5 +97,29 @@ func (f *fixture) nodeAgentDeletesTerminatingPodsOnly(fl *v1alpha1.CelldFleet) {
 			f.t.Fatalf("the node agent's dry-run delete of running Pod %s is not refused after 30s (policy %s): %v", p.Name, nodeAgentPolicy, err)
 		}
 		time.Sleep(poll)
+	}
+}
+
+// clusterObjects is a typed client of one kind of cluster-scoped object.
+type clusterObjects[T metav1.Object] interface {
+	Create(context.Context, T, metav1.CreateOptions) (T, error)
+	Get(context.Context, string, metav1.GetOptions) (T, error)
+	Update(context.Context, T, metav1.UpdateOptions) (T, error)
+}
+
+// install creates obj, or replaces the one an earlier run installed, maybe of an older spec:
+// this run's is the one that holds.
+func install[T metav1.Object](f *fixture, c clusterObjects[T], obj T) {
+	f.t.Helper()
+	_, err := c.Create(f.ctx, obj, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		var got T
+		if got, err = c.Get(f.ctx, obj.GetName(), metav1.GetOptions{}); err == nil {
+			obj.SetResourceVersion(got.GetResourceVersion())
+			_, err = c.Update(f.ctx, obj, metav1.UpdateOptions{})
+		}
+	}
+	if err != nil {
+		f.t.Fatalf("install %T %s: %v", obj, obj.GetName(), err)
 	}
 }
