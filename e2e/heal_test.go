@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -312,19 +313,27 @@ func waitNode(t *testing.T, name string, timeout time.Duration, what string, ok 
 }
 
 // restoreNode brings a deleted fake node back as cluster/up.sh creates it: same labels and
-// annotations (so kwok manages it again), then the same capacity.
+// annotations (so kwok manages it again), and the same capacity. kwok gives a node it finds
+// without a capacity one of its own, 1000 CPUs, on which the Pods other tests make unschedulable
+// with a 1000-CPU request would run: so the capacity goes in with the create, and is set again
+// until it holds should kwok's write race it.
 func restoreNode(t *testing.T, saved *corev1.Node) {
 	t.Helper()
 	ctx := context.Background()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: saved.Name, Labels: saved.Labels, Annotations: saved.Annotations}}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: saved.Name, Labels: saved.Labels, Annotations: saved.Annotations},
+		Status: corev1.NodeStatus{Capacity: saved.Status.Capacity, Allocatable: saved.Status.Allocatable}}
 	if _, err := suite.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("recreate node %s: %v", saved.Name, err)
 	}
 	status := mustJSON(t, map[string]any{"status": map[string]any{"capacity": saved.Status.Capacity, "allocatable": saved.Status.Allocatable}})
-	if _, err := suite.kube.CoreV1().Nodes().Patch(ctx, saved.Name, types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
-		t.Fatalf("node %s capacity: %v", saved.Name, err)
-	}
-	waitNode(t, saved.Name, 2*time.Minute, "back, Ready and untainted", nodeHealthy)
+	waitNode(t, saved.Name, 2*time.Minute, "back, Ready and untainted, with its capacity", func(n *corev1.Node) bool {
+		if !equality.Semantic.DeepEqual(n.Status.Capacity, saved.Status.Capacity) || !equality.Semantic.DeepEqual(n.Status.Allocatable, saved.Status.Allocatable) {
+			// A failed patch is tried again at the next poll; the wait names the node as last seen.
+			_, _ = suite.kube.CoreV1().Nodes().Patch(ctx, saved.Name, types.MergePatchType, status, metav1.PatchOptions{}, "status")
+			return false
+		}
+		return nodeHealthy(n)
+	})
 }
 
 // timeline lists the versions of one Pod name seen: when, which Pod, revision, phase, readiness,
