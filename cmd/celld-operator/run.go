@@ -39,6 +39,14 @@ type runFlags struct {
 	faultSeed                           uint64
 }
 
+// Fault injection exists only in a test build (go build -tags faults, see faults.go): these stay
+// nil in the production binary, which has neither the flags nor the code.
+var (
+	addFaultFlags   func(fs *flag.FlagSet, f *runFlags)
+	checkFaultFlags func(f runFlags) error
+	injectFaults    func(cfg *rest.Config, f runFlags, m *kube.Metrics, log zerolog.Logger)
+)
+
 func init() {
 	register("run", "run the operator against a cluster (--kubeconfig, --leader-elect, ...)", runCommand)
 }
@@ -83,8 +91,9 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool, error) {
 	fs.DurationVar(&f.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a standby waits before taking over a lease that is not renewed")
 	fs.DurationVar(&f.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader retries renewing before it gives up leading")
 	fs.DurationVar(&f.retry, "leader-election-retry-period", 2*time.Second, "how often the lease is tried")
-	fs.Float64Var(&f.faultRate, "api-fault-rate", 0, "for testing resilience only: fail this share (0 to 1) of the operator's API requests on purpose (500, 409, 429, timeouts, dropped watches)")
-	fs.Uint64Var(&f.faultSeed, "api-fault-seed", 1, "seed of the faults --api-fault-rate injects, to reproduce a run")
+	if addFaultFlags != nil {
+		addFaultFlags(fs, &f)
+	}
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -110,13 +119,16 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool, error) {
 		return f, false, errors.New("--leader-election-namespace is required with --leader-elect")
 	case f.leaderElect && !(f.leaseDuration > f.renewDeadline && f.renewDeadline > f.retry && f.retry > 0):
 		return f, false, errors.New("leader election wants lease duration > renew deadline > retry period > 0")
-	case !(f.faultRate >= 0 && f.faultRate <= 1): // NaN fails both
-		return f, false, fmt.Errorf("--api-fault-rate %v: want a share from 0 to 1", f.faultRate)
 	case f.probeAddr == "" || f.probeAddr == "0":
 		return f, false, errors.New("--health-probe-bind-address is required")
 	}
 	if _, err := zerolog.ParseLevel(f.logLevel); err != nil || f.logLevel == "" {
 		return f, false, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	if checkFaultFlags != nil {
+		if err := checkFaultFlags(f); err != nil {
+			return f, false, err
+		}
 	}
 	return f, false, nil
 }
@@ -166,11 +178,9 @@ func run(f runFlags, log zerolog.Logger) error {
 	cfg.UserAgent = "celld-operator/" + version
 	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
 	metrics := kube.NewMetrics()
-	if f.faultRate > 0 {
+	if injectFaults != nil {
 		// Under the counters: every request is counted, the failed ones too.
-		kube.InjectFaults(cfg, kube.Faults{Rate: f.faultRate, Seed: f.faultSeed}, metrics)
-		log.Warn().Float64("rate", f.faultRate).Uint64("seed", f.faultSeed).
-			Msg("injecting API faults on purpose (--api-fault-rate): for testing resilience, never in production")
+		injectFaults(cfg, f, metrics, log)
 	}
 	kube.CountRequests(cfg, metrics)
 	clients, stopEvents, err := kube.NewClients(cfg)

@@ -1,4 +1,9 @@
+//go:build faults
+
 package kube
+
+// Fault injection is compiled only into test builds (go build -tags faults): the production
+// binary has no way to fail its own requests.
 
 import (
 	"bytes"
