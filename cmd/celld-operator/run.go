@@ -178,6 +178,17 @@ func run(f runFlags, log zerolog.Logger) error {
 	cfg.UserAgent = "celld-operator/" + version
 	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
 	metrics := kube.NewMetrics()
+	var election kube.LeaderElection
+	if f.leaderElect {
+		host, _ := os.Hostname()
+		election = kube.LeaderElection{
+			Namespace: f.leaderNamespace, Name: "celld-operator", Identity: host + "_" + string(uuid.NewUUID()),
+			LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retry,
+		}
+		election.Leadership = kube.NewLeadership(election)
+		// First, so the guard sits next to the wire, under the faults and the counters.
+		kube.GuardWrites(cfg, election.Leadership, metrics)
+	}
 	if injectFaults != nil {
 		// Under the counters: every request is counted, the failed ones too.
 		injectFaults(cfg, f, metrics, log)
@@ -190,7 +201,7 @@ func run(f runFlags, log zerolog.Logger) error {
 	defer stopEvents()
 	ctl, err := kube.NewController(clients, kube.Options{
 		Namespace: f.namespace, Workers: f.workers, Resync: f.resync, CapacityInterval: f.capacityInterval,
-		Log: log, Metrics: metrics,
+		Log: log, Metrics: metrics, Leadership: election.Leadership,
 	})
 	if err != nil {
 		return err
@@ -262,11 +273,8 @@ func run(f runFlags, log zerolog.Logger) error {
 	ctl.Start(stopCaches)
 
 	if f.leaderElect {
-		host, _ := os.Hostname()
-		err = kube.RunLeader(ctx, clients.Kube, kube.LeaderElection{
-			Namespace: f.leaderNamespace, Name: "celld-operator", Identity: host + "_" + string(uuid.NewUUID()),
-			LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retry, Watchdog: watchdog,
-		}, log, ctl.Run)
+		election.Watchdog = watchdog
+		err = kube.RunLeader(ctx, clients.Kube, election, log, ctl.Run)
 	} else {
 		err = ctl.Run(ctx)
 	}
