@@ -133,7 +133,7 @@ func (r *chaosRun) create() {
 		fl.Spec.Capacity.ScaleInStabilization = duration(0)
 		// Below the node lifecycle controller's eviction (30s after the taint): the operator, not
 		// the taint manager, heals unless it is down at that moment.
-		fl.Spec.Healing.UnreachableGracePeriod = duration(5 * time.Second)
+		fl.Spec.Healing.UnreachableGracePeriod = duration(10 * time.Second) // the least admission allows
 		fl.Spec.Bucket.Name = fmt.Sprintf("%s-%d", f.bucket(fl.Name), r.cycle)
 		r.fleets = append(r.fleets, f.create(fl))
 		r.ops++
