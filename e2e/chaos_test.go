@@ -539,7 +539,7 @@ func (m *chaosMonkey) launch() (*operator, error) {
 	op.cmd = exec.Command(suite.operator, "run",
 		"--kubeconfig", suite.kubeconfig, "--namespace", f.ns, "--workers", "4",
 		"--metrics-bind-address", op.metrics, "--health-probe-bind-address", op.probe,
-		"--leader-elect=false", "--log-format", "json", "--log-level", "info")
+		"--leader-elect=false", "--log-format", "json", "--log-level", "info", "--metrics-secure=false")
 	op.cmd.Stdout, op.cmd.Stderr = logFile, logFile
 	op.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := op.cmd.Start(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
@@ -30,7 +32,8 @@ type runFlags struct {
 	qps                                 float64
 	burst                               int
 	metricsAddr, probeAddr              string
-	leaderElect, pprof                  bool
+	metricsCertDir                      string
+	leaderElect, pprof, metricsSecure   bool
 	leaderNamespace                     string
 	logFormat, logLevel                 string
 	resync, capacityInterval            time.Duration
@@ -79,9 +82,11 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool, error) {
 	// from the caches, but a burst of first applies is not.
 	fs.Float64Var(&f.qps, "kube-api-qps", 20, "requests per second the operator's client allows itself, sustained")
 	fs.IntVar(&f.burst, "kube-api-burst", 50, "requests the operator's client may send at once above --kube-api-qps")
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint; "0" disables it`)
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", `address of the Prometheus /metrics endpoint; "0" disables it`)
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to callers whose bearer token may get /metrics (TokenReview, SubjectAccessReview); false serves plain HTTP to anyone, for local development only")
+	fs.StringVar(&f.metricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for --metrics-secure; empty makes a self-signed certificate at start")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
-	fs.BoolVar(&f.pprof, "pprof", false, "also serve the Go profiler at /debug/pprof/ on the metrics address (for benchmarks and debugging)")
+	fs.BoolVar(&f.pprof, "pprof", false, "also serve the Go profiler at /debug/pprof/ on the metrics address, behind the same authorization (for benchmarks and debugging)")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "work only while holding the celld-operator Lease, so replicas can stand by")
 	fs.StringVar(&f.leaderNamespace, "leader-election-namespace", defaultLeaderNamespace(), "namespace of the leader election Lease")
 	fs.StringVar(&f.logFormat, "log-format", "json", "json or console")
@@ -121,6 +126,8 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool, error) {
 		return f, false, errors.New("leader election wants lease duration > renew deadline > retry period > 0")
 	case f.probeAddr == "" || f.probeAddr == "0":
 		return f, false, errors.New("--health-probe-bind-address is required")
+	case f.metricsCertDir != "" && !f.metricsSecure:
+		return f, false, errors.New("--metrics-cert-dir needs --metrics-secure: plain HTTP has no certificate")
 	}
 	if _, err := zerolog.ParseLevel(f.logLevel); err != nil || f.logLevel == "" {
 		return f, false, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
@@ -177,6 +184,9 @@ func run(f runFlags, log zerolog.Logger) error {
 	}
 	cfg.UserAgent = "celld-operator/" + version
 	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
+	// Reviews of who scrapes /metrics go on a client of their own: they are not the operator's
+	// writes (nothing is stored), and a standby answers scrapes too.
+	reviewCfg := rest.CopyConfig(cfg)
 	metrics := kube.NewMetrics()
 	var election kube.LeaderElection
 	if f.leaderElect {
@@ -261,7 +271,23 @@ func run(f runFlags, log zerolog.Logger) error {
 		if f.pprof {
 			kube.AddPprof(mux)
 		}
-		done, err := kube.Serve(serveCtx, f.metricsAddr, mux, log.With().Str("endpoint", "metrics").Logger())
+		mlog := log.With().Str("endpoint", "metrics").Logger()
+		var h http.Handler = mux
+		var crt *tls.Certificate
+		if f.metricsSecure {
+			reviews, err := kubernetes.NewForConfig(reviewCfg)
+			if err != nil {
+				return fmt.Errorf("review client: %w", err)
+			}
+			c, err := kube.ServingCert(f.metricsCertDir)
+			if err != nil {
+				return fmt.Errorf("--metrics-cert-dir %q: %w", f.metricsCertDir, err)
+			}
+			h, crt = kube.Authorize(mux, reviews, mlog), &c
+		} else {
+			mlog.Warn().Msg("serving /metrics over plain HTTP to anyone (--metrics-secure=false): for local development only")
+		}
+		done, err := kube.ServeTLS(serveCtx, f.metricsAddr, h, crt, mlog)
 		if err != nil {
 			return fmt.Errorf("--metrics-bind-address %s: %w", f.metricsAddr, err)
 		}
