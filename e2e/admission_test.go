@@ -83,6 +83,10 @@ func TestAdmission(t *testing.T) {
 		{name: "unreachableGracePeriod negative", profile: bucket, change: func(fl *v1alpha1.CelldFleet) {
 			fl.Spec.Healing.UnreachableGracePeriod = &metav1.Duration{Duration: -5e9}
 		}, want: "spec.healing.unreachableGracePeriod"},
+		{name: "unreachableGracePeriod zero", profile: bucket, change: func(fl *v1alpha1.CelldFleet) {
+			fl.Spec.Healing.UnreachableGracePeriod = &metav1.Duration{}
+		}, want: "spec.healing.unreachableGracePeriod must be at least 10s"},
+		{name: "unreachableGracePeriod below the minimum", profile: bucket, raw: func(m map[string]any) { set(m, "9.999s", "spec", "healing", "unreachableGracePeriod") }, want: "spec.healing.unreachableGracePeriod must be at least 10s"},
 		{name: "unreachableGracePeriod not a duration", profile: bucket, raw: func(m map[string]any) { set(m, "soon", "spec", "healing", "unreachableGracePeriod") }, want: "spec.healing.unreachableGracePeriod"},
 		{name: "clientPort equals peerPort", profile: bucket, change: func(fl *v1alpha1.CelldFleet) { fl.Spec.Network.ClientPort, fl.Spec.Network.PeerPort = 7100, 7100 }, want: "spec.network.clientPort"},
 		{name: "clientPort privileged", profile: bucket, change: func(fl *v1alpha1.CelldFleet) { fl.Spec.Network.ClientPort = 80 }, want: "spec.network.clientPort"},

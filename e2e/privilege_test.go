@@ -270,6 +270,8 @@ func operatorAccess(ns string) []access {
 		allow("watch", "", "serviceaccounts", "", ns),
 		allow("create", "", "events", "", ns),
 		allow("patch", "", "events", "", ns),
+		allow("create", "authentication.k8s.io", "tokenreviews", "", ""),
+		allow("create", "authorization.k8s.io", "subjectaccessreviews", "", ""),
 		{"update", "coordination.k8s.io", "leases", "", celld, "celld-operator", true},
 		{"create", "coordination.k8s.io", "leases", "", celld, "", true},
 

@@ -59,6 +59,8 @@ type Options struct {
 	CapacityInterval time.Duration
 	Log              zerolog.Logger
 	Metrics          *Metrics
+	// Leadership, with leader election, ends every sync the moment the lease is lost.
+	Leadership *Leadership
 }
 
 // Controller runs the lifecycle machine of every fleet against the API server.
@@ -195,9 +197,15 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		// Shutting down: take no new work. Whoever holds the lease next syncs every fleet.
 		return false
 	}
+	if c.opts.Leadership != nil && !c.opts.Leadership.Leading() {
+		return false
+	}
 	// The sync in flight finishes even once shutdown began: its requests get their own deadline.
+	// Not once the lease is lost: from then on another replica may be writing.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), syncTimeout)
+	sctx, unbind := c.opts.Leadership.Bound(sctx)
 	err := c.Sync(sctx, key)
+	unbind()
 	cancel()
 	if err == nil {
 		c.queue.Forget(key)
