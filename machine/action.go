@@ -33,7 +33,9 @@ const (
 	// DeletePod deletes Pod Name with UID and ResourceVersion preconditions; Force sets a zero
 	// grace period. Only Healing emits it.
 	DeletePod ActionKind = "DeletePod"
-	// DeleteDisk deletes PersistentVolumeClaim Name with a UID precondition. Only Deleting emits it.
+	// DeleteDisk deletes PersistentVolumeClaim Name with UID and ResourceVersion preconditions.
+	// Only Deleting emits it, and only for a claim under the fleet's exact claim name that
+	// carries the fleet's UID label.
 	DeleteDisk ActionKind = "DeleteDisk"
 	// PublishStatus writes Status through the status subresource.
 	PublishStatus ActionKind = "PublishStatus"

@@ -360,8 +360,13 @@ func (ap *Applier) deletePod(ctx context.Context, a machine.Action) error {
 	return nil
 }
 
+// deleteDisk deletes one claim with its UID and resourceVersion as preconditions: a claim
+// replaced, relabelled or changed since the machine saw it is never the one deleted.
 func (ap *Applier) deleteDisk(ctx context.Context, a machine.Action) error {
-	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &a.UID}}
+	if a.UID == "" || a.ResourceVersion == "" {
+		return fmt.Errorf("delete disk %s: refused without both a UID and a resourceVersion precondition", a.Key)
+	}
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &a.UID, ResourceVersion: &a.ResourceVersion}}
 	err := ap.Kube.CoreV1().PersistentVolumeClaims(a.Namespace).Delete(ctx, a.Name, opts)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete disk %s: %w", a.Key, err)

@@ -201,7 +201,7 @@ func (c *Cluster) doDeleteDisk(a machine.Action, req *Request) error {
 		return nil
 	}
 	rec := c.diskDeletionOf(pvc, a)
-	changed, err := c.delete(KindPVC, a.Namespace, a.Name, deletion{uid: a.UID})
+	changed, err := c.delete(KindPVC, a.Namespace, a.Name, deletion{uid: a.UID, rv: a.ResourceVersion})
 	if err != nil {
 		return err
 	}
