@@ -62,11 +62,11 @@ type View struct {
 	ServiceAccountMissing bool
 	// Unowned names (Kind/name) the objects under the fleet's derived names, and the reservation
 	// under the name the fleet would create, that exist and are not the fleet's.
-	Unowned     []string
+	Unowned []string
 	// Uninstalling: the fleet is deleted because its CustomResourceDefinition is (the operator is
 	// being uninstalled), not because someone deleted the fleet. Its disks are then kept.
 	Uninstalling bool
-	Utilization *Utilization
+	Utilization  *Utilization
 	// Refused is the API server's refusal of an object rendered from this generation of the spec.
 	Refused *Refusal
 }

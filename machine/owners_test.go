@@ -20,7 +20,7 @@ import (
 func newFleet(profile v1alpha1.Profile) *v1alpha1.CelldFleet {
 	f := &v1alpha1.CelldFleet{
 		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "uid-a", Generation: 1, Finalizers: []string{v1alpha1.FleetFinalizer}},
-		Spec: v1alpha1.CelldFleetSpec{Profile: profile, Members: 3, Image: "registry.example/celld:1", Bucket: v1alpha1.BucketSpec{Name: "bkt", Region: "r"}},
+		Spec:       v1alpha1.CelldFleetSpec{Profile: profile, Members: 3, Image: "registry.example/celld:1", Bucket: v1alpha1.BucketSpec{Name: "bkt", Region: "r"}},
 	}
 	if profile == v1alpha1.ProfilePersistentFleet {
 		f.Spec.Storage = &v1alpha1.StorageSpec{StorageClassName: "fast", Size: resource.MustParse("1Gi")}
