@@ -274,7 +274,7 @@ func (fx *facts) inputs() {
 		fx.hold = joinNames(fx.taken) + what + ", or give the fleet another name"
 	case len(fx.foreign) > 0 && v.Fleet.Spec.Profile == v1alpha1.ProfilePersistentFleet:
 		fx.holdReason = ReasonForeignDisks
-		fx.hold = "disks " + joinNames(fx.foreign) + " carry this fleet's name but another fleet's UID: the operator never adopts them; delete or relabel them"
+		fx.hold = "disks " + joinNames(fx.foreign) + " carry this fleet's name but not its UID label (another fleet's, or none): the operator never adopts them; delete or relabel them"
 	}
 }
 
