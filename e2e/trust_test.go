@@ -187,7 +187,7 @@ func TestReservationsAreTheOperatorsAlone(t *testing.T) {
 		cur.Status.CapacityHistory = nil
 		_, err = client.UpdateStatus(f.ctx, cur, metav1.UpdateOptions{})
 		forbidden(who, "clear the fleet's reservation's history", err)
-		_, err = client.Patch(f.ctx, cur.Name, types.MergePatchType, []byte(`{"spec":{"fleetName":"other"}}`), metav1.PatchOptions{})
+		_, err = client.Patch(f.ctx, cur.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"e2e":"patched"}}}`), metav1.PatchOptions{})
 		forbidden(who, "patch the fleet's reservation", err)
 	}
 	forbidden("tenant (edit)", "delete the fleet's reservation", tenantCelld.CelldV1alpha1().CelldReservations(f.ns).Delete(f.ctx, res.Name, metav1.DeleteOptions{}))
