@@ -213,7 +213,9 @@ func TestReservationsAreTheOperatorsAlone(t *testing.T) {
 	if _, err := suite.kube.CoreV1().Namespaces().Create(f.ctx, other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = suite.kube.CoreV1().Namespaces().Delete(context.Background(), other.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = suite.kube.CoreV1().Namespaces().Delete(context.Background(), other.Name, metav1.DeleteOptions{})
+	})
 	squat := forged.DeepCopy()
 	squat.Name, squat.Spec.Bucket.Name = f.bucket("squatted"), f.bucket("squatted")
 	squat.Labels = map[string]string{events.LabelName: events.AppName, events.LabelManagedBy: events.ManagedBy,
