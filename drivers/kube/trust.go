@@ -15,12 +15,10 @@ import (
 // before that policy, or by an administrator by hand: it binds nothing, and one under the name
 // a fleet would create holds that fleet (NameTaken) until a person deletes it.
 //
-// The operator's reservations carry its labels for the fleet they bind, and the API server
-// recorded the operator's field manager as the writer of their spec when it created them.
+// The operator's reservations carry its managed-by label, and the API server recorded the
+// operator's field manager as the writer of their spec when it created them.
 func madeByOperator(r *v1alpha1.CelldReservation) bool {
-	l := r.Labels
-	if l[events.LabelManagedBy] != events.ManagedBy || l[events.LabelFleetUID] != string(r.Spec.FleetUID) ||
-		l[events.LabelInstance] != r.Spec.FleetName {
+	if r.Labels[events.LabelManagedBy] != events.ManagedBy {
 		return false
 	}
 	for _, m := range r.ManagedFields {

@@ -32,7 +32,7 @@ func TestMadeByOperator(t *testing.T) {
 	f := testFleet(v1alpha1.ProfileBucket)
 	mine := machine.RenderReservation(f)
 	relabelled := operatorMade(mine)
-	relabelled.Labels[events.LabelFleetUID] = "uid-someone-else"
+	delete(relabelled.Labels, events.LabelManagedBy)
 	statusOnly := writtenBy(mine, FieldManager)
 	statusOnly.ManagedFields[0].Subresource = "status"
 	cases := []struct {
@@ -44,7 +44,7 @@ func TestMadeByOperator(t *testing.T) {
 		{"no managedFields", mine, false},
 		{"created by kubectl", writtenBy(mine, "kubectl-create"), false},
 		{"the operator wrote only its status", statusOnly, false},
-		{"labels that disagree with the spec", relabelled, false},
+		{"without the operator's label", relabelled, false},
 	}
 	for _, c := range cases {
 		if got := madeByOperator(c.r); got != c.want {
