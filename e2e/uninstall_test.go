@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,8 +55,7 @@ func TestUninstallKeepsDisks(t *testing.T) {
 	}
 	claims := f.recordClaims()
 
-	// Fleets of earlier tests still terminating, whose operators are gone, would hold the CRD's
-	// deletion forever: they are released by hand, as their test's cleanup would.
+	// Put back whatever happens, for the tests after this one.
 	t.Cleanup(func() { reinstallCRDs(t) })
 	if _, err := kubectlCmd(f.ctx, "delete", "--wait=false", "-f", filepath.Join(suite.root, "deploy", "crds")); err != nil {
 		t.Fatalf("delete the CRDs: %v", err)
@@ -68,6 +68,8 @@ func TestUninstallKeepsDisks(t *testing.T) {
 		t.Fatalf("fleet %s not gone %s after its CRD was deleted", fl.Name, converge)
 	}
 	t.Logf("fleet %s went with its CRD %s after the delete", fl.Name, time.Since(start).Round(100*time.Millisecond))
+	// Fleets of earlier tests still terminating, whose operators are gone, would hold the CRD's
+	// deletion forever: they are released by hand, as their test's cleanup would.
 	releaseOrphanFleets(t)
 
 	// The claims are the operator's to delete only when a person deletes the fleet.
@@ -78,7 +80,7 @@ func TestUninstallKeepsDisks(t *testing.T) {
 				return err
 			}
 			if c.UID != uid || c.DeletionTimestamp != nil {
-				return errClaimChanged(name)
+				return fmt.Errorf("claim %s replaced or being deleted", name)
 			}
 		}
 		return nil
@@ -102,10 +104,6 @@ func TestUninstallKeepsDisks(t *testing.T) {
 	}
 	t.Logf("claims kept: %d; event: %s", len(own), said)
 }
-
-type errClaimChanged string
-
-func (e errClaimChanged) Error() string { return "claim " + string(e) + " replaced or being deleted" }
 
 // releaseOrphanFleets releases the fleets left in any namespace once the operators that served
 // them are gone (an earlier test's namespace still terminating): the CRD's deletion waits for
