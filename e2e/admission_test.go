@@ -114,6 +114,9 @@ func TestAdmission(t *testing.T) {
 		}, want: "spec.members"},
 		{name: "scale subresource to 0", profile: bucket, scale: i32(0), want: "spec.members"},
 		{name: "scale subresource to 1001", profile: bucket, scale: i32(1001), want: "spec.members"},
+		// Derived names: fleet "x-peers" would render the peer Service of fleet "x".
+		{name: "fleet name ending in -peers", profile: bucket, change: func(fl *v1alpha1.CelldFleet) { fl.Name = "x-peers" }, want: "metadata.name"},
+		{name: "fleet name ending in -clients", profile: persistent, change: func(fl *v1alpha1.CelldFleet) { fl.Name = "x-clients" }, want: "metadata.name"},
 	}
 
 	// The stored fleets the updates start from; creating them proves the base fleets valid.

@@ -31,7 +31,11 @@ func TestDeployManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"serviceaccount/celld-operator", "clusterrole.rbac.authorization.k8s.io/celld-operator",
-		"role.rbac.authorization.k8s.io/celld-operator-leader-election", "deployment.apps/celld-operator", "service/celld-operator-metrics"} {
+		"role.rbac.authorization.k8s.io/celld-operator-leader-election", "deployment.apps/celld-operator", "service/celld-operator-metrics",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/celld-reservations-operator-only",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/celld-reservations-operator-only",
+		"clusterrole.rbac.authorization.k8s.io/celld-aggregate-to-view", "clusterrole.rbac.authorization.k8s.io/celld-aggregate-to-edit",
+		"clusterrole.rbac.authorization.k8s.io/celld-aggregate-to-admin"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl apply -k deploy/ --dry-run=server did not accept %s:\n%s", want, out)
 		}

@@ -68,6 +68,10 @@ const FleetFinalizer = "celld.io/fleet-protection"
 // CelldFleet is one independent celld cluster: its members, their workload, Services,
 // NetworkPolicies, PodDisruptionBudget and, for PersistentFleet, their disks.
 //
+// The names of its objects are derived from its own ("NAME-peers", "NAME-clients"), so a name
+// that ends in one of those suffixes is refused: it would name another fleet's objects.
+// +kubebuilder:validation:XValidation:rule="!self.metadata.name.endsWith('-peers') && !self.metadata.name.endsWith('-clients')",message="metadata.name must not end in -peers or -clients: the operator names a fleet's peer Service NAME-peers and its NetworkPolicies NAME-peers and NAME-clients, so this name would collide with the objects of the fleet named without the suffix"
+//
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
