@@ -321,7 +321,9 @@ func TestMetricsNeedAToken(t *testing.T) {
 	if _, err := suite.kube.RbacV1().ClusterRoles().Create(f.ctx, pprofRole, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = suite.kube.RbacV1().ClusterRoles().Delete(context.Background(), pprofRole.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = suite.kube.RbacV1().ClusterRoles().Delete(context.Background(), pprofRole.Name, metav1.DeleteOptions{})
+	})
 	reader := metricsReader(t, f, "reader", "celld-operator-metrics-reader")
 	stranger := metricsReader(t, f, "stranger", "")
 	profiler := metricsReader(t, f, "profiler", pprofRole.Name)
