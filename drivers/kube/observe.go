@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/bucket"
 	"github.com/celld/celld-operator/events"
 )
 
@@ -29,10 +30,10 @@ func (i *Informers) Observe(namespace, name string, now time.Time, util *events.
 	}
 	o.Fleet = f
 
-	o.Reservations = indexed[*v1alpha1.CelldReservation](i.Reservations.GetIndexer().ByIndex(byBucket, f.Spec.Bucket.Name))
+	o.Reservations = indexed[*v1alpha1.CelldReservation](i.Reservations.GetIndexer().ByIndex(byBucket, bucket.Of(f.Spec.Bucket).Name))
 	// Only the fleets this operator watches: with --namespace, a rival in another namespace is
 	// unseen, and the reservation alone keeps the bucket.
-	for _, r := range indexed[*v1alpha1.CelldFleet](i.Fleets.GetIndexer().ByIndex(byBucket, f.Spec.Bucket.Name)) {
+	for _, r := range indexed[*v1alpha1.CelldFleet](i.Fleets.GetIndexer().ByIndex(byBucket, bucket.Of(f.Spec.Bucket).Name)) {
 		if r.UID != f.UID {
 			o.Rivals = append(o.Rivals, r)
 		}
