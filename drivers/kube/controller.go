@@ -115,6 +115,7 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 	}
 	ctl.sampler = &sampler{metrics: c.Metrics, discovery: c.Discovery, inf: ctl.inf, util: ctl.util,
 		enqueue: ctl.queue.Add, log: opts.Log, counts: opts.Metrics.utilizationGet}
+	ctl.inf.OnUndecodable(ctl.undecodable)
 	if err := ctl.inf.AddHandlers(ctl.enqueueEvent); err != nil {
 		return nil, fmt.Errorf("add event handlers: %w", err)
 	}
