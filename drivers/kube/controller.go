@@ -254,7 +254,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		}
 		if err := c.ap.Do(ctx, target, a); err != nil {
 			c.metrics.actions.WithLabelValues(string(a.Kind), "error").Inc()
-			if a.Kind == machine.Apply && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) {
+			if (a.Kind == machine.Apply || a.Kind == machine.BindReservation) && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) {
 				c.refuse(key, &events.Refusal{Generation: obs.Fleet.Generation, Object: refusedObject(a), Message: refusalMessage(err)})
 			}
 			ev := alog.Error()
@@ -317,6 +317,9 @@ func (c *Controller) refuse(key string, r *events.Refusal) {
 
 // refusedObject names the refused object as a person looks it up: Kind/name.
 func refusedObject(a machine.Action) string {
+	if a.Kind == machine.BindReservation {
+		return "CelldReservation/" + a.Name
+	}
 	kind, _, _ := strings.Cut(strings.TrimPrefix(a.Key, "apply/"), "/")
 	return kind + "/" + a.Name
 }
