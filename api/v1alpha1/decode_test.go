@@ -268,3 +268,52 @@ func mustJSON(obj any) string {
 	}
 	return string(b)
 }
+
+// TestNamesAdmission: the shipped CRD refuses fleet names whose derived objects would be invalid
+// and bucket names and endpoints S3 would not take, and admits the longest valid ones.
+func TestNamesAdmission(t *testing.T) {
+	adm := loadAdmission(t, "celld.io_celldfleets.yaml")
+	try := func(name, bucket, endpoint string) error {
+		obj := baseFleet(v1alpha1.ProfileBucket)
+		set(obj, name, "metadata", "name")
+		if bucket != "" {
+			set(obj, bucket, "spec", "bucket", "name")
+		}
+		if endpoint != "" {
+			set(obj, endpoint, "spec", "bucket", "endpoint")
+		}
+		return adm.admit(obj)
+	}
+	for _, ok := range []struct{ name, bucket, endpoint string }{
+		{"f" + strings.Repeat("x", 51), "", ""},
+		{"a", strings.Repeat("b", 63), ""},
+		{"a", "my.data-1.v2", "https://[2001:db8::1]:9000/"},
+		{"a", "abc", "http://minio.example.com:9000"},
+	} {
+		if err := try(ok.name, ok.bucket, ok.endpoint); err != nil {
+			t.Errorf("%+v refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []struct{ name, bucket, endpoint, want string }{
+		{"f" + strings.Repeat("x", 52), "", "", "at most 52"},
+		{strings.Repeat("a", 63), "", "", "at most 52"},
+		{"1fleet", "", "", "DNS label"},
+		{"my.fleet", "", "", "DNS label"},
+		{"a", "ab-.cd", "", "dot next to a hyphen"},
+		{"a", "ab.-cd", "", "dot next to a hyphen"},
+		{"a", "a..b", "", "two adjacent dots"},
+		{"a", "192.168.5.4", "", "IP address"},
+		{"a", "xn--abc", "", "xn--"},
+		{"a", "sthree-abc", "", "sthree-"},
+		{"a", "abc-s3alias", "", "-s3alias"},
+		{"a", "abc--x-s3", "", "--x-s3"},
+		{"a", "abc", "https://user@s3.example.com", "spec.bucket.endpoint"},
+		{"a", "abc", "https://", "spec.bucket.endpoint"},
+		{"a", "abc", "https:///path", "spec.bucket.endpoint"},
+	} {
+		err := try(bad.name, bad.bucket, bad.endpoint)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%+v: %v; want refused saying %q", bad, err, bad.want)
+		}
+	}
+}
