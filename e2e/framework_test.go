@@ -283,7 +283,7 @@ func (f *fixture) newFleet(name string, profile v1alpha1.Profile, members int32)
 			Profile: profile,
 			Members: members,
 			Image:   image,
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			Resources: v1alpha1.ResourceRequirements{Requests: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi"),
 			}},
 			Bucket: v1alpha1.BucketSpec{Name: f.bucket(name), Region: "us-east-1"},

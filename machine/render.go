@@ -275,7 +275,7 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 			{Name: peerPortName, ContainerPort: peer, Protocol: corev1.ProtocolTCP},
 		},
 		Env:          renderEnv(f),
-		Resources:    *f.Spec.Resources.DeepCopy(),
+		Resources:    f.Spec.Resources.Container(),
 		VolumeMounts: []corev1.VolumeMount{{Name: events.DataVolume, MountPath: DataMountPath}},
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 			HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString(clientPortName)},

@@ -129,9 +129,7 @@ type CelldFleetSpec struct {
 
 	// resources of the celld container. Requests are the base of capacity recommendations.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || self.requests.all(k, isQuantity(string(self.requests[k])) && quantity(string(self.requests[k])).isLessThan(quantity('1E')))",message="spec.resources.requests must be quantities below 1E, for example 500m or 2Gi"
-	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || self.limits.all(k, isQuantity(string(self.limits[k])) && quantity(string(self.limits[k])).isLessThan(quantity('1E')))",message="spec.resources.limits must be quantities below 1E, for example 500m or 2Gi"
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources ResourceRequirements `json:"resources,omitempty"`
 
 	// serviceAccountName is the ServiceAccount members run as; it carries the runtime IAM role
 	// that reaches the bucket. The namespace's default ServiceAccount when empty.
@@ -201,6 +199,36 @@ type BucketSpec struct {
 	// +kubebuilder:validation:Pattern=`^https?://[^\s/?#@]+([/?#][^\s]*)?$`
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getHostname() != ''",message="spec.bucket.endpoint must be an http or https URL with a host, for example https://s3.example.com"
 	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// ResourceRequirements are the celld container's compute resources, as a Pod's container has them,
+// bounded so that every value admitted decodes as a quantity.
+type ResourceRequirements struct {
+	// limits are the most of each resource the container may use, for example cpu: 2.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, isQuantity(string(self[k])))",message="spec.resources.limits must be quantities, for example 500m or 2Gi"
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+	// requests are the resources the container is scheduled with, for example cpu: 500m.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, isQuantity(string(self[k])))",message="spec.resources.requests must be quantities, for example 500m or 2Gi"
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// claims name the Pod's resource claims the container uses.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	Claims []corev1.ResourceClaim `json:"claims,omitempty"`
+}
+
+// Container is the resources as a container spec carries them.
+func (r *ResourceRequirements) Container() corev1.ResourceRequirements {
+	c := corev1.ResourceRequirements{Limits: r.Limits.DeepCopy(), Requests: r.Requests.DeepCopy()}
+	for _, x := range r.Claims {
+		c.Claims = append(c.Claims, *x.DeepCopy())
+	}
+	return c
 }
 
 // StorageSpec is a PersistentFleet member's retained disk.
