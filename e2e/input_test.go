@@ -291,6 +291,7 @@ func TestNameLimits(t *testing.T) {
 	}
 	for _, c := range refused {
 		fl := f.newFleet(c.name, v1alpha1.ProfileBucket, 1)
+		fl.Spec.Bucket.Name = f.bucket("names")
 		if c.bucket != "" {
 			fl.Spec.Bucket.Name = c.bucket
 		}
