@@ -143,11 +143,23 @@ func TestUndecodableFleetIsolated(t *testing.T) {
 	patch := `{"status":{"conditions":[{"type":"Stale","status":"True","reason":"Hand","message":"","lastTransitionTime":"2026-01-01t00:00:00z"}]}}`
 	_, statusErr := f.fleets().Patch(f.ctx, statusBad.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
 	t.Logf("a lower-case condition time written to a fleet's status: %v", statusErr)
+	// The API server stores it (the client then fails to decode its own answer): the operator
+	// must serve the fleet without its status, and say so.
+	statusStored := statusErr == nil || strings.Contains(statusErr.Error(), "parsing time")
 
 	// Reported: an Event on the object, the metric, a log line with its namespace and name.
 	f.waitEvent(bad, "Undecodable")
 	if n, series := op.counter(t, "celld_operator_undecodable_objects_total"); n == 0 || series[`{handling="skipped",kind="CelldFleet"}`] == 0 {
 		t.Errorf("celld_operator_undecodable_objects_total = %v %s, want the skipped fleet counted", n, formatSeries(series))
+	}
+	if statusStored {
+		err := wait.PollUntilContextTimeout(f.ctx, poll, 30*time.Second, true, func(context.Context) (bool, error) {
+			_, series := op.counter(t, "celld_operator_undecodable_objects_total")
+			return series[`{handling="status_dropped",kind="CelldFleet"}`] > 0, nil
+		})
+		if err != nil {
+			t.Errorf("the fleet whose status does not decode was never reported as served without it")
+		}
 	}
 	logged, _ := os.ReadFile(op.logPath)
 	if !strings.Contains(string(logged), `"namespace":"`+f.ns+`"`) || !strings.Contains(string(logged), `"name":"`+bad+`"`) ||
