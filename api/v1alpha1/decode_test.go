@@ -333,3 +333,31 @@ func TestNamesAdmission(t *testing.T) {
 		}
 	}
 }
+
+// TestSamplesAdmittedAndDecoded: the shipped samples pass the shipped CRD and decode.
+func TestSamplesAdmittedAndDecoded(t *testing.T) {
+	adm := loadAdmission(t, "celld.io_celldfleets.yaml")
+	for _, file := range []string{"bucket-fleet.yaml", "persistent-fleet.yaml"} {
+		data, err := os.ReadFile(filepath.Join("../../deploy/samples", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(data), "\n---") {
+			obj := map[string]any{}
+			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			if obj["kind"] != "CelldFleet" {
+				continue
+			}
+			set(obj, "ns", "metadata", "namespace")
+			if err := adm.admit(obj); err != nil {
+				t.Errorf("%s refused: %v", file, err)
+				continue
+			}
+			if err := decodeInto(obj, &v1alpha1.CelldFleet{}); err != nil {
+				t.Errorf("%s does not decode: %v", file, err)
+			}
+		}
+	}
+}
