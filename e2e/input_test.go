@@ -43,7 +43,7 @@ func TestBucketSpellingsOneBucket(t *testing.T) {
 
 	spellings := []string{
 		"https://s3.amazonaws.com",
-		"https://S3.AmazonAWS.com:443/",
+		"HTTPS://S3.AmazonAWS.com:443/",
 		"http://s3.us-east-1.amazonaws.com.:80//",
 		"https://s3.eu-west-1.amazonaws.com",
 		"https://" + name + ".s3.amazonaws.com",

@@ -305,6 +305,8 @@ func TestNamesAdmission(t *testing.T) {
 		{"a", strings.Repeat("b", 63), ""},
 		{"a", "my.data-1.v2", "https://[2001:db8::1]:9000/"},
 		{"a", "abc", "http://minio.example.com:9000"},
+		{"a", "abc", "HTTPS://S3.AMAZONAWS.COM.:443/abc"},
+		{"a", "abc", "https://key@s3.example.com"},
 	} {
 		if err := try(ok.name, ok.bucket, ok.endpoint); err != nil {
 			t.Errorf("%+v refused: %v", ok, err)
@@ -323,9 +325,10 @@ func TestNamesAdmission(t *testing.T) {
 		{"a", "sthree-abc", "", "sthree-"},
 		{"a", "abc-s3alias", "", "-s3alias"},
 		{"a", "abc--x-s3", "", "--x-s3"},
-		{"a", "abc", "https://user@s3.example.com", "spec.bucket.endpoint"},
 		{"a", "abc", "https://", "spec.bucket.endpoint"},
 		{"a", "abc", "https:///path", "spec.bucket.endpoint"},
+		{"a", "abc", "ftp://s3.example.com", "spec.bucket.endpoint"},
+		{"a", "abc", "s3.example.com", "spec.bucket.endpoint"},
 	} {
 		err := try(bad.name, bad.bucket, bad.endpoint)
 		if err == nil || !strings.Contains(err.Error(), bad.want) {

@@ -193,10 +193,12 @@ type BucketSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9-]+$`
 	Region string `json:"region"`
 
-	// endpoint of an S3-compatible store; the provider's default when empty.
+	// endpoint of an S3-compatible store; the provider's default (Amazon S3) when empty. Every
+	// spelling of one store is one store: the bucket is identified by the endpoint's host (case,
+	// trailing dot, port, scheme, path and user info aside) and its name.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:Pattern=`^https?://[^\s/?#@]+([/?#][^\s]*)?$`
+	// +kubebuilder:validation:Pattern=`^[hH][tT][tT][pP][sS]?://[^\s/?#]+([/?#][^\s]*)?$`
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getHostname() != ''",message="spec.bucket.endpoint must be an http or https URL with a host, for example https://s3.example.com"
 	Endpoint string `json:"endpoint,omitempty"`
 }
