@@ -29,7 +29,8 @@ import (
 // (the empty Amazon default against explicit Amazon endpoints with case, port, trailing slash
 // and dot, region host, virtual-host and path style), and to one that names it after a
 // reservation made under the operator's old naming; none of them ever gets a workload. The same
-// bucket name at another store is not refused.
+// bucket name at another store is not refused, nor is a bucket named like another bucket's
+// reservation under the old naming.
 func TestBucketSpellingsOneBucket(t *testing.T) {
 	t.Parallel()
 	first, second := newFixture(t), newFixture(t)
@@ -74,11 +75,30 @@ func TestBucketSpellingsOneBucket(t *testing.T) {
 	other.Spec.Bucket = v1alpha1.BucketSpec{Name: name, Region: "us-east-1", Endpoint: "https://minio.example.com:9000"}
 	other = second.create(other)
 
+	// A bucket named like a reservation the old naming derived for another bucket (name, dash,
+	// hash of the endpoint) is another bucket: its fleet converges, on a reservation of its own.
+	atStore := v1alpha1.BucketSpec{Name: first.bucket("store"), Region: "us-east-1", Endpoint: "https://minio.example.com"}
+	oldName := bucket.LegacyReservationName(atStore)
+	if _, err := suite.celld.CelldV1alpha1().CelldReservations(first.ns).Create(first.ctx, &v1alpha1.CelldReservation{
+		ObjectMeta: metav1.ObjectMeta{Name: oldName},
+		Spec: v1alpha1.CelldReservationSpec{FleetName: "gone", FleetUID: types.UID("00000000-0000-0000-0000-00000000beef"),
+			Profile: v1alpha1.ProfileBucket, Bucket: atStore},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	namesake := first.newFleet("namesake", v1alpha1.ProfileBucket, 1)
+	namesake.Spec.Bucket = v1alpha1.BucketSpec{Name: oldName, Region: "us-east-1"}
+	namesake = first.create(namesake)
+
 	for _, r := range rivals {
 		fl := second.waitFleet(r.Name, time.Minute, "refused: BucketReserved", bucketRefused)
 		t.Logf("%s (%s): %s", r.Name, r.Spec.Bucket.Endpoint, condition(fl, v1alpha1.ConditionDegraded).Message)
 	}
 	second.waitConverged(other.Name)
+	first.waitConverged(namesake.Name)
+	if r := first.reservation(namesake); r.Spec.FleetUID != namesake.UID || r.Name == oldName {
+		t.Errorf("the fleet on bucket %s is bound by %s to %s; want its own reservation", oldName, r.Name, r.Spec.FleetUID)
+	}
 	// Refused for good: after several resyncs still nothing.
 	time.Sleep(5 * time.Second)
 	for _, r := range rivals {
