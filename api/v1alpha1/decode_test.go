@@ -198,7 +198,7 @@ func TestAdmittedFleetsDecode(t *testing.T) {
 		profile := rapid.SampledFrom([]v1alpha1.Profile{v1alpha1.ProfileBucket, v1alpha1.ProfilePersistentFleet}).Draw(t, "profile")
 		obj := baseFleet(profile)
 		field := rapid.SampledFrom([]string{"scaleInStabilization", "unreachableGracePeriod", "storage.size", "scratch.sizeLimit",
-			"requests.cpu", "limits.memory", "targetUtilization", "clientPort", "members"}).Draw(t, "field")
+			"requests.cpu", "limits.memory", "targetUtilization", "clientPort", "members", "maxSkew", "tolerationSeconds", "weight"}).Draw(t, "field")
 		switch field {
 		case "scaleInStabilization":
 			set(obj, durationValue(t), "spec", "capacity", "scaleInStabilization")
@@ -218,6 +218,13 @@ func TestAdmittedFleetsDecode(t *testing.T) {
 			set(obj, quantityValue(t), "spec", "resources", "requests", "cpu")
 		case "limits.memory":
 			set(obj, quantityValue(t), "spec", "resources", "limits", "memory")
+		case "maxSkew":
+			set(obj, []any{map[string]any{"maxSkew": intValue(t), "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}}, "spec", "placement", "topologySpreadConstraints")
+		case "tolerationSeconds":
+			set(obj, []any{map[string]any{"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": intValue(t)}}, "spec", "placement", "tolerations")
+		case "weight":
+			set(obj, map[string]any{"podAntiAffinity": map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": []any{
+				map[string]any{"weight": intValue(t), "podAffinityTerm": map[string]any{"topologyKey": "zone"}}}}}, "spec", "placement", "affinity")
 		default:
 			set(obj, intValue(t), "spec", field)
 		}
