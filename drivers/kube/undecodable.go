@@ -9,8 +9,11 @@ func (c *Controller) undecodable(u Undecodable) {
 		handling, what = "status_dropped", "its status is ignored and the object is served without it"
 	}
 	c.metrics.undecodable.WithLabelValues(u.Kind, handling).Inc()
-	c.log.Error().Err(u.Err).Str("kind", u.Kind).Str("namespace", u.Namespace).Str("name", u.Name).Str("handling", handling).
-		Msg("a celld.io object does not decode")
+	ev := c.log.Error().Err(u.Err).Str("kind", u.Kind).Str("namespace", u.Namespace).Str("name", u.Name).Str("handling", handling)
+	if u.Kind == "CelldFleet" {
+		ev = ev.Str("fleet", u.Name)
+	}
+	ev.Msg("a celld.io object does not decode")
 	if c.ap.Recorder != nil && u.Object != nil {
 		c.ap.Recorder.Eventf(u.Object, "Warning", "Undecodable", "%s %s/%s does not decode (%v): %s", u.Kind, u.Namespace, u.Name, u.Err, what)
 	}
