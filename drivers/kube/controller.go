@@ -85,7 +85,14 @@ type fleetMachine struct {
 	// refused is the API server's latest refusal of an object rendered from the fleet's spec:
 	// only a write's answer shows it, so it goes back into the next observation.
 	refused *events.Refusal
+	// refusedUntil ends a refusal that may pass on its own (Forbidden: a namespace being
+	// deleted, a permission or policy not yet in place); zero holds it until the spec changes.
+	refusedUntil time.Time
 }
+
+// forbiddenRetry is how long a Forbidden refusal holds the fleet, Degraded, before the refused
+// write is tried again.
+var forbiddenRetry = time.Minute
 
 // NewController builds the caches and the queue; nothing runs until Start and Run.
 func NewController(c Clients, opts Options) (*Controller, error) {
@@ -254,8 +261,15 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		}
 		if err := c.ap.Do(ctx, target, a); err != nil {
 			c.metrics.actions.WithLabelValues(string(a.Kind), "error").Inc()
-			if (a.Kind == machine.Apply || a.Kind == machine.BindReservation) && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) {
-				c.refuse(key, &events.Refusal{Generation: obs.Fleet.Generation, Object: refusedObject(a), Message: refusalMessage(err)})
+			if a.Kind == machine.Apply || a.Kind == machine.BindReservation {
+				r := &events.Refusal{Generation: obs.Fleet.Generation, Object: refusedObject(a), Message: refusalMessage(err)}
+				switch {
+				case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+					c.refuse(key, r, time.Time{})
+				case apierrors.IsForbidden(err):
+					c.refuse(key, r, time.Now().Add(forbiddenRetry))
+					c.queue.AddAfter(key, forbiddenRetry)
+				}
 			}
 			ev := alog.Error()
 			if apierrors.IsConflict(err) || errors.Is(err, machine.ErrPremiseChanged) {
@@ -302,16 +316,19 @@ func (c *Controller) refusal(key string) *events.Refusal {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if fm := c.machines[key]; fm != nil {
+		if !fm.refusedUntil.IsZero() && time.Now().After(fm.refusedUntil) {
+			fm.refused, fm.refusedUntil = nil, time.Time{}
+		}
 		return fm.refused
 	}
 	return nil
 }
 
-func (c *Controller) refuse(key string, r *events.Refusal) {
+func (c *Controller) refuse(key string, r *events.Refusal, until time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if fm := c.machines[key]; fm != nil {
-		fm.refused = r
+		fm.refused, fm.refusedUntil = r, until
 	}
 }
 

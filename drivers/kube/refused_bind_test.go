@@ -2,8 +2,10 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,5 +63,57 @@ func TestRefusedReservationIsDegraded(t *testing.T) {
 	}
 	if status == nil {
 		t.Error("no status was published")
+	}
+}
+
+// TestForbiddenReservationIsDegradedThenRetried: a reservation the API server forbids (a
+// namespace being deleted, a policy, a permission not yet granted) ends in Degraded on the next
+// sync, and is tried again once forbiddenRetry has passed, not before.
+func TestForbiddenReservationIsDegradedThenRetried(t *testing.T) {
+	defer func(d time.Duration) { forbiddenRetry = d }(forbiddenRetry)
+	forbiddenRetry = 300 * time.Millisecond
+	f := testFleet(v1alpha1.ProfileBucket)
+	f.Generation = 1
+	kube, celld := kubefake.NewClientset(), celldfake.NewSimpleClientset(f.DeepCopy())
+	celld.PrependReactor("create", "celldreservations", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "celld.io", Resource: "celldreservations"}, "x",
+			fmt.Errorf("unable to create new content in namespace team because it is being terminated"))
+	})
+	ctl, err := NewController(Clients{Kube: kube, Celld: celld, Recorder: record.NewFakeRecorder(10)},
+		Options{Log: zerolog.Nop(), Metrics: NewMetrics()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.inf.Fleets.GetIndexer().Add(f); err != nil {
+		t.Fatal(err)
+	}
+	creates := func() int {
+		n := 0
+		for _, a := range celld.Actions() {
+			if a.GetVerb() == "create" && a.GetResource().Resource == "celldreservations" {
+				n++
+			}
+		}
+		return n
+	}
+	if err := ctl.Sync(context.Background(), "team/alpha"); err == nil {
+		t.Fatal("the first sync must fail on the forbidden reservation")
+	}
+	if err := ctl.Sync(context.Background(), "team/alpha"); err != nil {
+		t.Fatalf("the second sync must publish the refusal: %v", err)
+	}
+	degraded := false
+	for _, a := range celld.Actions() {
+		if p, ok := a.(k8stesting.PatchActionImpl); ok && a.GetSubresource() == "status" && strings.Contains(string(p.Patch), "being terminated") {
+			degraded = true
+		}
+	}
+	if !degraded || creates() != 1 {
+		t.Errorf("after the refusal: Degraded published %t, reservation creates %d; want true and 1", degraded, creates())
+	}
+	time.Sleep(forbiddenRetry + 100*time.Millisecond)
+	_ = ctl.Sync(context.Background(), "team/alpha")
+	if creates() != 2 {
+		t.Errorf("reservation creates after forbiddenRetry: %d, want 2", creates())
 	}
 }
