@@ -96,7 +96,9 @@ func triggerText(t Trigger) string {
 func (p *planner) live() {
 	v, fx := p.v, p.fx
 	f := v.Fleet
-	if !v.Reservation.Exists && !fx.isTaken("CelldReservation/"+ReservationName(f.Spec.Bucket)) {
+	// A refused spec holds the reservation too: the API server refused it or another object
+	// rendered from this generation, and asking again would only repeat the refusal.
+	if !v.Reservation.Exists && v.Refused == nil && !fx.isTaken("CelldReservation/"+ReservationName(f.Spec.Bucket)) {
 		r := RenderReservation(f)
 		p.add(Action{Kind: BindReservation, Key: "bind/" + f.Namespace + "/" + r.Name + "/" + string(f.UID), Name: r.Name, Object: r})
 		p.intend("bind bucket %s to this fleet", f.Spec.Bucket.Name)

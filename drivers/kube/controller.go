@@ -88,7 +88,14 @@ type fleetMachine struct {
 	// refused is the API server's latest refusal of an object rendered from the fleet's spec:
 	// only a write's answer shows it, so it goes back into the next observation.
 	refused *events.Refusal
+	// refusedUntil ends a refusal that may pass on its own (Forbidden: a namespace being
+	// deleted, a permission or policy not yet in place); zero holds it until the spec changes.
+	refusedUntil time.Time
 }
+
+// forbiddenRetry is how long a Forbidden refusal holds the fleet, Degraded, before the refused
+// write is tried again.
+var forbiddenRetry = time.Minute
 
 // NewController builds the caches and the queue; nothing runs until Start and Run.
 func NewController(c Clients, opts Options) (*Controller, error) {
@@ -119,6 +126,7 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 	}
 	ctl.sampler = &sampler{metrics: c.Metrics, discovery: c.Discovery, inf: ctl.inf, util: ctl.util,
 		enqueue: ctl.queue.Add, log: opts.Log, counts: opts.Metrics.utilizationGet}
+	ctl.inf.OnUndecodable(ctl.undecodable)
 	if err := ctl.inf.AddHandlers(ctl.enqueueEvent); err != nil {
 		return nil, fmt.Errorf("add event handlers: %w", err)
 	}
@@ -272,8 +280,15 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		}
 		if err := c.ap.Do(ctx, target, a); err != nil {
 			c.metrics.actions.WithLabelValues(string(a.Kind), "error").Inc()
-			if a.Kind == machine.Apply && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) {
-				c.refuse(key, &events.Refusal{Generation: obs.Fleet.Generation, Object: refusedObject(a), Message: refusalMessage(err)})
+			if a.Kind == machine.Apply || a.Kind == machine.BindReservation {
+				r := &events.Refusal{Generation: obs.Fleet.Generation, Object: refusedObject(a), Message: refusalMessage(err)}
+				switch {
+				case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+					c.refuse(key, r, time.Time{})
+				case apierrors.IsForbidden(err):
+					c.refuse(key, r, time.Now().Add(forbiddenRetry))
+					c.queue.AddAfter(key, forbiddenRetry)
+				}
 			}
 			ev := alog.Error()
 			if apierrors.IsConflict(err) || errors.Is(err, machine.ErrPremiseChanged) {
@@ -320,21 +335,27 @@ func (c *Controller) refusal(key string) *events.Refusal {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if fm := c.machines[key]; fm != nil {
+		if !fm.refusedUntil.IsZero() && time.Now().After(fm.refusedUntil) {
+			fm.refused, fm.refusedUntil = nil, time.Time{}
+		}
 		return fm.refused
 	}
 	return nil
 }
 
-func (c *Controller) refuse(key string, r *events.Refusal) {
+func (c *Controller) refuse(key string, r *events.Refusal, until time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if fm := c.machines[key]; fm != nil {
-		fm.refused = r
+		fm.refused, fm.refusedUntil = r, until
 	}
 }
 
 // refusedObject names the refused object as a person looks it up: Kind/name.
 func refusedObject(a machine.Action) string {
+	if a.Kind == machine.BindReservation {
+		return "CelldReservation/" + a.Name
+	}
 	kind, _, _ := strings.Cut(strings.TrimPrefix(a.Key, "apply/"), "/")
 	return kind + "/" + a.Name
 }
