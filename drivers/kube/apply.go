@@ -21,6 +21,7 @@ import (
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/reservation"
 )
@@ -39,15 +40,25 @@ type Applier struct {
 // Target is the fleet a sync's actions are about: the cached object, replaced by what the API
 // server answers to the operator's own writes to it, so a later action of the same sync (status
 // after a finalizer) carries the current resourceVersion instead of conflicting with itself.
-type Target struct {
-	Fleet *v1alpha1.CelldFleet
+type Target = loop.Target
+
+// Do confirms an action's premise on fresh reads, as the loop does, and applies it. A Requeue
+// is the caller's: it is not an API request.
+func (ap *Applier) Do(ctx context.Context, t *Target, a machine.Action) error {
+	if a.Premise != nil {
+		fresh, err := ap.fresh(ctx, t, a)
+		if err != nil {
+			return fmt.Errorf("confirm %s: %w", a.Key, err)
+		}
+		if err := a.Premise.Check(fresh); err != nil {
+			return fmt.Errorf("confirm %s: %w", a.Key, err)
+		}
+	}
+	return ap.send(ctx, t, a)
 }
 
-// Do applies one action. A Requeue is the caller's: it is not an API request.
-func (ap *Applier) Do(ctx context.Context, t *Target, a machine.Action) error {
-	if err := ap.confirm(ctx, t, a); err != nil {
-		return err
-	}
+// send applies one action whose premise, if any, was confirmed.
+func (ap *Applier) send(ctx context.Context, t *Target, a machine.Action) error {
 	switch a.Kind {
 	case machine.Apply:
 		return ap.apply(ctx, a)
@@ -283,13 +294,13 @@ func (ap *Applier) finalizer(ctx context.Context, t *Target, add bool) error {
 	return nil
 }
 
-// confirm checks an action's premise against fresh reads (no cache): the node it was decided on,
+// fresh reads what an action's premise names, bypassing the caches: the node it was decided on,
 // the members that must still be ready, the fleet's spec and the workload as the decision saw
 // them.
-func (ap *Applier) confirm(ctx context.Context, t *Target, a machine.Action) error {
+func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (machine.Fresh, error) {
 	p := a.Premise
 	if p == nil {
-		return nil
+		return machine.Fresh{}, nil
 	}
 	fresh := machine.Fresh{Pods: map[string]*corev1.Pod{}}
 	if p.Node != "" {
@@ -298,13 +309,13 @@ func (ap *Applier) confirm(ctx context.Context, t *Target, a machine.Action) err
 		case err == nil:
 			fresh.Node = n
 		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("confirm %s: get node %s: %w", a.Key, p.Node, err)
+			return machine.Fresh{}, fmt.Errorf("get node %s: %w", p.Node, err)
 		}
 	}
 	if len(p.Ready) > 0 {
 		list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machine.Selector(t.Fleet)})
 		if err != nil {
-			return fmt.Errorf("confirm %s: list members: %w", a.Key, err)
+			return machine.Fresh{}, fmt.Errorf("list members: %w", err)
 		}
 		for i := range list.Items {
 			fresh.Pods[list.Items[i].Name] = &list.Items[i]
@@ -316,7 +327,7 @@ func (ap *Applier) confirm(ctx context.Context, t *Target, a machine.Action) err
 		case err == nil:
 			fresh.FleetGeneration = f.Generation
 		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("confirm %s: get fleet %s: %w", a.Key, p.Fleet, err)
+			return machine.Fresh{}, fmt.Errorf("get fleet %s: %w", p.Fleet, err)
 		}
 	}
 	if p.Workload {
@@ -330,19 +341,16 @@ func (ap *Applier) confirm(ctx context.Context, t *Target, a machine.Action) err
 		case *appsv1.Deployment:
 			meta, err = ap.Kube.AppsV1().Deployments(a.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
 		default:
-			return fmt.Errorf("confirm %s: a workload premise on a %T", a.Key, a.Object)
+			return machine.Fresh{}, fmt.Errorf("a workload premise on a %T", a.Object)
 		}
 		switch {
 		case err == nil:
 			fresh.WorkloadExists, fresh.WorkloadGeneration = true, meta.GetGeneration()
 		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("confirm %s: get workload: %w", a.Key, err)
+			return machine.Fresh{}, fmt.Errorf("get workload: %w", err)
 		}
 	}
-	if err := p.Check(fresh); err != nil {
-		return fmt.Errorf("confirm %s: %w", a.Key, err)
-	}
-	return nil
+	return fresh, nil
 }
 
 // deletePod deletes one member with its UID and resourceVersion as preconditions, so a Pod

@@ -163,17 +163,28 @@ func (c *Cluster) doDeletePod(a machine.Action, req *Request) error {
 // checkPremise confirms an action's premise on the cluster's truth, as the driver confirms it
 // with fresh reads.
 func (c *Cluster) checkPremise(a machine.Action) error {
+	if a.Premise == nil {
+		return nil
+	}
+	return a.Premise.Check(c.Fresh(a))
+}
+
+// Fresh reads what an action's premise names from the cluster's truth, as the real driver reads
+// it from the API server, bypassing its caches. The objects are copies.
+func (c *Cluster) Fresh(a machine.Action) machine.Fresh {
 	p := a.Premise
 	if p == nil {
-		return nil
+		return machine.Fresh{}
 	}
 	fresh := machine.Fresh{Pods: map[string]*corev1.Pod{}}
 	if p.Node != "" {
-		fresh.Node = c.node(p.Node)
+		if n := c.node(p.Node); n != nil {
+			fresh.Node = n.DeepCopy()
+		}
 	}
 	for _, name := range p.Ready {
 		if pod := c.pod(a.Namespace, name); pod != nil {
-			fresh.Pods[name] = pod
+			fresh.Pods[name] = pod.DeepCopy()
 		}
 	}
 	if p.FleetGeneration != 0 {
@@ -188,7 +199,7 @@ func (c *Cluster) checkPremise(a machine.Action) error {
 			}
 		}
 	}
-	return p.Check(fresh)
+	return fresh
 }
 
 func (c *Cluster) doDeleteDisk(a machine.Action, req *Request) error {
