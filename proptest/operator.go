@@ -32,6 +32,8 @@ type Operator struct {
 	PremiseRefusals int
 	// Failures counts the actions the cluster refused (conflicts, refusals).
 	Failures int
+	// last is the observation of the sync in progress.
+	last *events.Observation
 }
 
 // NewOperator starts an operator whose caches are synced with the cluster.
@@ -79,13 +81,22 @@ func (o *Operator) View(key string) events.View {
 // Fleets lists the fleets the operator's caches hold.
 func (o *Operator) Fleets() []string { return o.store.Fleets() }
 
-// Sync runs the loop once for every fleet the caches hold. It returns the decisions made.
-func (o *Operator) Sync(c *sim.Cluster) []machine.Decision {
+// Pass is one fleet's sync: the observation the loop decided on and what it decided.
+type Pass struct {
+	Key      string
+	Obs      *events.Observation
+	Decision machine.Decision
+}
+
+// Sync runs the loop once for every fleet the caches hold, at the cluster's clock (the
+// operator's clock is the wall clock, not its caches'). It returns what each sync decided on.
+func (o *Operator) Sync(c *sim.Cluster) []Pass {
 	o.c = c
-	var out []machine.Decision
+	var out []Pass
 	for _, key := range o.store.Fleets() {
-		res, err := o.loop.Sync(context.Background(), key, o.store.Now())
-		out = append(out, res.Decision)
+		o.last = nil
+		res, err := o.loop.Sync(context.Background(), key, c.Now())
+		out = append(out, Pass{Key: key, Obs: o.last, Decision: res.Decision})
 		o.trace(c, key, res, err)
 	}
 	return out
@@ -94,8 +105,13 @@ func (o *Operator) Sync(c *sim.Cluster) []machine.Decision {
 // simDriver is the loop's driver over the operator's event store and the simulated cluster.
 type simDriver struct{ o *Operator }
 
-func (d simDriver) Observe(_ context.Context, namespace, name string, _ time.Time) (*events.Observation, error) {
-	return d.o.store.Observe(namespace, name), nil
+func (d simDriver) Observe(_ context.Context, namespace, name string, now time.Time) (*events.Observation, error) {
+	obs := d.o.store.Observe(namespace, name)
+	if now.After(obs.Now) {
+		obs.Now = now
+	}
+	d.o.last = obs
+	return obs, nil
 }
 
 func (d simDriver) Fresh(_ context.Context, _ *loop.Target, a machine.Action) (machine.Fresh, error) {

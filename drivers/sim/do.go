@@ -56,6 +56,10 @@ func (c *Cluster) do(a machine.Action, req *Request) error {
 // writes racing another writer do.
 func (c *Cluster) InjectConflicts(n int) { c.conflicts += n }
 
+// InjectRefusals makes the next n workload applies fail as Invalid, as an admission webhook or a
+// validation the operator's render does not know of refuses them.
+func (c *Cluster) InjectRefusals(n int) { c.refusals += n }
+
 func (c *Cluster) conflict(k Kind, name string) error {
 	if c.conflicts <= 0 {
 		return nil
@@ -90,6 +94,11 @@ func (c *Cluster) doApply(a machine.Action, req *Request) error {
 		return err
 	}
 	workload := k == KindStatefulSet || k == KindDeployment
+	if workload && c.refusals > 0 {
+		c.refusals--
+		return invalid(o, field.ErrorList{field.Invalid(field.NewPath("spec", "template", "spec", "containers").Index(0).Child("image"),
+			"", "the API server refuses this object (injected)")})
+	}
 	var before workloadState
 	if workload {
 		before = c.workloadStateOf(k, req.Namespace, req.Name)

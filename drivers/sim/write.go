@@ -116,6 +116,9 @@ func graceful(o object) bool {
 // as the final state of a watch's delete does.
 func (c *Cluster) remove(obj object) {
 	k := mustKind(obj)
+	if p, ok := obj.(*corev1.Pod); ok {
+		c.noteRemovedPod(p)
+	}
 	delete(c.objs[k], keyOf(obj))
 	delete(c.byUID, obj.GetUID())
 	delete(c.runtime, obj.GetUID())
