@@ -82,7 +82,7 @@ type PodDeletion struct {
 	Fenced bool
 	// Grace is the fleet's healing grace period at the deletion (its spec's, or 5m when unset).
 	Grace time.Duration
-	// NotReadySince is when the Pod's Ready condition last changed, zero when it has none.
+	// NotReadySince is when the Pod's Ready condition last changed, its creation when it has none.
 	NotReadySince time.Time
 	// ClaimLost: the Pod's data claim was missing, lost or being deleted.
 	ClaimLost bool
@@ -244,6 +244,7 @@ func (c *Cluster) podDeletionOf(p *corev1.Pod, a machine.Action) PodDeletion {
 	d.ClaimLost = c.claimLost(p)
 	d.RevisionBehind = c.revisionBehind(p)
 	d.Deployment = p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != ""
+	d.NotReadySince = p.CreationTimestamp.Time
 	for _, cond := range p.Status.Conditions {
 		if cond.Type == corev1.PodReady {
 			d.NotReadySince = cond.LastTransitionTime.Time

@@ -56,6 +56,9 @@ func (c *Cluster) do(a machine.Action, req *Request) error {
 // writes racing another writer do.
 func (c *Cluster) InjectConflicts(n int) { c.conflicts += n }
 
+// StopInjecting cancels the conflicts and refusals injected and not yet spent.
+func (c *Cluster) StopInjecting() { c.conflicts, c.refusals = 0, 0 }
+
 // InjectRefusals makes the next n workload applies fail as Invalid, as an admission webhook or a
 // validation the operator's render does not know of refuses them.
 func (c *Cluster) InjectRefusals(n int) { c.refusals += n }

@@ -68,6 +68,8 @@ type Judge struct {
 	replicas, pods, disks, requests int
 	// bound remembers the first fleet UID the operator reserved each bucket to.
 	bound map[string]types.UID
+	// resUID is the object UID of the reservation that bound it.
+	resUID map[string]types.UID
 	// Judged counts, per clause, the real writes, deletions and decisions judged.
 	Judged map[string]int
 	// Extra counts what clause 3 judged besides deletions.
@@ -78,7 +80,7 @@ type Judge struct {
 
 // New watches a cluster.
 func New(c *sim.Cluster) *Judge {
-	return &Judge{c: c, bound: map[string]types.UID{}, Judged: map[string]int{}, Extra: map[string]int{}, restartRound: -afterRestart - 1}
+	return &Judge{c: c, bound: map[string]types.UID{}, resUID: map[string]types.UID{}, Judged: map[string]int{}, Extra: map[string]int{}, restartRound: -afterRestart - 1}
 }
 
 // Count adds n judged cases to a clause (for the clauses judged by twins outside this package).
@@ -319,10 +321,15 @@ func (j *Judge) buckets() error {
 		if r.Labels["app.kubernetes.io/managed-by"] == "" {
 			continue // made by hand: not the operator's word
 		}
-		if uid, ok := j.bound[r.Spec.Bucket.Name]; ok && uid != r.Spec.FleetUID {
-			return fail(C9OneBucketOneUID, "bucket %s was bound to %s, now to %s", r.Spec.Bucket.Name, uid, r.Spec.FleetUID)
+		b := r.Spec.Bucket.Name
+		if uid, ok := j.bound[b]; ok && uid != r.Spec.FleetUID {
+			// Only a person frees a bucket, by deleting its reservation; even then, while the
+			// fleet it bound still exists, the bucket is that fleet's.
+			if j.resUID[b] == r.UID || j.fleetExists(uid) {
+				return fail(C9OneBucketOneUID, "bucket %s was bound to %s, now to %s", b, uid, r.Spec.FleetUID)
+			}
 		}
-		j.bound[r.Spec.Bucket.Name] = r.Spec.FleetUID
+		j.bound[b], j.resUID[b] = r.Spec.FleetUID, r.UID
 	}
 	for _, o := range j.c.List(sim.KindFleet, "") {
 		f := o.(*v1alpha1.CelldFleet)
@@ -381,8 +388,13 @@ func (j *Judge) Settled() error {
 			}
 		}
 		if replicas != target || len(pods) != int(target) || serving != int(target) {
-			return fail(C10Liveness, "fleet %s: target %d, workload replicas %d, %d member pods of which %d serve %s",
-				f.Name, target, replicas, len(pods), serving, f.Spec.Image)
+			var desc []string
+			for _, p := range pods {
+				desc = append(desc, fmt.Sprintf("%s(node %s %s, %s, serving %t, terminating %t)", p.Name, p.Spec.NodeName,
+					j.c.NodeState(p.Spec.NodeName), p.Status.Phase, j.serving(p, f.Spec.Image), p.DeletionTimestamp != nil))
+			}
+			return fail(C10Liveness, "fleet %s: target %d, workload replicas %d, %d member pods of which %d serve %s: %s",
+				f.Name, target, replicas, len(pods), serving, f.Spec.Image, strings.Join(desc, ", "))
 		}
 	}
 	return nil
@@ -460,4 +472,13 @@ func (j *Judge) AtRest(clause string, run func()) error {
 		return fail(clause, "a converged cluster got %d requests: %s", len(after)-before, strings.Join(reqs, "; "))
 	}
 	return nil
+}
+
+func (j *Judge) fleetExists(uid types.UID) bool {
+	for _, o := range j.c.List(sim.KindFleet, "") {
+		if o.(*v1alpha1.CelldFleet).UID == uid {
+			return true
+		}
+	}
+	return false
 }
