@@ -131,6 +131,11 @@ func (c *coverage) missing() []string {
 			out = append(out, "clause "+k)
 		}
 	}
+	for _, k := range []string{judge.ForceDeletes, judge.PartitionedTimes} {
+		if c.extra[k] == 0 {
+			out = append(out, "clause 3: "+k)
+		}
+	}
 	for _, k := range FaultKinds {
 		if c.faults[k] == 0 {
 			out = append(out, "fault "+k)

@@ -162,7 +162,13 @@ var Ops = []Op{
 		if len(claims) > 0 {
 			name := claims[p.Int("claim", 0, len(claims)-1)]
 			w.Faults[FaultVolumeLost]++
-			if err := w.Fault("volume of "+name+" lost", func() error { return w.C.LoseDisk(Namespace, name) }); err != nil {
+			lose := func() error { return w.C.LoseDisk(Namespace, name) }
+			what := "volume of " + name + " lost"
+			if p.Int("how", 0, 1) == 0 {
+				lose = func() error { return w.C.Delete(sim.KindPVC, Namespace, name) }
+				what = "someone deletes claim " + name
+			}
+			if err := w.Fault(what, lose); err != nil {
 				return err
 			}
 		}
@@ -347,6 +353,15 @@ func (w *World) StopFaults() error {
 		return err
 	}
 	w.C.StopInjecting()
+	// A claim whose volume is lost never binds again: its user deletes it, and the StatefulSet
+	// makes a new one.
+	for _, c := range w.C.PVCs(Namespace) {
+		if c.Status.Phase == "Lost" && c.DeletionTimestamp == nil {
+			if err := w.C.Delete(sim.KindPVC, Namespace, c.Name); err != nil {
+				return err
+			}
+		}
+	}
 	// The API server refused a workload: its fleet says SpecRefused and waits for a spec that
 	// renders something the API server takes, so its user changes the spec.
 	for _, r := range w.C.Requests() {

@@ -17,7 +17,12 @@ func TestJudgeSharesNoDecisionCode(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no sources: %v", err)
 	}
+	judged := 0
 	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue // tests play a buggy operator, which takes the machine's requests
+		}
+		judged++
 		src, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
@@ -34,5 +39,8 @@ func TestJudgeSharesNoDecisionCode(t *testing.T) {
 				}
 			}
 		}
+	}
+	if judged == 0 {
+		t.Fatal("no judge sources checked")
 	}
 }

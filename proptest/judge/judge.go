@@ -42,7 +42,7 @@ var Clauses = []string{C1ShrinkOneAfterRollout, C2GrowInOneStep, C3PodDeletedOnl
 // What clause 3 counts besides deletions.
 const (
 	ForceDeletes     = "force-deletes judged against fencing"
-	PartitionedTimes = "rounds with a member running on a partitioned node, judged for two copies"
+	PartitionedTimes = "checks while a member ran on a partitioned node, judged for two copies"
 )
 
 // afterRestart is how many rounds after an operator restart the writes judged also count for
@@ -274,8 +274,16 @@ func (j *Judge) podDeletions() error {
 // copies: no member identity runs twice, a removed Pod's process on a partitioned node and its
 // replacement.
 func (j *Judge) copies() error {
-	zombies := j.c.Zombies()
-	if len(zombies) == 0 {
+	partitioned := len(j.c.Zombies()) > 0
+	for _, p := range j.c.List(sim.KindPod, "") {
+		pod := p.(*corev1.Pod)
+		if s := j.c.NodeState(pod.Spec.NodeName); pod.Status.Phase == corev1.PodRunning &&
+			(s == sim.NodeNotReady || s == sim.NodeUnreachable) && !j.c.Fenced(pod.Spec.NodeName) {
+			partitioned = true
+			break
+		}
+	}
+	if !partitioned {
 		return nil
 	}
 	j.Extra[PartitionedTimes]++
