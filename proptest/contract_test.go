@@ -32,6 +32,7 @@ var storyFlag = flag.Bool("story", false, "print the story of every sequence (us
 func TestContract(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		w := NewWorld(10, rapid.Uint64().Draw(rt, "noise-seed"))
+		w.Adversarial = true
 		p := rapidPicker{rt}
 		if *storyFlag {
 			w.Trace = func(l string) { fmt.Println(l) }

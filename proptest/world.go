@@ -50,6 +50,10 @@ type World struct {
 	rounds  int
 	// pending are events the watch holds back (Noise.Lag).
 	pending []events.Event
+	// Adversarial: the operator acts on intermediate states (controllers run only a few steps
+	// between its passes), the clock moves unevenly, and the operator restarts at random. Off,
+	// every round settles the cluster first: the scripted scenarios read better that way.
+	Adversarial bool
 	// calm: faults stopped; controllers settle before the operator acts, the watch is clean.
 	calm bool
 	// Faults counts, per fault kind, how often it occurred.
@@ -106,7 +110,7 @@ func (w *World) AddNode() string {
 func (w *World) Step(n int) error {
 	for i := 0; i < n; i++ {
 		w.rounds++
-		if w.calm {
+		if w.quiet() {
 			w.C.Advance(Round)
 		} else {
 			w.C.Advance(time.Duration(1+w.rng.IntN(2*int(Round/time.Second))) * time.Second)
@@ -116,7 +120,7 @@ func (w *World) Step(n int) error {
 		}
 		w.controllers()
 		w.Op.Feed(w.noisy(w.C.Drain()))
-		if !w.calm && w.rng.IntN(50) == 0 {
+		if !w.quiet() && w.rng.IntN(50) == 0 {
 			w.Faults[FaultRestart]++
 			w.Restart()
 		}
@@ -130,10 +134,12 @@ func (w *World) Step(n int) error {
 	return nil
 }
 
+func (w *World) quiet() bool { return w.calm || !w.Adversarial }
+
 // controllers runs the cluster's controllers: to a fixed point once faults stopped, otherwise a
 // random number of steps, often none.
 func (w *World) controllers() {
-	if w.calm || w.rng.IntN(5) == 0 {
+	if w.quiet() || w.rng.IntN(5) == 0 {
 		w.C.Settle()
 		return
 	}

@@ -59,6 +59,12 @@ func (ap *Applier) Do(ctx context.Context, t *Target, a machine.Action) error {
 
 // send applies one action whose premise, if any, was confirmed.
 func (ap *Applier) send(ctx context.Context, t *Target, a machine.Action) error {
+	if a.Kind == machine.DeletePod && a.Force {
+		if p := a.Premise; p == nil || p.Node == "" || (!p.NodeGone && !p.NodeFenced) {
+			// A force-delete on a node that may be alive starts a second copy of the member.
+			return fmt.Errorf("delete pod %s: refusing to force-delete a Pod whose node is not known to be gone or fenced", a.Key)
+		}
+	}
 	switch a.Kind {
 	case machine.Apply:
 		return ap.apply(ctx, a)

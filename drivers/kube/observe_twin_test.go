@@ -23,6 +23,7 @@ func TestObserveTwinsAgree(t *testing.T) {
 	compared := 0
 	for seed := uint64(1); seed <= 6; seed++ {
 		w := proptest.NewWorld(10, seed)
+		w.Adversarial = true
 		p := proptest.NewSeeded(seed)
 		for step := 0; step < 25; step++ {
 			op := proptest.Ops[p.Int("op", 0, len(proptest.Ops)-1)]

@@ -117,9 +117,9 @@ func (c *Cluster) Tick() bool {
 	changed := false
 	for _, step := range []func() bool{
 		c.evictFromUnhealthyNodes,
-		c.removeFromFencedNodes,
 		c.reapZombies,
 		c.collectOrphanPods,
+		c.collectOutOfServicePods,
 		c.collectGarbage,
 		c.bindClaims,
 		c.protectClaims,

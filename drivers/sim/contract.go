@@ -72,14 +72,14 @@ type PodDeletion struct {
 	FleetDeleting  bool
 	Node           string
 	NodeState      NodeState
+	// NodeFenced: the node carried the out-of-service taint at the delete.
+	NodeFenced bool
 	// NodeUnhealthySince is when the node's Ready condition last changed (or it was lost).
 	NodeUnhealthySince time.Time
 	WasReady           bool
 	WasTerminating     bool
 	// OtherNotReady counts the fleet's other member Pods that were not ready or terminating.
 	OtherNotReady int
-	// Fenced: the Pod's node carried the out-of-service taint.
-	Fenced bool
 	// Grace is the fleet's healing grace period at the deletion (its spec's, or 5m when unset).
 	Grace time.Duration
 	// NotReadySince is when the Pod's Ready condition last changed, its creation when it has none.
@@ -236,11 +236,10 @@ func (c *Cluster) podDeletionOf(p *corev1.Pod, a machine.Action) PodDeletion {
 	uid := types.UID(p.Labels[events.LabelFleetUID])
 	d := PodDeletion{Time: c.now, Namespace: p.Namespace, Name: p.Name, UID: p.UID, Preconditioned: a.UID != "",
 		Force: a.Force, Reason: a.Reason, FleetUID: uid, Node: p.Spec.NodeName, NodeState: c.nodeState(p.Spec.NodeName),
-		WasReady: podReady(p), WasTerminating: terminating(p)}
+		WasReady: podReady(p), WasTerminating: terminating(p), NodeFenced: c.nodeFenced(p.Spec.NodeName)}
 	if d.NodeState != NodeReady && d.NodeState != NodeNone {
 		d.NodeUnhealthySince = c.nodeUnhealthySince(p.Spec.NodeName)
 	}
-	d.Fenced = c.Fenced(p.Spec.NodeName)
 	d.ClaimLost = c.claimLost(p)
 	d.RevisionBehind = c.revisionBehind(p)
 	d.Deployment = p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != ""

@@ -1,20 +1,13 @@
 package sim
 
 import (
-	"fmt"
 	"sort"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// TaintOutOfService is the taint a person (or a fencing agent) puts on a node that is known to
-// be powered off or isolated: Kubernetes then removes its Pods without waiting for its kubelet
-// (non-graceful node shutdown), and nothing on it runs any more.
-const TaintOutOfService = "node.kubernetes.io/out-of-service"
 
 // Zombie is a member process that still runs on a partitioned node although its Pod object is
 // gone from the API: the node is NotReady or unreachable, not gone and not fenced, so nobody
@@ -35,47 +28,19 @@ func (c *Cluster) Zombies() []Zombie {
 	return out
 }
 
-// Fenced reports whether a node carries the out-of-service taint.
-func (c *Cluster) Fenced(name string) bool {
-	n := c.node(name)
-	if n == nil {
-		return false
-	}
-	for _, t := range n.Spec.Taints {
-		if t.Key == TaintOutOfService {
-			return true
-		}
-	}
-	return false
-}
-
-// FenceNode taints a node out-of-service with effect NoExecute, as a person does once the
-// machine is known to be off: its Pods are removed on the next Tick and its processes are dead.
-func (c *Cluster) FenceNode(name string) error {
-	n := c.node(name)
-	if n == nil {
-		return fmt.Errorf("fence node %s: %w", name, apierrors.NewNotFound(kinds[KindNode].resource, name))
-	}
-	if c.Fenced(name) {
-		return nil
-	}
-	next := n.DeepCopy()
-	next.Spec.Taints = append(next.Spec.Taints, corev1.Taint{Key: TaintOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute})
-	c.put(next)
-	c.killZombies(name)
-	return nil
-}
+// Fenced reports whether a node exists and carries the out-of-service taint.
+func (c *Cluster) Fenced(name string) bool { return c.nodeFenced(name) }
 
 // UnfenceNode removes the out-of-service taint, as a person does once the node is repaired.
 func (c *Cluster) UnfenceNode(name string) error {
 	n := c.node(name)
-	if n == nil || !c.Fenced(name) {
+	if n == nil || !c.nodeFenced(name) {
 		return nil
 	}
 	next := n.DeepCopy()
 	var taints []corev1.Taint
 	for _, t := range next.Spec.Taints {
-		if t.Key != TaintOutOfService {
+		if t.Key != corev1.TaintNodeOutOfService {
 			taints = append(taints, t)
 		}
 	}
@@ -84,24 +49,11 @@ func (c *Cluster) UnfenceNode(name string) error {
 	return nil
 }
 
-// removeFromFencedNodes is the taint manager and the Pod garbage collector on an out-of-service
-// node: its Pods are deleted and, as no kubelet will confirm it, removed at once.
-func (c *Cluster) removeFromFencedNodes() bool {
-	changed := false
-	for _, p := range c.pods() {
-		if p.Spec.NodeName != "" && c.nodeState(p.Spec.NodeName) != NodeReady && c.Fenced(p.Spec.NodeName) {
-			c.remove(p)
-			changed = true
-		}
-	}
-	return changed
-}
-
 // noteRemovedPod keeps the process of a Pod removed from the API while its node is partitioned:
 // nothing stopped it.
 func (c *Cluster) noteRemovedPod(p *corev1.Pod) {
 	node := p.Spec.NodeName
-	if node == "" || c.node(node) == nil || c.nodeState(node) == NodeReady || c.Fenced(node) {
+	if node == "" || c.node(node) == nil || c.nodeState(node) == NodeReady || c.nodeFenced(node) {
 		return
 	}
 	if p.Status.Phase != corev1.PodRunning {
@@ -126,7 +78,7 @@ func (c *Cluster) killZombies(node string) {
 // reapZombies kills the zombies whose node is no longer partitioned.
 func (c *Cluster) reapZombies() bool {
 	for _, z := range c.zombies {
-		if s := c.nodeState(z.Node); s == NodeReady || s == NodeGone || c.Fenced(z.Node) {
+		if s := c.nodeState(z.Node); s == NodeReady || s == NodeGone || c.nodeFenced(z.Node) {
 			c.killZombies(z.Node)
 			return true
 		}

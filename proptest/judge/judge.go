@@ -240,7 +240,7 @@ func (j *Judge) podDeletions() error {
 		// Could it come back on its own?
 		lost := false
 		switch {
-		case d.NodeState == sim.NodeGone || d.Fenced:
+		case d.NodeState == sim.NodeGone || d.NodeFenced:
 			lost = true
 		case unhealthy:
 			lost = since(d.NodeUnhealthySince) >= d.Grace
@@ -261,7 +261,7 @@ func (j *Judge) podDeletions() error {
 		}
 		if d.Force {
 			j.Extra[ForceDeletes]++
-			if d.NodeState != sim.NodeGone && !d.Fenced {
+			if d.NodeState != sim.NodeGone && !d.NodeFenced {
 				return fail(C3PodDeletedOnlyToHeal, "pod %s force-deleted (%s) though its node %s is %s and not fenced out-of-service: its process may still run",
 					d.Name, d.Reason, d.Node, d.NodeState)
 			}
