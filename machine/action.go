@@ -99,6 +99,9 @@ type Premise struct {
 	Workload           bool
 	WorkloadExists     bool
 	WorkloadGeneration int64
+	// Claim, when set, names a member's data claim that must still be missing, lost or being
+	// deleted: a cache that has not seen the claim yet must not cost the member.
+	Claim string
 }
 
 // Fresh is what a driver read from the API server, not its caches, to confirm a premise.
@@ -112,6 +115,8 @@ type Fresh struct {
 	// WorkloadExists and WorkloadGeneration are the workload's.
 	WorkloadExists     bool
 	WorkloadGeneration int64
+	// Claim is the premise's claim, nil when it does not exist.
+	Claim *corev1.PersistentVolumeClaim
 }
 
 // Mutating reports whether the action writes to the API server's objects (a Kubernetes Event is

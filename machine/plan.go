@@ -196,6 +196,8 @@ func (p *planner) heal() {
 		_, gone, since := nodeHealth(p.v, m.NodeName)
 		premise.Node, premise.NodeGone, premise.NodeUnhealthySince = m.NodeName, gone, since
 		premise.NodeFenced = !gone && nodeFenced(p.v, m.NodeName)
+	case HealVolumeLost:
+		premise.Claim = m.ClaimName
 	}
 	p.add(Action{Kind: DeletePod, Key: "heal/" + p.v.Namespace + "/" + m.Name + "/" + string(m.UID), Name: m.Name,
 		UID: m.UID, ResourceVersion: m.ResourceVersion, Force: c.force, Reason: string(c.reason), Premise: premise})

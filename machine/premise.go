@@ -49,6 +49,11 @@ func (p *Premise) Check(fresh Fresh) error {
 			}
 		}
 	}
+	if p.Claim != "" {
+		if c := fresh.Claim; c != nil && c.DeletionTimestamp == nil && c.Status.Phase != corev1.ClaimLost {
+			return fmt.Errorf("claim %s exists and is not lost: %w", p.Claim, ErrPremiseChanged)
+		}
+	}
 	for _, name := range p.Ready {
 		pod := fresh.Pods[name]
 		if pod == nil || !events.PodReady(pod) {

@@ -394,6 +394,28 @@ func (w *World) StopFaults() error {
 			}
 		}
 	}
+	// More than one member stuck on the broken image: the operator heals only one member at a
+	// time, and only while the others are ready, so it never starts on them. Kubernetes' own
+	// procedure for a StatefulSet stuck on a bad template (revert it, then delete the Pods that
+	// ran the bad one) is the user's to follow.
+	stuck := map[string][]string{}
+	for _, p := range w.C.Pods(Namespace) {
+		if len(p.Spec.Containers) > 0 && p.Spec.Containers[0].Image == BrokenImage && p.DeletionTimestamp == nil {
+			f := p.Labels["app.kubernetes.io/instance"]
+			stuck[f] = append(stuck[f], p.Name)
+		}
+	}
+	for _, f := range fleetNames {
+		if len(stuck[f]) < 2 {
+			continue
+		}
+		for _, name := range stuck[f] {
+			w.tracef("%s user deletes pod %s, stuck on the broken image", w.C.Now().Format("15:04:05"), name)
+			if err := w.C.Delete(sim.KindPod, Namespace, name); err != nil {
+				return err
+			}
+		}
+	}
 	w.Resync()
 	return nil
 }

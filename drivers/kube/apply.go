@@ -318,6 +318,15 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 			return machine.Fresh{}, fmt.Errorf("get node %s: %w", p.Node, err)
 		}
 	}
+	if p.Claim != "" {
+		c, err := ap.Kube.CoreV1().PersistentVolumeClaims(a.Namespace).Get(ctx, p.Claim, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			fresh.Claim = c
+		case !apierrors.IsNotFound(err):
+			return machine.Fresh{}, fmt.Errorf("get claim %s: %w", p.Claim, err)
+		}
+	}
 	if len(p.Ready) > 0 {
 		list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machine.Selector(t.Fleet)})
 		if err != nil {

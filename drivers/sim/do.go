@@ -194,6 +194,11 @@ func (c *Cluster) Fresh(a machine.Action) machine.Fresh {
 			fresh.Node = n.DeepCopy()
 		}
 	}
+	if p.Claim != "" {
+		if pvc := c.claim(a.Namespace, p.Claim); pvc != nil {
+			fresh.Claim = pvc.DeepCopy()
+		}
+	}
 	for _, name := range p.Ready {
 		if pod := c.pod(a.Namespace, name); pod != nil {
 			fresh.Pods[name] = pod.DeepCopy()
