@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -394,14 +395,51 @@ func (w *World) StopFaults() error {
 			}
 		}
 	}
-	// More than one member stuck on the broken image: the operator heals only one member at a
-	// time, and only while the others are ready, so it never starts on them. Kubernetes' own
-	// procedure for a StatefulSet stuck on a bad template (revert it, then delete the Pods that
-	// ran the bad one) is the user's to follow.
+	w.Resync()
+	return nil
+}
+
+// Converge runs rounds until every fleet is settled (Steady and Ready at its target, or gone),
+// then checks liveness and idempotence. It fails when the bound runs out.
+func (w *World) Converge() error {
+	for i := 0; i < LivenessBound; i++ {
+		if err := w.Step(1); err != nil {
+			return err
+		}
+		if i%10 == 9 {
+			if w.Check.J.Settled() == nil && w.Check.Converged() == nil {
+				return nil
+			}
+			if err := w.unstick(); err != nil {
+				return err
+			}
+		}
+	}
+	return w.Check.Converged()
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// unstick is the user following Kubernetes' procedure for a StatefulSet stuck on a bad template
+// (revert it, then delete the Pods that ran it): the operator heals only one member at a time,
+// and only while the others are ready, so with two members stuck it never starts on them.
+func (w *World) unstick() error {
 	stuck := map[string][]string{}
 	for _, p := range w.C.Pods(Namespace) {
-		if len(p.Spec.Containers) > 0 && p.Spec.Containers[0].Image == BrokenImage && p.DeletionTimestamp == nil {
-			f := p.Labels["app.kubernetes.io/instance"]
+		f := p.Labels["app.kubernetes.io/instance"]
+		broken := len(p.Spec.Containers) > 0 && p.Spec.Containers[0].Image == BrokenImage
+		if s := w.C.StatefulSet(Namespace, f); s != nil && s.Status.UpdateRevision != "" {
+			rev := p.Labels["controller-revision-hash"]
+			broken = broken || (rev != "" && rev != s.Status.UpdateRevision && !podReady(p))
+		}
+		if broken && p.DeletionTimestamp == nil {
 			stuck[f] = append(stuck[f], p.Name)
 		}
 	}
@@ -416,20 +454,5 @@ func (w *World) StopFaults() error {
 			}
 		}
 	}
-	w.Resync()
 	return nil
-}
-
-// Converge runs rounds until every fleet is settled (Steady and Ready at its target, or gone),
-// then checks liveness and idempotence. It fails when the bound runs out.
-func (w *World) Converge() error {
-	for i := 0; i < LivenessBound; i++ {
-		if err := w.Step(1); err != nil {
-			return err
-		}
-		if i%10 == 9 && w.Check.Converged() == nil {
-			return nil
-		}
-	}
-	return w.Check.Converged()
 }
