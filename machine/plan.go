@@ -189,7 +189,9 @@ func (p *planner) heal() {
 		return
 	}
 	m := c.member
-	premise := &Premise{Ready: p.readyMembers(m.Name)}
+	// The fleet as decided on: a deletion requested since (it moves the generation on) or a new
+	// spec must be decided on first.
+	premise := &Premise{Ready: p.readyMembers(m.Name), Fleet: p.v.Fleet.Name, FleetGeneration: p.v.Fleet.Generation}
 	switch c.reason {
 	case HealNodeGone, HealNodeFenced, HealNodeUnreachable, HealStuckTerminating:
 		// The node's state is the whole reason: it must still hold when the delete goes out.
