@@ -191,7 +191,7 @@ func (p *planner) heal() {
 	m := c.member
 	// The fleet as decided on: a deletion requested since (it moves the generation on) or a new
 	// spec must be decided on first.
-	premise := &Premise{Ready: p.readyMembers(m.Name), Fleet: p.v.Fleet.Name, FleetGeneration: p.v.Fleet.Generation}
+	premise := &Premise{Ready: p.readyMembers(m.Name), OnlyNotReady: m.Name, Fleet: p.v.Fleet.Name, FleetGeneration: p.v.Fleet.Generation}
 	switch c.reason {
 	case HealNodeGone, HealNodeFenced, HealNodeUnreachable, HealStuckTerminating:
 		// The node's state is the whole reason: it must still hold when the delete goes out.
@@ -239,7 +239,8 @@ func (p *planner) deleting() {
 			if d.Terminating {
 				continue
 			}
-			p.add(Action{Kind: DeleteDisk, Key: "disk/" + v.Namespace + "/" + d.Name + "/" + string(d.UID), Name: d.Name, UID: d.UID, ResourceVersion: d.ResourceVersion})
+			p.add(Action{Kind: DeleteDisk, Key: "disk/" + v.Namespace + "/" + d.Name + "/" + string(d.UID), Name: d.Name, UID: d.UID, ResourceVersion: d.ResourceVersion,
+				Premise: &Premise{NoMembers: true}})
 			p.add(Action{Kind: RecordEvent, Key: "event/disk/" + d.Name + "/" + string(d.UID), EventType: "Normal", Reason: "DiskDeleted",
 				Message: fmt.Sprintf("deleting disk %s of the deleted fleet", d.Name)})
 		}

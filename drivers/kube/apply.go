@@ -21,6 +21,7 @@ import (
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/reservation"
@@ -318,6 +319,22 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 			return machine.Fresh{}, fmt.Errorf("get node %s: %w", p.Node, err)
 		}
 	}
+	if p.NoMembers {
+		// The disk's own fleet UID label names its members, whatever fleet the sync is about.
+		pvc, err := ap.Kube.CoreV1().PersistentVolumeClaims(a.Namespace).Get(ctx, a.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return machine.Fresh{}, fmt.Errorf("get claim %s: %w", a.Name, err)
+		case pvc.Labels[events.LabelFleetUID] != "":
+			list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{
+				LabelSelector: events.LabelFleetUID + "=" + pvc.Labels[events.LabelFleetUID]})
+			if err != nil {
+				return machine.Fresh{}, fmt.Errorf("list members: %w", err)
+			}
+			fresh.Members = len(list.Items)
+		}
+	}
 	if p.Claim != "" {
 		c, err := ap.Kube.CoreV1().PersistentVolumeClaims(a.Namespace).Get(ctx, p.Claim, metav1.GetOptions{})
 		switch {
@@ -327,7 +344,7 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 			return machine.Fresh{}, fmt.Errorf("get claim %s: %w", p.Claim, err)
 		}
 	}
-	if len(p.Ready) > 0 {
+	if len(p.Ready) > 0 || p.OnlyNotReady != "" {
 		list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machine.Selector(t.Fleet)})
 		if err != nil {
 			return machine.Fresh{}, fmt.Errorf("list members: %w", err)

@@ -6,9 +6,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -194,6 +196,13 @@ func (c *Cluster) Fresh(a machine.Action) machine.Fresh {
 			fresh.Node = n.DeepCopy()
 		}
 	}
+	if p.NoMembers {
+		if pvc := c.claim(a.Namespace, a.Name); pvc != nil {
+			if uid := pvc.Labels[events.LabelFleetUID]; uid != "" {
+				fresh.Members = len(c.members(a.Namespace, types.UID(uid), nil))
+			}
+		}
+	}
 	if p.Claim != "" {
 		if pvc := c.claim(a.Namespace, p.Claim); pvc != nil {
 			fresh.Claim = pvc.DeepCopy()
@@ -202,6 +211,14 @@ func (c *Cluster) Fresh(a machine.Action) machine.Fresh {
 	for _, name := range p.Ready {
 		if pod := c.pod(a.Namespace, name); pod != nil {
 			fresh.Pods[name] = pod.DeepCopy()
+		}
+	}
+	if p.OnlyNotReady != "" {
+		// Every member, as the real driver lists them by the fleet's selector.
+		if f := c.fleet(a.Namespace, p.Fleet); f != nil {
+			for _, pod := range c.members(a.Namespace, f.UID, nil) {
+				fresh.Pods[pod.Name] = pod.DeepCopy()
+			}
 		}
 	}
 	if p.FleetGeneration != 0 {
