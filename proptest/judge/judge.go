@@ -376,7 +376,12 @@ func (j *Judge) Settled() error {
 	for _, o := range j.c.List(sim.KindFleet, "") {
 		f := o.(*v1alpha1.CelldFleet)
 		if f.DeletionTimestamp != nil {
-			return fail(C10Liveness, "fleet %s is still being deleted: %d pods and %d claims of it remain", f.Name, len(j.members(f)), j.claims(f))
+			var desc []string
+			for _, p := range j.members(f) {
+				desc = append(desc, fmt.Sprintf("%s(node %s %s, %s, ready %t, terminating %t)", p.Name, p.Spec.NodeName,
+					j.c.NodeState(p.Spec.NodeName), p.Status.Phase, j.serving(p, p.Spec.Containers[0].Image), p.DeletionTimestamp != nil))
+			}
+			return fail(C10Liveness, "fleet %s is still being deleted: %d claims of it remain, and pods %s", f.Name, j.claims(f), strings.Join(desc, ", "))
 		}
 		if j.bound[f.Spec.Bucket.Name] != f.UID {
 			continue // refused its bucket: nothing to converge
