@@ -100,6 +100,9 @@ func (k *Checker) twins(passes []Pass) error {
 		}
 		ns, name, _ := strings.Cut(p.Key, "/")
 		did := effects(p.Decision)
+		if err := decidedOnItsView(p); err != nil {
+			return err
+		}
 		// Fresh machines cost what the operator's memo saves: a view that changed nothing since
 		// the last twins of this fleet, decided to do nothing, is re-checked only now and then
 		// (time alone may change a decision).
@@ -287,4 +290,66 @@ func obsFingerprint(o *events.Observation) string {
 		fmt.Fprintf(&b, " refused %+v", *r)
 	}
 	return b.String()
+}
+
+// decidedOnItsView judges the decision itself, not only what reached the cluster: the premises'
+// fresh reads refuse a heal or a scale-in decided on a view that forbids it, which would hide a
+// machine that no longer checks. On its own view, the operator must not decide to delete a Pod
+// while another member is not ready, nor lower replicas by more than one, or while a member is
+// not ready.
+func decidedOnItsView(p Pass) error {
+	o := p.Obs
+	notReady := func(except string) []string {
+		var out []string
+		for _, pod := range o.Pods {
+			if pod.Name == except {
+				continue
+			}
+			ready := pod.DeletionTimestamp == nil
+			if ready {
+				ready = false
+				for _, c := range pod.Status.Conditions {
+					if c.Type == "Ready" {
+						ready = c.Status == "True"
+					}
+				}
+			}
+			if !ready {
+				out = append(out, pod.Name)
+			}
+		}
+		return out
+	}
+	current := int32(-1)
+	if o.StatefulSet != nil && o.StatefulSet.Spec.Replicas != nil {
+		current = *o.StatefulSet.Spec.Replicas
+	} else if o.Deployment != nil && o.Deployment.Spec.Replicas != nil {
+		current = *o.Deployment.Spec.Replicas
+	}
+	for _, a := range p.Decision.Actions {
+		switch a.Kind {
+		case machine.DeletePod:
+			if others := notReady(a.Name); len(others) > 0 {
+				return fail(C3PodDeletedOnlyToHeal, "%s decided to delete %s while, in its own view, %v were not ready", p.Key, a.Name, others)
+			}
+		case machine.Apply:
+			next := int32(-1)
+			switch w := a.Object.(type) {
+			case *appsv1.StatefulSet:
+				next = *w.Spec.Replicas
+			case *appsv1.Deployment:
+				next = *w.Spec.Replicas
+			}
+			if next < 0 || current < 0 || next >= current || o.Fleet.DeletionTimestamp != nil {
+				continue
+			}
+			if current-next != 1 {
+				return fail(C1ShrinkOneAfterRollout, "%s decided replicas %d -> %d on its own view", p.Key, current, next)
+			}
+			if others := notReady(""); len(others) > 0 {
+				return fail(C1ShrinkOneAfterRollout, "%s decided a scale-in while, in its own view, %v were not ready", p.Key, others)
+			}
+		}
+	}
+	return nil
 }
