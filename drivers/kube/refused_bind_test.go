@@ -18,6 +18,7 @@ import (
 
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/loop"
 )
 
 // TestRefusedReservationIsDegraded: a reservation the API server refuses ends in Degraded
@@ -68,10 +69,10 @@ func TestRefusedReservationIsDegraded(t *testing.T) {
 
 // TestForbiddenReservationIsDegradedThenRetried: a reservation the API server forbids (a
 // namespace being deleted, a policy, a permission not yet granted) ends in Degraded on the next
-// sync, and is tried again once forbiddenRetry has passed, not before.
+// sync, and is tried again once loop.ForbiddenRetry has passed, not before.
 func TestForbiddenReservationIsDegradedThenRetried(t *testing.T) {
-	defer func(d time.Duration) { forbiddenRetry = d }(forbiddenRetry)
-	forbiddenRetry = 300 * time.Millisecond
+	defer func(d time.Duration) { loop.ForbiddenRetry = d }(loop.ForbiddenRetry)
+	loop.ForbiddenRetry = 300 * time.Millisecond
 	f := testFleet(v1alpha1.ProfileBucket)
 	f.Generation = 1
 	kube, celld := kubefake.NewClientset(), celldfake.NewSimpleClientset(f.DeepCopy())
@@ -111,9 +112,9 @@ func TestForbiddenReservationIsDegradedThenRetried(t *testing.T) {
 	if !degraded || creates() != 1 {
 		t.Errorf("after the refusal: Degraded published %t, reservation creates %d; want true and 1", degraded, creates())
 	}
-	time.Sleep(forbiddenRetry + 100*time.Millisecond)
+	time.Sleep(loop.ForbiddenRetry + 100*time.Millisecond)
 	_ = ctl.Sync(context.Background(), "team/alpha")
 	if creates() != 2 {
-		t.Errorf("reservation creates after forbiddenRetry: %d, want 2", creates())
+		t.Errorf("reservation creates after loop.ForbiddenRetry: %d, want 2", creates())
 	}
 }
