@@ -102,8 +102,11 @@ func NewInformers(kube kubernetes.Interface, celld versioned.Interface, meta met
 			func() runtime.Object { return &v1alpha1.CelldFleet{} }, func() runtime.Object { return &v1alpha1.CelldFleetList{} }, i.report)
 		i.Reservations = newTolerantInformer(rc, "celldreservations", "CelldReservation", "",
 			func() runtime.Object { return &v1alpha1.CelldReservation{} }, func() runtime.Object { return &v1alpha1.CelldReservationList{} }, i.report)
+		// A reservation keeps the managedFields entries that wrote its spec: they tell the
+		// operator's own reservations from anyone else's (madeByOperator).
+		must(i.Fleets.SetTransform(dropManagedFields))
+		must(i.Reservations.SetTransform(keepSpecWriters))
 		for _, inf := range []cache.SharedIndexInformer{i.Fleets, i.Reservations} {
-			must(inf.SetTransform(dropManagedFields))
 			informer := inf
 			i.starters = append(i.starters, func(stop <-chan struct{}) { go informer.Run(stop) })
 		}
