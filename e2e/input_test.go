@@ -21,6 +21,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/bucket"
+	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -59,12 +60,14 @@ func TestBucketSpellingsOneBucket(t *testing.T) {
 	// A reservation under the old naming (the bucket's raw name) of a bucket no fleet runs on
 	// still holds it after the upgrade.
 	legacy := second.bucket("legacy")
+	// It is made as the operator of the old naming made it: its managed-by label, its field manager.
 	held := &v1alpha1.CelldReservation{
-		ObjectMeta: metav1.ObjectMeta{Name: bucket.LegacyReservationName(v1alpha1.BucketSpec{Name: legacy})},
+		ObjectMeta: metav1.ObjectMeta{Name: bucket.LegacyReservationName(v1alpha1.BucketSpec{Name: legacy}),
+			Labels: map[string]string{events.LabelManagedBy: events.ManagedBy}},
 		Spec: v1alpha1.CelldReservationSpec{FleetName: "gone", FleetUID: types.UID("00000000-0000-0000-0000-00000000cafe"),
 			Profile: v1alpha1.ProfileBucket, Bucket: v1alpha1.BucketSpec{Name: legacy, Region: "us-east-1"}},
 	}
-	if _, err := suite.celld.CelldV1alpha1().CelldReservations(first.ns).Create(first.ctx, held, metav1.CreateOptions{}); err != nil {
+	if _, err := suite.celld.CelldV1alpha1().CelldReservations(first.ns).Create(first.ctx, held, metav1.CreateOptions{FieldManager: events.FieldManager}); err != nil {
 		t.Fatal(err)
 	}
 	late := second.newFleet("late", v1alpha1.ProfileBucket, 1)
@@ -80,10 +83,10 @@ func TestBucketSpellingsOneBucket(t *testing.T) {
 	atStore := v1alpha1.BucketSpec{Name: first.bucket("store"), Region: "us-east-1", Endpoint: "https://minio.example.com"}
 	oldName := bucket.LegacyReservationName(atStore)
 	if _, err := suite.celld.CelldV1alpha1().CelldReservations(first.ns).Create(first.ctx, &v1alpha1.CelldReservation{
-		ObjectMeta: metav1.ObjectMeta{Name: oldName},
+		ObjectMeta: metav1.ObjectMeta{Name: oldName, Labels: map[string]string{events.LabelManagedBy: events.ManagedBy}},
 		Spec: v1alpha1.CelldReservationSpec{FleetName: "gone", FleetUID: types.UID("00000000-0000-0000-0000-00000000beef"),
 			Profile: v1alpha1.ProfileBucket, Bucket: atStore},
-	}, metav1.CreateOptions{}); err != nil {
+	}, metav1.CreateOptions{FieldManager: events.FieldManager}); err != nil {
 		t.Fatal(err)
 	}
 	namesake := first.newFleet("namesake", v1alpha1.ProfileBucket, 1)
