@@ -24,6 +24,9 @@ type planner struct {
 	actions    []Action
 	blocked    string
 	next       string
+	// scaleDown is the member the StatefulSet controller will never remove while the fleet is
+	// being deleted, said as what to do ("" when none).
+	scaleDown string
 }
 
 func (p *planner) add(a Action) {
@@ -233,6 +236,10 @@ func (p *planner) deleting() {
 	if n := len(v.Members); n > 0 {
 		if len(p.fx.unfenced) > 0 {
 			p.block("%s", p.fx.fenceText())
+		}
+		if b := blockedScaleDown(v); b != nil {
+			p.scaleDown = b.text(v)
+			p.block("%s", p.scaleDown)
 		}
 		p.block("%d member Pods to terminate before the fleet's disks are deleted", n)
 		p.intend("stop the workload and wait for its members to be gone")

@@ -92,6 +92,8 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 		progressing.Reason, progressing.Message = ReasonIdle, "no change in progress"
 	case stuck != "":
 		progressing.Reason, progressing.Message = ReasonMemberStuck, "no progress: "+stuck
+	case p.scaleDown != "" && len(fx.unfenced) == 0:
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonDeletionBlocked, "no progress until a person deletes the member: "+p.scaleDown
 	case len(fx.unfenced) > 0 && p.to == v1alpha1.StateSteady:
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonMemberUnreachable, "no progress until the node is fenced: "+fx.fenceText()
 	}
@@ -103,6 +105,8 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 		degraded = cond(v1alpha1.ConditionDegraded, true, fx.holdReason, fx.hold)
 	case len(fx.unfenced) > 0:
 		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonMemberUnreachable, fx.fenceText())
+	case p.scaleDown != "":
+		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonDeletionBlocked, p.scaleDown)
 	case fx.candidate != nil && !fx.othersReady:
 		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonMemberLost, p.blocked)
 	case len(fx.doomed) > 0 && p.to != v1alpha1.StateDeleting:

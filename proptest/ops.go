@@ -444,6 +444,9 @@ func (w *World) unstick() error {
 		}
 	}
 	for _, f := range fleetNames {
+		if err := w.followDeletionBlocked(f); err != nil {
+			return err
+		}
 		if len(stuck[f]) < 2 {
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/drivers/sim"
+	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -33,6 +34,8 @@ import (
 //	gone NAME [N]                        (rounds until the fleet no longer exists)
 //	lose-node NAME ORDINAL | unreachable NAME ORDINAL | fence NAME ORDINAL  (the node of that member)
 //	break-image IMAGE | fix-image IMAGE | crash POD
+//	lose-disk NAME ORDINAL               (the volume of that member's claim is lost)
+//	follow NAME                          (a person does the step a fleet blocked in deletion names)
 //	restart | resync | clear-status NAME | clear-history NAME
 //	squat NAME                           (someone else's StatefulSet under that name)
 //	squat Service/NAME | squat PersistentVolumeClaim/NAME  (someone else's, unlabelled, under that name)
@@ -128,6 +131,11 @@ func command(w *World, f []string, out io.Writer) error {
 		return w.Fault("image "+name+" never becomes ready", func() error { w.C.BreakImage(name); return nil })
 	case "fix-image":
 		return w.Fault("image "+name+" works again", func() error { w.C.FixImage(name); return nil })
+	case "lose-disk":
+		claim := events.ClaimName(name, num(arg(f, 2), -1))
+		return w.Fault("volume of "+claim+" lost", func() error { return w.C.LoseDisk(Namespace, claim) })
+	case "follow":
+		return w.followDeletionBlocked(name)
 	case "crash":
 		return w.Fault("member "+name+" crashes", func() error { return w.C.CrashMember(Namespace, name) })
 	case "squat":

@@ -1,0 +1,111 @@
+package machine_test
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/machine"
+)
+
+// A fleet being deleted whose StatefulSet is at zero replicas waits on the StatefulSet
+// controller, which removes a member that is not ready only when it is the lowest such one. With
+// a member not ready above another, the fleet names the member that is never removed, the one
+// that blocks it and the person's step; it deletes no Pod itself (Pods are deleted only in
+// Healing). Where the controller can go on by itself, nothing is said.
+func TestDeletionBlockedByOrderedScaleDown(t *testing.T) {
+	base := convergedFleet(t, v1alpha1.ProfilePersistentFleet)
+	deleting := func(v *events.View) {
+		v.Deleting = true
+		v.Fleet.DeletionTimestamp = &metav1.Time{Time: v.Now}
+		v.Workload.Replicas = 0
+	}
+	notReady := func(v *events.View, ords ...int) {
+		for _, o := range ords {
+			for i := range v.Members {
+				if v.Members[i].Ordinal == o {
+					v.Members[i].Ready, v.Members[i].NodeName = false, ""
+				}
+			}
+		}
+	}
+	cases := []struct {
+		name    string
+		breaks  func(v *events.View)
+		message string // "" when the deletion is not blocked
+	}{
+		{
+			name:    "the two highest members not ready",
+			breaks:  func(v *events.View) { notReady(v, 1, 2) },
+			message: "will not remove member a-2: it is not ready, and it removes a member that is not ready only when it is the lowest one, but member a-1 below it",
+		},
+		{
+			// The controller removes a-2 first, then stops at a-1: said now, so one step frees it.
+			name:    "a ready member on top is removed first; the block is below it",
+			breaks:  func(v *events.View) { notReady(v, 0, 1) },
+			message: "will not remove member a-1: it is not ready, and it removes a member that is not ready only when it is the lowest one, but member a-0 below it",
+		},
+		{
+			name: "the top member gone; the lowest and the next not ready",
+			breaks: func(v *events.View) {
+				v.Members = v.Members[:2]
+				notReady(v, 0, 1)
+			},
+			message: "kubectl delete pod a-1 -n " + base.Namespace + " (a graceful delete is enough: it is on no node)",
+		},
+		{
+			name:   "only the lowest member not ready: the controller removes it in turn",
+			breaks: func(v *events.View) { notReady(v, 0) },
+		},
+		{
+			name: "the lower member not ready is already terminating: it goes, then the other is the lowest",
+			breaks: func(v *events.View) {
+				notReady(v, 1, 2)
+				v.Members[1].Terminating = true
+			},
+		},
+		{
+			name:   "the workload not yet at zero replicas",
+			breaks: func(v *events.View) { notReady(v, 1, 2); v.Workload.Replicas = 3 },
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := copyView(base)
+			deleting(&v)
+			c.breaks(&v)
+			d := machine.New().Step(&v)
+			if d.To != v1alpha1.StateDeleting {
+				t.Fatalf("state %s, want Deleting", d.To)
+			}
+			for _, a := range d.Actions {
+				if a.Kind == machine.DeletePod {
+					t.Errorf("the operator deletes a Pod while deleting: %s", a)
+				}
+			}
+			deg := conditionOf(d.Status, v1alpha1.ConditionDegraded)
+			blocked := deg.Status == metav1.ConditionTrue && deg.Reason == machine.ReasonDeletionBlocked
+			if c.message == "" {
+				if blocked {
+					t.Errorf("Degraded=%s %s: %s; the controller can go on by itself", deg.Status, deg.Reason, deg.Message)
+				}
+				return
+			}
+			if !blocked || !strings.Contains(deg.Message, c.message) {
+				t.Errorf("Degraded=%s %s: %s\nwant %s containing %q", deg.Status, deg.Reason, deg.Message, machine.ReasonDeletionBlocked, c.message)
+			}
+			if d.Status.BlockedBy != deg.Message {
+				t.Errorf("blockedBy %q, want the condition's message", d.Status.BlockedBy)
+			}
+			if p := conditionOf(d.Status, v1alpha1.ConditionProgressing); p.Status != metav1.ConditionFalse || p.Reason != machine.ReasonDeletionBlocked {
+				t.Errorf("Progressing=%s %s, want False %s", p.Status, p.Reason, machine.ReasonDeletionBlocked)
+			}
+			if !strings.Contains(deg.Message, "kubectl delete pod ") {
+				t.Errorf("no step for a person in %q", deg.Message)
+			}
+		})
+	}
+}

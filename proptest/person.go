@@ -1,0 +1,41 @@
+package proptest
+
+import (
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/drivers/sim"
+	"github.com/celld/celld-operator/machine"
+)
+
+// followDeletionBlocked is a person doing what a fleet being deleted asks for when its
+// StatefulSet controller will not remove a member (Degraded=DeletionBlocked): a graceful
+// `kubectl delete pod NAME` of the member the status names. The Pod's name is read from the
+// status the operator wrote, so a message that named the wrong member, or none, leaves the
+// fleet stuck and liveness fails.
+func (w *World) followDeletionBlocked(fleet string) error {
+	f := w.C.Fleet(Namespace, fleet)
+	if f == nil || f.DeletionTimestamp == nil {
+		return nil
+	}
+	for _, c := range f.Status.Conditions {
+		if c.Type != v1alpha1.ConditionDegraded || c.Status != "True" || c.Reason != machine.ReasonDeletionBlocked {
+			continue
+		}
+		_, rest, ok := strings.Cut(c.Message, "kubectl delete pod ")
+		if !ok {
+			return nil
+		}
+		name, _, _ := strings.Cut(rest, " ")
+		if p := w.C.Pod(Namespace, name); p == nil || p.DeletionTimestamp != nil {
+			return nil
+		}
+		w.tracef("%s user deletes pod %s, as fleet %s's status asks", w.C.Now().Format("15:04:05"), name, fleet)
+		if err := w.C.Delete(sim.KindPod, Namespace, name); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
