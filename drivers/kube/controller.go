@@ -242,6 +242,10 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		c.metrics.transitions.WithLabelValues(string(t.From), string(t.To)).Inc()
 		log.Info().Str("from", string(t.From)).Str("to", string(t.To)).Str("trigger", string(t.Trigger)).Msg("state changed")
 	}
+	for _, u := range d.Unhandled {
+		c.metrics.unhandled.WithLabelValues(string(u.From), string(u.Trigger)).Inc()
+		log.Error().Str("in", string(u.From)).Str("trigger", string(u.Trigger)).Msg("the lifecycle table has no row for this trigger; the fleet stays where it is")
+	}
 	target := &Target{Fleet: obs.Fleet}
 	acted := false
 	for _, a := range d.Actions {
