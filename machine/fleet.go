@@ -179,7 +179,11 @@ func completion(s v1alpha1.FleetState, fx *facts) Trigger {
 			return TriggerProvisioned
 		}
 	case v1alpha1.StateGrowing, v1alpha1.StateShrinkingOne:
-		return TriggerRolledOut
+		// A held fleet cannot record the settled size on its workload: completing here would
+		// complete again, with another Event, on every pass.
+		if fx.hold == "" {
+			return TriggerRolledOut
+		}
 	}
 	return TriggerNone
 }
@@ -195,7 +199,7 @@ func request(s v1alpha1.FleetState, fx *facts) Trigger {
 		return TriggerTargetAbove
 	case fx.candidate != nil:
 		return TriggerMemberLost
-	case fx.target.Members < fx.current:
+	case fx.hold == "" && fx.target.Members < fx.current:
 		return TriggerTargetBelow
 	}
 	return TriggerNone
