@@ -199,6 +199,7 @@ func (r *chaosRun) heal() {
 		return
 	}
 	restore := sync.OnceFunc(func() {
+		untaintNode(f.t, node, corev1.TaintNodeOutOfService)
 		nodeScript(f.t, "ready", node)
 		waitNode(f.t, node, 2*time.Minute, "Ready and untainted", nodeHealthy)
 		cordon(f.t, node, false)
@@ -212,6 +213,9 @@ func (r *chaosRun) heal() {
 		names = append(names, v.pod.Name)
 	}
 	r.logf("node %s made unreachable, with members %s", node, strings.Join(names, ", "))
+	// Its machine is then powered off and the node fenced: nothing is forced away before that.
+	waitNode(f.t, node, time.Minute, "NotReady", func(n *corev1.Node) bool { return !nodeHealthy(n) })
+	fenceNode(f.t, node)
 	r.ops++
 	r.heals++
 	for _, v := range victims {

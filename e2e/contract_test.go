@@ -416,6 +416,11 @@ func (j *judging) pod(p *corev1.Pod, deleted bool) {
 	first := !j.e.initial && (deleted || p.DeletionTimestamp != nil) && (!known || prev.DeletionTimestamp == nil)
 	if first {
 		j.podDeleted(p)
+		// Gone at once, with no grace period: a forced deletion, which must not start a second
+		// copy of a member whose node may be alive.
+		if deleted && (p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds == 0) {
+			j.podForced(p)
+		}
 	}
 	if deleted {
 		delete(j.pods, p.UID)
@@ -450,6 +455,21 @@ func (j *judging) podDeleted(p *corev1.Pod) {
 		}
 		j.check(len(others) == 0, "3", obj, "deleted as its node %s is lost while other members were not ready or terminating: %v; heals go one member at a time", p.Spec.NodeName, others)
 	}
+}
+
+func (j *judging) podForced(p *corev1.Pod) {
+	if types.UID(p.Labels[events.LabelFleetUID]) == "" {
+		return
+	}
+	n, ok := j.nodes[p.Spec.NodeName]
+	fenced := false
+	if ok {
+		for _, t := range n.Spec.Taints {
+			fenced = fenced || t.Key == corev1.TaintNodeOutOfService
+		}
+	}
+	j.check(p.Spec.NodeName == "" || !ok || fenced, "3", "Pod "+p.Name+" ("+string(p.UID)+")",
+		"force-deleted on node %s, which is neither gone nor tainted out-of-service: it may still run the member", p.Spec.NodeName)
 }
 
 // podDeletionReason names what explains a member's deletion, empty when nothing does.

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 )
@@ -23,13 +24,123 @@ import (
 // The node tests are not parallel: Go runs them alone, before every parallel test, so no other
 // test's member is on the node they take away.
 
-// TestHealNodeNotReady: a member whose node stays unreachable past the grace period is replaced,
-// by the operator, and it is the only Pod deleted; no disk is touched.
-func TestHealNodeNotReady(t *testing.T) {
+// TestUnreachableNodeFencedThenHealed: a PersistentFleet member whose node stays unreachable
+// past the grace period is not deleted, forced or otherwise: the node may be cut off but alive and
+// still running it. The fleet says Degraded=MemberUnreachable, naming the member, the node and the
+// taint that unblocks it. Once the node is tainted out-of-service, the member is replaced (by the
+// operator or by Kubernetes' own Pod collector), it alone, on its own disk.
+func TestUnreachableNodeFencedThenHealed(t *testing.T) {
+	f := newFixture(t)
+	op := f.startOperator()
+	fl, victim, claim := f.unreachableMember("fenced")
+	node := victim.Spec.NodeName
+	pods, claims := f.recordPods(), f.recordClaims()
+
+	t.Cleanup(func() { untaintNode(t, node, corev1.TaintNodeOutOfService) })
+	fenceNode(t, node)
+	t.Logf("node %s tainted %s", node, corev1.TaintNodeOutOfService)
+
+	f.waitReplaced(fl, victim)
+	f.checkOnlyVictimHealed(pods, claims, fl, victim, claim)
+	total, by := op.heals(t)
+	t.Logf("heals by the operator: %g%s (Kubernetes' Pod collector may have come first)", total, formatSeries(by))
+	if total > 1 || total != by[`{reason="NodeFenced"}`]+by[`{reason="StuckTerminating"}`] {
+		t.Errorf("heals_total: %g%s; want at most one, for the fenced node", total, formatSeries(by))
+	}
+}
+
+// TestUnreachableNodeDeletedThenHealed: the same member, and its Node deleted instead of tainted
+// (the machine is gone): the member is replaced, it alone, on its own disk.
+func TestUnreachableNodeDeletedThenHealed(t *testing.T) {
+	f := newFixture(t)
+	f.startOperator()
+	fl, victim, claim := f.unreachableMember("node-deleted")
+	pods, claims := f.recordPods(), f.recordClaims()
+
+	saved, err := suite.kube.CoreV1().Nodes().Get(f.ctx, victim.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// kwok must hold the node's lease again before the node it recreates can turn Ready.
+		nodeScript(t, "ready", saved.Name)
+		restoreNode(t, saved)
+	})
+	if err := suite.kube.CoreV1().Nodes().Delete(f.ctx, saved.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("node %s deleted", saved.Name)
+	f.waitReplaced(fl, victim)
+	f.checkOnlyVictimHealed(pods, claims, fl, victim, claim)
+}
+
+// TestUnreachableDeploymentMemberReplacedGracefully: a Bucket fleet's Deployment member on an
+// unreachable node has no identity to share: past the grace period it is deleted gracefully,
+// never forced, and its ReplicaSet starts another. The old Pod stays terminating on the node that
+// does not answer, and the fleet says so.
+func TestUnreachableDeploymentMemberReplacedGracefully(t *testing.T) {
 	f := newFixture(t)
 	op := f.startOperator()
 	const grace = 10 * time.Second
-	fl := f.newFleet("unreachable", v1alpha1.ProfilePersistentFleet, 3)
+	fl := f.newFleet("deploy-unreachable", v1alpha1.ProfileBucket, 3)
+	fl.Spec.Workload = v1alpha1.WorkloadDeployment
+	fl.Spec.Healing.UnreachableGracePeriod = duration(grace)
+	f.keepToItself(fl)
+	fl = f.create(fl)
+	f.waitConverged(fl.Name)
+	victim := f.members(fl)[0]
+	node := victim.Spec.NodeName
+	pods := f.recordPods()
+	t.Cleanup(func() {
+		nodeScript(t, "ready", node)
+		waitNode(t, node, 2*time.Minute, "Ready and untainted", nodeHealthy)
+	})
+	nodeScript(t, "not-ready", node)
+	n := waitNode(t, node, time.Minute, "NotReady", func(n *corev1.Node) bool { return !nodeHealthy(n) })
+	since := readyCondition(n).LastTransitionTime.Time
+	t.Logf("node %s of member %s NotReady since %s", node, victim.Name, since.Format(time.RFC3339))
+
+	f.waitFleet(fl.Name, converge, "three ready members besides the terminating one, Degraded=MemberUnreachable", func(cur *v1alpha1.CelldFleet) bool {
+		ready := 0
+		for _, p := range f.members(fl) {
+			if p.DeletionTimestamp == nil && podReady(&p) && p.Spec.NodeName != node {
+				ready++
+			}
+		}
+		c := condition(cur, v1alpha1.ConditionDegraded)
+		return ready == 3 && c.Reason == "MemberUnreachable" && strings.Contains(c.Message, victim.Name)
+	})
+	var first *corev1.Pod
+	for _, e := range pods.events(t) {
+		if p, ok := e.obj.(*corev1.Pod); ok && p.UID == victim.UID && (p.DeletionTimestamp != nil || e.typ == watch.Deleted) {
+			first = p
+			break
+		}
+	}
+	switch {
+	case first == nil:
+		t.Fatalf("member %s was never deleted%s", victim.Name, timeline(pods.events(t), victim.Name))
+	case first.DeletionGracePeriodSeconds == nil || *first.DeletionGracePeriodSeconds == 0:
+		t.Errorf("member %s was deleted without a grace period (forced) on a node that may be alive%s", victim.Name, timeline(pods.events(t), victim.Name))
+	case first.DeletionTimestamp.Time.Before(since.Add(grace).Truncate(time.Second)):
+		t.Errorf("member %s deleted at %s, within the grace period after %s", victim.Name, first.DeletionTimestamp.Time, since)
+	}
+	if d := deletions(pods.events(t)); len(d) != 1 || !d[victim.UID].gone.IsZero() {
+		t.Errorf("Pods deleted: %v; want only %s, still terminating on its unreachable node%s", names(d), victim.Name, timeline(pods.events(t), victim.Name))
+	}
+	if total, by := op.heals(t); total != 1 || by[`{reason="NodeUnreachable"}`] != 1 {
+		t.Errorf("heals_total: %g%s; want one graceful NodeUnreachable", total, formatSeries(by))
+	}
+}
+
+// unreachableMember makes the node of one member of a new three-member PersistentFleet
+// unreachable, waits until the fleet says so, and checks for a while that nothing is deleted and
+// the workload keeps its size. It returns the fleet, the member and the member's claim.
+func (f *fixture) unreachableMember(name string) (*v1alpha1.CelldFleet, corev1.Pod, *corev1.PersistentVolumeClaim) {
+	t := f.t
+	t.Helper()
+	const grace = 10 * time.Second
+	fl := f.newFleet(name, v1alpha1.ProfilePersistentFleet, 3)
 	fl.Spec.Healing.UnreachableGracePeriod = duration(grace)
 	f.keepToItself(fl)
 	fl = f.create(fl)
@@ -37,32 +148,124 @@ func TestHealNodeNotReady(t *testing.T) {
 
 	victim := f.members(fl)[1]
 	node := victim.Spec.NodeName
+	claim, err := suite.kube.CoreV1().PersistentVolumeClaims(f.ns).Get(f.ctx, "data-"+victim.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("claim of %s: %v", victim.Name, err)
+	}
 	pods, claims := f.recordPods(), f.recordClaims()
 	t.Cleanup(func() {
 		nodeScript(t, "ready", node)
 		waitNode(t, node, 2*time.Minute, "Ready and untainted", nodeHealthy)
 	})
 	nodeScript(t, "not-ready", node)
-	t.Logf("node %s of member %s (%s) made unreachable", node, victim.Name, victim.UID)
 	n := waitNode(t, node, time.Minute, "NotReady", func(n *corev1.Node) bool { return !nodeHealthy(n) })
 	since := readyCondition(n).LastTransitionTime.Time
-	t.Logf("node %s NotReady since %s", node, since.Format(time.RFC3339))
+	t.Logf("node %s of member %s (%s) NotReady since %s", node, victim.Name, victim.UID, since.Format(time.RFC3339))
 
-	f.waitReplaced(fl, victim)
+	cur := f.waitFleet(fl.Name, time.Minute, "Degraded=MemberUnreachable naming the member, its node and the fencing taint", func(cur *v1alpha1.CelldFleet) bool {
+		c := condition(cur, v1alpha1.ConditionDegraded)
+		return c.Status == metav1.ConditionTrue && c.Reason == "MemberUnreachable" && strings.Contains(c.Message, victim.Name) &&
+			strings.Contains(c.Message, node) && strings.Contains(c.Message, corev1.TaintNodeOutOfService) &&
+			strings.Contains(cur.Status.BlockedBy, corev1.TaintNodeOutOfService)
+	})
+	if at := condition(cur, v1alpha1.ConditionDegraded).LastTransitionTime.Time; at.Before(since.Add(grace).Truncate(time.Second)) {
+		t.Errorf("Degraded=MemberUnreachable at %s, within the grace period after %s", at, since)
+	}
+	t.Logf("fleet says: %s", condition(cur, v1alpha1.ConditionDegraded).Message)
+	// Nothing is deleted while the node may be alive: give a would-be heal a few grace periods.
+	sts := f.statefulSet(fl.Name)
+	f.holds(3*grace, "nothing deleted, the workload's size kept, while the node may be alive", func() error {
+		if d := deletions(pods.events(t)); len(d) != 0 {
+			return fmt.Errorf("Pods deleted: %v%s", names(d), timeline(pods.events(t), victim.Name))
+		}
+		if d := deletions(claims.events(t)); len(d) != 0 {
+			return fmt.Errorf("claims deleted: %v", names(d))
+		}
+		if s := f.statefulSet(fl.Name); *s.Spec.Replicas != *sts.Spec.Replicas {
+			return fmt.Errorf("StatefulSet replicas %d -> %d", *sts.Spec.Replicas, *s.Spec.Replicas)
+		}
+		return nil
+	})
+	return fl, victim, claim
+}
+
+// checkOnlyVictimHealed: the victim alone went, no claim was deleted, and the member that took
+// its place runs on the victim's own claim.
+func (f *fixture) checkOnlyVictimHealed(pods, claims *recorder, fl *v1alpha1.CelldFleet, victim corev1.Pod, claim *corev1.PersistentVolumeClaim) {
+	t := f.t
+	t.Helper()
 	dels := deletions(pods.await(t, "the victim gone", gone(victim.UID)))
-	if d, ok := dels[victim.UID]; len(dels) != 1 || !ok {
+	if _, ok := dels[victim.UID]; len(dels) != 1 || !ok {
 		t.Errorf("Pods deleted: %v; want only %s (%s)", names(dels), victim.Name, victim.UID)
-	} else {
-		t.Logf("%s deleted %s after its node turned NotReady (grace period %s)", victim.Name, d.requested.Sub(since).Round(100*time.Millisecond), grace)
-		if d.requested.Before(since.Add(grace)) {
-			t.Errorf("%s deleted %s after its node turned NotReady, before the grace period of %s", victim.Name, d.requested.Sub(since), grace)
+	}
+	if d := deletions(claims.events(t)); len(d) != 0 {
+		t.Errorf("claims deleted: %v; want none", names(d))
+	}
+	now, err := suite.kube.CoreV1().PersistentVolumeClaims(f.ns).Get(f.ctx, claim.Name, metav1.GetOptions{})
+	if err != nil || now.UID != claim.UID {
+		t.Errorf("claim %s after the heal: %v (uid %v, want %s)", claim.Name, err, now, claim.UID)
+	}
+	for _, p := range f.members(fl) {
+		if p.Name != victim.Name {
+			continue
+		}
+		for _, vol := range p.Spec.Volumes {
+			if pvc := vol.PersistentVolumeClaim; pvc != nil && pvc.ClaimName != claim.Name {
+				t.Errorf("replacement %s mounts claim %s, want %s", p.Name, pvc.ClaimName, claim.Name)
+			}
 		}
 	}
-	if dels := deletions(claims.events(t)); len(dels) != 0 {
-		t.Errorf("claims deleted: %v; want none", names(dels))
+}
+
+// fenceNode taints a node out-of-service, as its administrator does once the machine is off.
+func fenceNode(t *testing.T, name string) {
+	t.Helper()
+	taint := corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
+	err := wait.PollUntilContextTimeout(context.Background(), poll, time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := suite.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, x := range n.Spec.Taints {
+			if x.Key == taint.Key {
+				return true, nil
+			}
+		}
+		n.Spec.Taints = append(n.Spec.Taints, taint)
+		_, err = suite.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("taint node %s out-of-service: %v", name, err)
 	}
-	if total, by := op.heals(t); total != 1 || by[`{reason="NodeUnreachable"}`] != 1 {
-		t.Errorf("heals_total: %g%s; want one NodeUnreachable (the operator, not the taint manager, replaced it)", total, formatSeries(by))
+}
+
+// untaintNode removes a taint by key, whatever its value and effect.
+func untaintNode(t *testing.T, name, key string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), poll, time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := suite.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, nil
+		}
+		var keep []corev1.Taint
+		for _, x := range n.Spec.Taints {
+			if x.Key != key {
+				keep = append(keep, x)
+			}
+		}
+		if len(keep) == len(n.Spec.Taints) {
+			return true, nil
+		}
+		n.Spec.Taints = keep
+		_, err = suite.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Errorf("untaint node %s: %v", name, err)
 	}
 }
 

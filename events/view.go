@@ -143,6 +143,10 @@ type NodeView struct {
 	Ready bool
 	// UnhealthySince is when the node stopped being Ready (or became unreachable).
 	UnhealthySince time.Time
+	// Fenced: the node carries the out-of-service taint, someone's word that the machine is
+	// powered off or cut off from its disks (non-graceful node shutdown). NotReady alone is not:
+	// a partitioned node still runs its Pods.
+	Fenced bool
 }
 
 // Owned holds the observed objects the fleet owns, for drift comparison. They are the caches'
@@ -380,7 +384,7 @@ func nodes(in map[string]*corev1.Node) map[string]NodeView {
 }
 
 // NodeHealth is a node's health as healing sees it: Ready, unless its Ready condition says
-// otherwise or it carries the unreachable taint, and since when it is not.
+// otherwise or it carries the unreachable or out-of-service taint, and since when it is not.
 func NodeHealth(n *corev1.Node) NodeView {
 	nv := NodeView{Ready: false, UnhealthySince: n.CreationTimestamp.Time}
 	for _, c := range n.Status.Conditions {
@@ -390,7 +394,10 @@ func NodeHealth(n *corev1.Node) NodeView {
 		}
 	}
 	for _, t := range n.Spec.Taints {
-		if t.Key == corev1.TaintNodeUnreachable && nv.Ready {
+		if t.Key == corev1.TaintNodeOutOfService {
+			nv.Fenced = true
+		}
+		if (t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeOutOfService) && nv.Ready {
 			nv.Ready = false
 			if t.TimeAdded != nil {
 				nv.UnhealthySince = t.TimeAdded.Time

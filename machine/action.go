@@ -31,7 +31,8 @@ const (
 	AddFinalizer    ActionKind = "AddFinalizer"
 	RemoveFinalizer ActionKind = "RemoveFinalizer"
 	// DeletePod deletes Pod Name with UID and ResourceVersion preconditions; Force sets a zero
-	// grace period. Only Healing emits it.
+	// grace period, and only ever with a premise that the Pod's node is gone or fenced. Only
+	// Healing emits it.
 	DeletePod ActionKind = "DeletePod"
 	// DeleteDisk deletes PersistentVolumeClaim Name with a UID precondition. Only Deleting emits it.
 	DeleteDisk ActionKind = "DeleteDisk"
@@ -79,9 +80,11 @@ var ErrPremiseChanged = errors.New("the premise of the action no longer holds")
 // workload's size by more than the one step the decision meant.
 type Premise struct {
 	// Node, when set, must still be gone (NodeGone), or not ready since no later than
-	// NodeUnhealthySince.
+	// NodeUnhealthySince, and still fenced (NodeFenced): a taint taken back means the machine
+	// may run the member again.
 	Node               string
 	NodeGone           bool
+	NodeFenced         bool
 	NodeUnhealthySince time.Time
 	// Ready names member Pods that must still exist, be ready and not be terminating.
 	Ready []string

@@ -1,8 +1,11 @@
 package machine
 
 import (
+	"fmt"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
@@ -17,9 +20,14 @@ const (
 	// HealNodeGone: the member's node no longer exists.
 	HealNodeGone HealReason = "NodeGone"
 	// HealNodeUnreachable: the member's node is NotReady or unreachable past the grace period.
+	// Its Pod is force-deleted only once the node is fenced; before that, only a member without
+	// an identity of its own (a Deployment's) is replaced, by a graceful delete.
 	HealNodeUnreachable HealReason = "NodeUnreachable"
-	// HealStuckTerminating: the member is terminating on a node that is gone or unreachable past
-	// the grace period, so no kubelet will ever finish its deletion.
+	// HealNodeFenced: the member's node carries the out-of-service taint: whoever set it says the
+	// machine no longer runs anything, so its Pods may go without waiting for a kubelet.
+	HealNodeFenced HealReason = "NodeFenced"
+	// HealStuckTerminating: the member is terminating on a node that is gone or fenced, so no
+	// kubelet will ever finish its deletion.
 	HealStuckTerminating HealReason = "StuckTerminating"
 	// HealBrokenRollout: the member is not ready on an old revision while the workload's update
 	// revision moved on; the StatefulSet controller waits for it forever (kubernetes#67250).
@@ -35,8 +43,19 @@ const DefaultGracePeriod = 5 * time.Minute
 type lost struct {
 	member *events.Member
 	reason HealReason
-	// force: only a Pod whose node is gone or unreachable is deleted without a grace period.
+	// force: only a Pod whose node is gone or fenced is deleted without a grace period. A node
+	// that is only NotReady or unreachable may be partitioned and alive, still running the
+	// member: forcing its Pod away lets a second copy of the member start elsewhere.
 	force bool
+}
+
+// unfenced is a member on a node NotReady or unreachable past the grace period that nobody has
+// declared dead: the operator cannot tell a partition from a dead machine, so it replaces no
+// member with an identity there, and says how to fence the node.
+type unfenced struct {
+	member *events.Member
+	node   string
+	since  time.Time
 }
 
 // facts are what the view says, computed once per step.
@@ -70,6 +89,8 @@ type facts struct {
 	// doomed names the disks of running members that are going away (deleted by hand, or lost)
 	// while their members still hold them.
 	doomed []string
+	// unfenced are the members that only fencing their nodes can replace.
+	unfenced []unfenced
 }
 
 func gracePeriod(f *v1alpha1.CelldFleet) time.Duration {
@@ -96,6 +117,15 @@ func nodeHealth(v *events.View, name string) (healthy, gone bool, since time.Tim
 		return false, true, time.Time{}
 	}
 	return n.Ready, false, n.UnhealthySince
+}
+
+// nodeFenced says whether a node that still exists carries the out-of-service taint.
+func nodeFenced(v *events.View, name string) bool {
+	if name == "" || !v.NodesSynced {
+		return false
+	}
+	n, ok := v.Nodes[name]
+	return ok && n.Fenced
 }
 
 func memberReady(v *events.View, m *events.Member) bool {
@@ -127,14 +157,28 @@ func (fx *facts) classify(m *events.Member, grace time.Duration) (*lost, time.Du
 		return &lost{member: m, reason: r, force: true}, 0
 	}
 	if !healthy {
+		if nodeFenced(v, m.NodeName) {
+			// Fencing is the word of whoever powered the machine off: no grace period to wait.
+			r := HealNodeFenced
+			if m.Terminating {
+				r = HealStuckTerminating
+			}
+			return &lost{member: m, reason: r, force: true}, 0
+		}
 		if left := since.Add(grace).Sub(v.Now); left > 0 {
 			return nil, left
 		}
-		r := HealNodeUnreachable
-		if m.Terminating {
-			r = HealStuckTerminating
+		if m.Terminating || UsesStatefulSet(&v.Fleet.Spec) {
+			// A StatefulSet brings the member back under the same name and disk only once its Pod
+			// object is gone, and only a force-delete removes it from a node that does not answer:
+			// that is the second copy fencing exists to prevent. A Deployment's terminating Pod
+			// was replaced already.
+			fx.unfenced = append(fx.unfenced, unfenced{member: m, node: m.NodeName, since: since})
+			return nil, 0
 		}
-		return &lost{member: m, reason: r, force: true}, 0
+		// A Deployment's member has no identity to share: a graceful delete is enough for its
+		// ReplicaSet to start another, and the old one stops once its kubelet hears of it.
+		return &lost{member: m, reason: HealNodeUnreachable}, 0
 	}
 	if m.Terminating || m.Ready {
 		return nil, 0
@@ -178,8 +222,9 @@ func computeFacts(v *events.View) *facts {
 		} else {
 			fx.allReady = false
 		}
+		unfenced := len(fx.unfenced)
 		l, wait := fx.classify(m, grace)
-		if l == nil && !m.Ready && !m.Terminating {
+		if l == nil && len(fx.unfenced) == unfenced && !m.Ready && !m.Terminating {
 			// Not ready, and nothing healing can do about it: after the grace period the fleet
 			// says so, instead of waiting in silence.
 			if left := m.NotReadySince.Add(grace).Sub(v.Now); left > 0 {
@@ -295,4 +340,33 @@ func joinNames(names []string) string {
 		out += n
 	}
 	return out
+}
+
+// fenceText says which members only fencing can replace, since when, and the one step that
+// unblocks each: the operator cannot tell a dead machine from a partitioned one, its user can.
+func (fx *facts) fenceText() string {
+	u := fx.unfenced[0]
+	after := "its Pod is removed"
+	if UsesStatefulSet(&fx.view.Fleet.Spec) {
+		after = "the member is replaced under the same name"
+		if fx.view.Fleet.Spec.Profile == v1alpha1.ProfilePersistentFleet {
+			after += ", on its own disk"
+		}
+	}
+	since := "for longer than the grace period"
+	if !u.since.IsZero() {
+		since = "since " + u.since.UTC().Format(time.RFC3339)
+	}
+	msg := fmt.Sprintf("member %s is on node %s, NotReady or unreachable %s (spec.healing.unreachableGracePeriod %s): the node may be cut off "+
+		"but alive and still running it, so the operator does not force it away, which would start a second copy; once the machine is powered off, "+
+		"run kubectl taint node %s %s=nodeshutdown:NoExecute (or kubectl delete node %s) and %s",
+		u.member.Name, u.node, since, gracePeriod(fx.view.Fleet), u.node, corev1.TaintNodeOutOfService, u.node, after)
+	if n := len(fx.unfenced); n > 1 {
+		others := make([]string, 0, n-1)
+		for _, o := range fx.unfenced[1:] {
+			others = append(others, o.member.Name+" on "+o.node)
+		}
+		msg += "; the same holds for members " + joinNames(others)
+	}
+	return msg
 }

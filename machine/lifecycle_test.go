@@ -35,14 +35,15 @@ const (
 	opRestart               // the operator restarts
 	opForeignDisk           // a claim of another fleet's UID appears under the fleet's name
 	opStrayDisk             // a claim carrying the fleet's UID but made by hand appears
+	opFence                 // a person fences a NotReady node (the out-of-service taint)
 	opCount
 )
 
 var opNames = []string{"pass", "tick", "time", "members", "node-down", "node-gone", "node-back", "crash", "recover",
-	"claim-lost", "delete", "restart", "foreign-disk", "stray-disk"}
+	"claim-lost", "delete", "restart", "foreign-disk", "stray-disk", "fence"}
 
 // weights make passes and ticks the common case and faults routine.
-var opWeights = []int{30, 30, 6, 6, 3, 2, 4, 3, 3, 2, 1, 2, 1, 1}
+var opWeights = []int{30, 30, 6, 6, 3, 2, 4, 3, 3, 2, 1, 2, 1, 1, 2}
 
 // draw picks the ops and their arguments: rapid for the property test, a seeded source for the
 // coverage test's fixed sequences.
@@ -170,6 +171,7 @@ func (r *run) do(o op, d draw) {
 				return
 			} else if !events.NodeHealth(n).Ready {
 				n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(w.now)}}
+				n.Spec.Taints = nil
 				return
 			}
 		}
@@ -199,6 +201,14 @@ func (r *run) do(o op, d draw) {
 		}
 	case opRestart:
 		r.m = New()
+	case opFence:
+		for _, name := range nodes {
+			if n := w.nodes[name]; !events.NodeHealth(n).Ready && !events.NodeHealth(n).Fenced {
+				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute})
+				w.say("node %s fenced", name)
+				return
+			}
+		}
 	case opForeignDisk, opStrayDisk:
 		uid, name := "uid-other-fleet", "data-a-9"
 		if o == opStrayDisk {
@@ -367,14 +377,19 @@ func (r *run) judgeAction(v *events.View, d Decision, a Action) {
 		}
 		node := w.nodes[p.Spec.NodeName]
 		nodeGone := node == nil
-		nodeDownPastGrace := node != nil && !events.NodeHealth(node).Ready && !events.NodeHealth(node).UnhealthySince.After(w.now.Add(-worldGrace))
-		notReadyPastGrace := !podReady(p) && !p.Status.Conditions[0].LastTransitionTime.After(w.now.Add(-worldGrace))
-		claimGone := w.claimBroken(p)
-		if !nodeGone && !nodeDownPastGrace && !(claimGone && notReadyPastGrace) {
-			r.fatalf("clause 3: heal of %s, which could come back (node %s present and ready or within grace, claim usable)", a.Name, p.Spec.NodeName)
+		fenced := false
+		if node != nil {
+			for _, t := range node.Spec.Taints {
+				fenced = fenced || t.Key == corev1.TaintNodeOutOfService
+			}
 		}
-		if a.Force && !nodeGone && !nodeDownPastGrace {
-			r.fatalf("clause 3: forced delete of %s whose node %s is neither gone nor down past grace", a.Name, p.Spec.NodeName)
+		notReadyPastGrace := !podReady(p) && !p.Status.Conditions[0].LastTransitionTime.After(w.now.Add(-worldGrace))
+		claimGone := w.claimBroken(p) && w.nodeReady(p.Spec.NodeName)
+		if !nodeGone && !fenced && !(claimGone && notReadyPastGrace) {
+			r.fatalf("clause 3: heal of %s, which could come back, or runs on a node nobody fenced (node %s present and not fenced, claim usable or not past grace)", a.Name, p.Spec.NodeName)
+		}
+		if a.Force && !nodeGone && !fenced {
+			r.fatalf("clause 3: forced delete of %s whose node %s is neither gone nor fenced", a.Name, p.Spec.NodeName)
 		}
 	case DeleteDisk:
 		c := w.pvcs[a.Name]
@@ -439,6 +454,7 @@ func (r *run) settle() {
 			w.addNode(name)
 		} else if !events.NodeHealth(n).Ready {
 			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(w.now)}}
+			n.Spec.Taints = nil
 		}
 	}
 	w.broken = map[string]bool{}

@@ -191,9 +191,12 @@ func (p *planner) heal() {
 	}
 	m := c.member
 	premise := &Premise{Ready: p.readyMembers(m.Name)}
-	if c.force {
+	switch c.reason {
+	case HealNodeGone, HealNodeFenced, HealNodeUnreachable, HealStuckTerminating:
+		// The node's state is the whole reason: it must still hold when the delete goes out.
 		_, gone, since := nodeHealth(p.v, m.NodeName)
 		premise.Node, premise.NodeGone, premise.NodeUnhealthySince = m.NodeName, gone, since
+		premise.NodeFenced = !gone && nodeFenced(p.v, m.NodeName)
 	}
 	p.add(Action{Kind: DeletePod, Key: "heal/" + p.v.Namespace + "/" + m.Name + "/" + string(m.UID), Name: m.Name,
 		UID: m.UID, ResourceVersion: m.ResourceVersion, Force: c.force, Reason: string(c.reason), Premise: premise})
@@ -216,6 +219,9 @@ func (p *planner) deleting() {
 		p.add(Action{Kind: Apply, Key: applyKey(w), Name: f.Name, Object: w})
 	}
 	if n := len(v.Members); n > 0 {
+		if len(p.fx.unfenced) > 0 {
+			p.block("%s", p.fx.fenceText())
+		}
 		p.block("%d member Pods to terminate before the fleet's disks are deleted", n)
 		p.intend("stop the workload and wait for its members to be gone")
 		return
@@ -254,6 +260,9 @@ func (p *planner) explain(replicas int32) {
 	}
 	if fx.plan.Blocked != "" && fx.target.Members < fx.current {
 		p.block("%s", fx.plan.Blocked)
+	}
+	if len(fx.unfenced) > 0 {
+		p.block("%s", fx.fenceText())
 	}
 	for i := range v.Members {
 		if m := &v.Members[i]; !memberReady(v, m) {

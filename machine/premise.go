@@ -3,6 +3,8 @@ package machine
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/celld/celld-operator/events"
 )
 
@@ -36,6 +38,9 @@ func (p *Premise) Check(fresh Fresh) error {
 			// Gone is worse than unreachable: the member can come back even less.
 		case !p.NodeGone:
 			h := events.NodeHealth(node)
+			if p.NodeFenced && !h.Fenced {
+				return fmt.Errorf("node %s is no longer fenced (the %s taint is gone): %w", p.Node, corev1.TaintNodeOutOfService, ErrPremiseChanged)
+			}
 			if h.Ready {
 				return fmt.Errorf("node %s is ready again: %w", p.Node, ErrPremiseChanged)
 			}

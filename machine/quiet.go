@@ -76,6 +76,7 @@ func fingerprint(v *events.View) uint64 {
 		str(m.ResourceVersion)
 		if n, ok := v.Nodes[m.NodeName]; ok {
 			flag(n.Ready)
+			flag(n.Fenced)
 			num(n.UnhealthySince.Unix())
 		} else {
 			h.WriteByte(2)

@@ -11,15 +11,18 @@ import (
 
 // Condition reasons.
 const (
-	ReasonConverged          = "Converged"
-	ReasonMembersNotReady    = "MembersNotReady"
-	ReasonInProgress         = "InProgress"
-	ReasonIdle               = "Idle"
-	ReasonHealthy            = "Healthy"
-	ReasonBucketReserved     = "BucketReserved"
-	ReasonBound              = "Bound"
-	ReasonPending            = "Pending"
-	ReasonMemberLost         = "MemberCannotComeBack"
+	ReasonConverged       = "Converged"
+	ReasonMembersNotReady = "MembersNotReady"
+	ReasonInProgress      = "InProgress"
+	ReasonIdle            = "Idle"
+	ReasonHealthy         = "Healthy"
+	ReasonBucketReserved  = "BucketReserved"
+	ReasonBound           = "Bound"
+	ReasonPending         = "Pending"
+	ReasonMemberLost      = "MemberCannotComeBack"
+	// ReasonMemberUnreachable: a member's node is NotReady or unreachable past the grace period
+	// and not fenced; only fencing the node lets the member be replaced.
+	ReasonMemberUnreachable  = "MemberUnreachable"
 	ReasonDeleting           = "Deleting"
 	ReasonMetricsUnavailable = "MetricsUnavailable"
 	// The reasons of a hold: an input problem that forbids touching the workload.
@@ -89,6 +92,8 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 		progressing.Reason, progressing.Message = ReasonIdle, "no change in progress"
 	case stuck != "":
 		progressing.Reason, progressing.Message = ReasonMemberStuck, "no progress: "+stuck
+	case len(fx.unfenced) > 0 && p.to == v1alpha1.StateSteady:
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonMemberUnreachable, "no progress until the node is fenced: "+fx.fenceText()
 	}
 	degraded := cond(v1alpha1.ConditionDegraded, false, ReasonHealthy, "no problem the operator cannot fix on its own")
 	switch {
@@ -96,6 +101,8 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonBucketReserved, p.blocked)
 	case fx.hold != "":
 		degraded = cond(v1alpha1.ConditionDegraded, true, fx.holdReason, fx.hold)
+	case len(fx.unfenced) > 0:
+		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonMemberUnreachable, fx.fenceText())
 	case fx.candidate != nil && !fx.othersReady:
 		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonMemberLost, p.blocked)
 	case len(fx.doomed) > 0 && p.to != v1alpha1.StateDeleting:

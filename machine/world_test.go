@@ -223,6 +223,11 @@ func (w *world) tick() {
 			}
 			p.Spec.NodeName = w.readyNode()
 		}
+		if p.DeletionTimestamp != nil && w.nodes[p.Spec.NodeName] != nil && events.NodeHealth(w.nodes[p.Spec.NodeName]).Fenced {
+			// The Pod collector lets a fenced node's terminating Pods go (non-graceful shutdown).
+			delete(w.pods, k)
+			continue
+		}
 		if !w.nodeReady(p.Spec.NodeName) {
 			continue
 		}

@@ -146,8 +146,9 @@ func (k *Checker) podDeletions() error {
 			return k.fail(C3PodDeletedOnlyToHeal, "pod %s deleted (%s) while %d other members were not ready", d.Name, d.Reason, d.OtherNotReady)
 		case d.WasReady && !nodeLost:
 			return k.fail(C3PodDeletedOnlyToHeal, "pod %s was ready on a healthy node and was deleted (%s)", d.Name, d.Reason)
-		case d.Force && !nodeLost:
-			return k.fail(C3PodDeletedOnlyToHeal, "pod %s force-deleted though its node %s is %s", d.Name, d.Node, d.NodeState)
+		case d.Force && d.NodeState != sim.NodeGone && !d.NodeFenced:
+			// A node that is only NotReady or unreachable may be alive and still run the member.
+			return k.fail(C3PodDeletedOnlyToHeal, "pod %s force-deleted though its node %s is %s and not fenced", d.Name, d.Node, d.NodeState)
 		case perFleet[d.FleetUID] > 1:
 			return k.fail(C3PodDeletedOnlyToHeal, "two pods of fleet %s deleted in one round (%s)", d.FleetUID, d.Name)
 		}

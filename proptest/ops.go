@@ -124,6 +124,16 @@ var Ops = []Op{
 		}
 		return rounds(w, p)
 	}},
+	{"fence-node", func(w *World, p Picker) error {
+		// Someone powers an unhealthy node's machine off and taints it out-of-service.
+		if nodes := w.unhealthyNodes(); len(nodes) > 0 {
+			n := nodes[p.Int("node", 0, len(nodes)-1)]
+			if err := w.Fault("node "+n+" fenced (out-of-service)", func() error { return w.C.FenceNode(n) }); err != nil {
+				return err
+			}
+		}
+		return rounds(w, p)
+	}},
 	{"node-back", func(w *World, p Picker) error {
 		for _, n := range w.unhealthyNodes() {
 			if err := w.Fault("node "+n+" back", func() error { return w.C.SetNodeReady(n) }); err != nil {

@@ -31,7 +31,7 @@ import (
 //	until NAME STATE [N]                 (at least one round, then until the fleet is in STATE; at most N, default 200)
 //	until-ready NAME [N]                 (likewise, until the fleet is Steady and Ready)
 //	gone NAME [N]                        (rounds until the fleet no longer exists)
-//	lose-node NAME ORDINAL | unreachable NAME ORDINAL  (the node of that member)
+//	lose-node NAME ORDINAL | unreachable NAME ORDINAL | fence NAME ORDINAL  (the node of that member)
 //	break-image IMAGE | fix-image IMAGE | crash POD
 //	restart | resync | clear-status NAME | clear-history NAME
 //	squat NAME                           (someone else's StatefulSet under that name)
@@ -110,13 +110,16 @@ func command(w *World, f []string, out io.Writer) error {
 		})
 	case "gone":
 		return w.until(num(arg(f, 2), 200), name+" to be gone", func() bool { return w.C.Fleet(Namespace, name) == nil })
-	case "lose-node", "unreachable":
+	case "lose-node", "unreachable", "fence":
 		node, err := w.memberNode(name, arg(f, 2))
 		if err != nil {
 			return err
 		}
-		if f[0] == "lose-node" {
+		switch f[0] {
+		case "lose-node":
 			return w.Fault("lose node "+node, func() error { return w.C.LoseNode(node) })
+		case "fence":
+			return w.Fault("node "+node+" fenced (out-of-service)", func() error { return w.C.FenceNode(node) })
 		}
 		return w.Fault("node "+node+" unreachable", func() error { return w.C.SetNodeUnreachable(node) })
 	case "break-image":
@@ -196,6 +199,19 @@ func (w *World) until(max int, what string, done func() bool) error {
 
 func (w *World) memberNode(fleet, ordinal string) (string, error) {
 	p := w.C.Pod(Namespace, fleet+"-"+ordinal)
+	if p == nil {
+		// A Deployment's members have no ordinals: the Nth by name stands in.
+		var names []string
+		for _, q := range w.C.Pods(Namespace) {
+			if q.Labels["app.kubernetes.io/instance"] == fleet && q.DeletionTimestamp == nil {
+				names = append(names, q.Name)
+			}
+		}
+		sort.Strings(names)
+		if i, err := strconv.Atoi(ordinal); err == nil && i >= 0 && i < len(names) {
+			p = w.C.Pod(Namespace, names[i])
+		}
+	}
 	if p == nil || p.Spec.NodeName == "" {
 		return "", fmt.Errorf("member %s-%s has no node", fleet, ordinal)
 	}

@@ -294,7 +294,11 @@ type NetworkSpec struct {
 // HealingSpec says when a member counts as unable to come back on its own.
 type HealingSpec struct {
 	// unreachableGracePeriod is how long a member's node may be NotReady or unreachable (or a
-	// member stuck not ready on an old revision) before the operator replaces that member.
+	// member stuck not ready on an old revision) before the operator acts on it. A member on such
+	// a node is never force-deleted: the node may be cut off but alive. Past this period a
+	// Deployment's member is deleted gracefully, and a StatefulSet's member is reported
+	// (Degraded=MemberUnreachable) until its node is tainted node.kubernetes.io/out-of-service or
+	// deleted, when it is replaced at once.
 	// +optional
 	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:Type=string

@@ -45,6 +45,12 @@ type Target struct {
 
 // Do applies one action. A Requeue is the caller's: it is not an API request.
 func (ap *Applier) Do(ctx context.Context, t *Target, a machine.Action) error {
+	if a.Kind == machine.DeletePod && a.Force {
+		if p := a.Premise; p == nil || p.Node == "" || (!p.NodeGone && !p.NodeFenced) {
+			// A force-delete on a node that may be alive starts a second copy of the member.
+			return fmt.Errorf("delete pod %s: refusing to force-delete a Pod whose node is not known to be gone or fenced", a.Key)
+		}
+	}
 	if err := ap.confirm(ctx, t, a); err != nil {
 		return err
 	}

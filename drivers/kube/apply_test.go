@@ -265,10 +265,20 @@ func TestDeletePodPreconditions(t *testing.T) {
 	for _, force := range []bool{false, true} {
 		fx := newFixture(pod.DeepCopy())
 		a := machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: "team", Name: "alpha-1", UID: "uid-pod", ResourceVersion: "42", Force: force}
+		if force {
+			// The node is gone: the premise's fresh read of it finds nothing.
+			a.Premise = &machine.Premise{Node: "gone", NodeGone: true}
+		}
 		if err := fx.ap.Do(context.Background(), &Target{}, a); err != nil {
 			t.Fatal(err)
 		}
-		d, ok := only(t, fx.requests()).(k8stesting.DeleteActionImpl)
+		var writes []k8stesting.Action
+		for _, r := range fx.requests() {
+			if r.GetVerb() != "get" {
+				writes = append(writes, r)
+			}
+		}
+		d, ok := only(t, writes).(k8stesting.DeleteActionImpl)
 		if !ok || d.GetResource().Resource != "pods" || d.Name != "alpha-1" {
 			t.Fatalf("got %#v", fx.requests()[0])
 		}

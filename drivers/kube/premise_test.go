@@ -30,29 +30,57 @@ func TestHealConfirmsItsPremise(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", UID: "uid-" + types.UID(name), ResourceVersion: "7", Labels: machine.SelectorLabels(f)},
 			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}}}
 	}
-	node := func(ready corev1.ConditionStatus) *corev1.Node {
-		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+	node := func(ready corev1.ConditionStatus, fenced bool) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
 			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, LastTransitionTime: metav1.NewTime(since)}}}}
+		if fenced {
+			n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}}
+		}
+		return n
 	}
-	heal := machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: "team", Name: "alpha-0", UID: "uid-alpha-0", ResourceVersion: "7", Force: true,
-		Premise: &machine.Premise{Node: "n1", NodeUnhealthySince: since, Ready: []string{"alpha-1"}}}
+	fenced := machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: "team", Name: "alpha-0", UID: "uid-alpha-0", ResourceVersion: "7", Force: true,
+		Premise: &machine.Premise{Node: "n1", NodeFenced: true, NodeUnhealthySince: since, Ready: []string{"alpha-1"}}}
+	gone := fenced
+	gone.Premise = &machine.Premise{Node: "n1", NodeGone: true, Ready: []string{"alpha-1"}}
+	graceful := fenced
+	graceful.Force = false
+	graceful.Premise = &machine.Premise{Node: "n1", NodeUnhealthySince: since, Ready: []string{"alpha-1"}}
 	for _, tc := range []struct {
 		name    string
+		heal    machine.Action
 		objs    []runtime.Object
 		refused bool
 	}{
-		{"node still unreachable, other member ready", []runtime.Object{node(corev1.ConditionUnknown), member("alpha-1", true)}, false},
-		{"node ready again", []runtime.Object{node(corev1.ConditionTrue), member("alpha-1", true)}, true},
-		{"other member no longer ready", []runtime.Object{node(corev1.ConditionUnknown), member("alpha-1", false)}, true},
-		{"node gone", []runtime.Object{member("alpha-1", true)}, false},
+		{"node still fenced, other member ready", fenced, []runtime.Object{node(corev1.ConditionUnknown, true), member("alpha-1", true)}, false},
+		{"node no longer fenced", fenced, []runtime.Object{node(corev1.ConditionUnknown, false), member("alpha-1", true)}, true},
+		{"node fenced and ready", fenced, []runtime.Object{node(corev1.ConditionTrue, true), member("alpha-1", true)}, false},
+		{"other member no longer ready", fenced, []runtime.Object{node(corev1.ConditionUnknown, true), member("alpha-1", false)}, true},
+		{"fenced node gone", fenced, []runtime.Object{member("alpha-1", true)}, false},
+		{"node gone", gone, []runtime.Object{member("alpha-1", true)}, false},
+		{"node back", gone, []runtime.Object{node(corev1.ConditionUnknown, false), member("alpha-1", true)}, true},
+		{"graceful, node still unreachable", graceful, []runtime.Object{node(corev1.ConditionUnknown, false), member("alpha-1", true)}, false},
+		{"graceful, node ready again", graceful, []runtime.Object{node(corev1.ConditionTrue, false), member("alpha-1", true)}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := newFixture(append([]runtime.Object{member("alpha-0", false)}, tc.objs...)...)
-			err := fx.ap.Do(context.Background(), &Target{Fleet: f}, heal)
+			err := fx.ap.Do(context.Background(), &Target{Fleet: f}, tc.heal)
 			if tc.refused != errors.Is(err, machine.ErrPremiseChanged) || tc.refused == sent[k8stesting.DeleteActionImpl](fx) {
 				t.Fatalf("refused=%t: err %v, deleted %t", tc.refused, err, sent[k8stesting.DeleteActionImpl](fx))
 			}
 		})
+	}
+}
+
+// The driver never force-deletes on a node that is not known dead, whatever the machine asks:
+// a force-delete without a premise that the node is gone or fenced is refused before any request.
+func TestForceNeedsAFencedNode(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "alpha-1", Namespace: "team", UID: "uid-pod", ResourceVersion: "42"}}
+	for _, p := range []*machine.Premise{nil, {}, {Node: "n1"}, {Node: "n1", NodeUnhealthySince: time.Now()}} {
+		fx := newFixture(pod.DeepCopy())
+		a := machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: "team", Name: "alpha-1", UID: "uid-pod", ResourceVersion: "42", Force: true, Premise: p}
+		if err := fx.ap.Do(context.Background(), &Target{}, a); err == nil || sent[k8stesting.DeleteActionImpl](fx) {
+			t.Errorf("premise %+v: force-delete went out (err %v, requests %v)", p, err, fx.requests())
+		}
 	}
 }
 

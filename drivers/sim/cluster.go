@@ -114,6 +114,7 @@ func (c *Cluster) Tick() bool {
 	for _, step := range []func() bool{
 		c.evictFromUnhealthyNodes,
 		c.collectOrphanPods,
+		c.collectOutOfServicePods,
 		c.collectGarbage,
 		c.bindClaims,
 		c.protectClaims,

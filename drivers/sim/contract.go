@@ -72,6 +72,8 @@ type PodDeletion struct {
 	FleetDeleting  bool
 	Node           string
 	NodeState      NodeState
+	// NodeFenced: the node carried the out-of-service taint at the delete.
+	NodeFenced bool
 	// NodeUnhealthySince is when the node's Ready condition last changed (or it was lost).
 	NodeUnhealthySince time.Time
 	WasReady           bool
@@ -223,7 +225,7 @@ func (c *Cluster) podDeletionOf(p *corev1.Pod, a machine.Action) PodDeletion {
 	uid := types.UID(p.Labels[events.LabelFleetUID])
 	d := PodDeletion{Time: c.now, Namespace: p.Namespace, Name: p.Name, UID: p.UID, Preconditioned: a.UID != "",
 		Force: a.Force, Reason: a.Reason, FleetUID: uid, Node: p.Spec.NodeName, NodeState: c.nodeState(p.Spec.NodeName),
-		WasReady: podReady(p), WasTerminating: terminating(p)}
+		WasReady: podReady(p), WasTerminating: terminating(p), NodeFenced: c.nodeFenced(p.Spec.NodeName)}
 	if d.NodeState != NodeReady && d.NodeState != NodeNone {
 		d.NodeUnhealthySince = c.nodeUnhealthySince(p.Spec.NodeName)
 	}

@@ -102,14 +102,50 @@ func (c *Cluster) SetNodeUnreachable(name string) error {
 	return c.setNodeHealth(name, corev1.ConditionUnknown, corev1.TaintNodeUnreachable, "NodeStatusUnknown")
 }
 
+// FenceNode taints a node out-of-service, as an administrator does once its machine is powered
+// off (non-graceful node shutdown): from then on nothing runs there, and Kubernetes removes the
+// node's terminating Pods without waiting for its kubelet.
+func (c *Cluster) FenceNode(name string) error {
+	n := c.node(name)
+	if n == nil {
+		return fmt.Errorf("fence node %s: %w", name, apierrors.NewNotFound(kinds[KindNode].resource, name))
+	}
+	next := n.DeepCopy()
+	for _, t := range next.Spec.Taints {
+		if t.Key == corev1.TaintNodeOutOfService {
+			return nil
+		}
+	}
+	added := metav1.NewTime(c.now)
+	next.Spec.Taints = append(next.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown",
+		Effect: corev1.TaintEffectNoExecute, TimeAdded: &added})
+	c.put(next)
+	return nil
+}
+
 // SetNodeNotReady makes a node's kubelet report Ready=False.
 func (c *Cluster) SetNodeNotReady(name string) error {
 	return c.setNodeHealth(name, corev1.ConditionFalse, corev1.TaintNodeNotReady, "KubeletNotReady")
 }
 
-// SetNodeReady brings a node back; its members recover after the recovery delay.
+// SetNodeReady brings a node back, repaired and back in service (no out-of-service taint); its
+// members recover after the recovery delay.
 func (c *Cluster) SetNodeReady(name string) error {
-	return c.setNodeHealth(name, corev1.ConditionTrue, "", "KubeletReady")
+	if err := c.setNodeHealth(name, corev1.ConditionTrue, "", "KubeletReady"); err != nil {
+		return err
+	}
+	next := c.node(name).DeepCopy()
+	taints := next.Spec.Taints[:0]
+	for _, t := range next.Spec.Taints {
+		if t.Key != corev1.TaintNodeOutOfService {
+			taints = append(taints, t)
+		}
+	}
+	if len(taints) != len(next.Spec.Taints) {
+		next.Spec.Taints = taints
+		c.put(next)
+	}
+	return nil
 }
 
 func (c *Cluster) setNodeHealth(name string, status corev1.ConditionStatus, taint, reason string) error {
@@ -197,6 +233,35 @@ func (c *Cluster) collectOrphanPods() bool {
 			c.remove(p)
 			changed = true
 		}
+	}
+	return changed
+}
+
+// nodeFenced reports whether a node exists and carries the out-of-service taint.
+func (c *Cluster) nodeFenced(name string) bool {
+	n := c.node(name)
+	if n == nil {
+		return false
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeOutOfService {
+			return true
+		}
+	}
+	return false
+}
+
+// collectOutOfServicePods is the Pod garbage collector's gcTerminating: a terminating Pod on a
+// NotReady node tainted out-of-service is force-deleted, its kubelet never will. The taint
+// manager's eviction (evictFromUnhealthyNodes) makes the node's other Pods terminating first.
+func (c *Cluster) collectOutOfServicePods() bool {
+	changed := false
+	for _, p := range c.pods() {
+		if !terminating(p) || !c.nodeFenced(p.Spec.NodeName) || c.nodeState(p.Spec.NodeName) == NodeReady {
+			continue
+		}
+		c.remove(p)
+		changed = true
 	}
 	return changed
 }

@@ -82,6 +82,28 @@ var Table = []Mutant{
 		Mistake:     "a claim missing from a lagging cache counts as a lost volume at once",
 		Threatens:   "clause 3: only a member that cannot come back",
 	},
+	// Fence before force.
+	{
+		Name: "force-unfenced-notready-node", File: "machine/facts.go",
+		Original:    "\t\t\tfx.unfenced = append(fx.unfenced, unfenced{member: m, node: m.NodeName, since: since})\n\t\t\treturn nil, 0",
+		Replacement: "\t\t\treturn &lost{member: m, reason: HealNodeUnreachable, force: true}, 0",
+		Mistake:     "a member on a node NotReady past the grace period force-deleted though nobody fenced the node",
+		Threatens:   "clause 3: force only when the node is gone or fenced (two copies of one member never run)",
+	},
+	{
+		Name: "fenced-by-unreachable-taint", File: "events/view.go",
+		Original:    "if t.Key == corev1.TaintNodeOutOfService {\n\t\t\tnv.Fenced = true",
+		Replacement: "if t.Key == corev1.TaintNodeOutOfService || t.Key == corev1.TaintNodeUnreachable {\n\t\t\tnv.Fenced = true",
+		Mistake:     "the node controller's unreachable taint read as a person's out-of-service fence",
+		Threatens:   "clause 3: force only when the node is gone or fenced",
+	},
+	{
+		Name: "premise-unfenced-node-passes", File: "machine/premise.go",
+		Original:    "if p.NodeFenced && !h.Fenced {",
+		Replacement: "if p.NodeFenced && !h.Fenced && h.Ready {",
+		Mistake:     "a fence lifted since the decision passes while the node is still NotReady",
+		Threatens:   "premise of a forced heal: the node still fenced; clause 3",
+	},
 	{
 		Name: "heal-terminating-on-healthy-node", File: "machine/facts.go",
 		Original:    "if m.Terminating || m.Ready {\n\t\treturn nil, 0",
@@ -98,8 +120,8 @@ var Table = []Mutant{
 	},
 	{
 		Name: "heal-nodes-unsynced-are-gone", File: "machine/facts.go",
-		Original:    "if name == \"\" || !v.NodesSynced {",
-		Replacement: "if name == \"\" {",
+		Original:    "if name == \"\" || !v.NodesSynced {\n\t\treturn true, false, time.Time{}",
+		Replacement: "if name == \"\" {\n\t\treturn true, false, time.Time{}",
 		Mistake:     "a node missing from a cache that has not synced yet counts as gone",
 		Threatens:   "clauses 3, 11: an operator restart force-deletes members",
 	},
@@ -377,8 +399,8 @@ var Table = []Mutant{
 	},
 	{
 		Name: "quiet-ignores-node-health", File: "machine/quiet.go",
-		Original:    "\t\t\tflag(n.Ready)\n\t\t\tnum(n.UnhealthySince.Unix())\n",
-		Replacement: "",
+		Original:    "\t\t\tflag(n.Ready)\n\t\t\tflag(n.Fenced)\n\t\t\tnum(n.UnhealthySince.Unix())\n",
+		Replacement: "\t\t\tflag(n.Fenced)\n",
 		Mistake:     "the fingerprint leaves node health out: a node going down decides nothing new",
 		Threatens:   "clauses 3, 10: a member that cannot come back is healed",
 	},
