@@ -302,10 +302,50 @@ func (r *run) judgeDecision(v *events.View, d Decision) {
 			r.fatalf("clause 2: the workload is at %d and the fleet asks for %d: it grows to %d", current, target, n)
 		}
 	}
-	// Clause 3: one member at a time, and only in Healing.
-	if heals > 1 || (heals == 1 && d.To != v1alpha1.StateHealing) {
+	// Clause 3: one member at a time, only in Healing, and Healing is that one deletion.
+	if heals > 1 || (heals == 1) != (d.To == v1alpha1.StateHealing) {
 		r.fatalf("clause 3: %d Pod deletions in a decision ending in %s", heals, d.To)
 	}
+	for _, a := range d.Actions {
+		switch n, ok := stsReplicas(a); {
+		case a.Kind == DeletePod:
+			// Clauses 1, 3 on the decision's own view: a lagging cache is the premise's business,
+			// a wrong decision is not.
+			if why := viewUnsettled(v, a.Name); why != "" {
+				r.fatalf("clause 3: heal of %s decided while %s", a.Name, why)
+			}
+			others := map[string]bool{}
+			if a.Premise != nil {
+				for _, m := range a.Premise.Ready {
+					others[m] = true
+				}
+			}
+			for _, m := range v.Members {
+				if m.Name != a.Name && !others[m.Name] {
+					r.fatalf("clause 3: the heal of %s does not ask that %s still be ready when it goes out", a.Name, m.Name)
+				}
+			}
+			if a.Force && (a.Premise == nil || a.Premise.Node == "") {
+				r.fatalf("clause 3: the forced heal of %s does not ask that its node still be gone or fenced", a.Name)
+			}
+		case ok && !v.Deleting && n < current:
+			if why := viewUnsettled(v, ""); why != "" {
+				r.fatalf("clause 1: scale-in from %d decided while %s", current, why)
+			}
+			ready := map[string]bool{}
+			if a.Premise != nil {
+				for _, m := range a.Premise.Ready {
+					ready[m] = true
+				}
+			}
+			for _, m := range v.Members {
+				if !ready[m.Name] {
+					r.fatalf("clause 1: the scale-in does not ask that %s still be ready when it goes out", m.Name)
+				}
+			}
+		}
+	}
+	r.judgeStatus(v, d)
 	// Clause 5: a fresh machine fed the same view with no status, or a wrong one, decides the same.
 	for i, stored := range []v1alpha1.CelldFleetStatus{{}, {State: v1alpha1.StateShrinkingOne, Members: v1alpha1.MemberCounts{Desired: 9, Ready: 9}}} {
 		tv := *v
@@ -335,6 +375,78 @@ func (r *run) judgeDecision(v *events.View, d Decision) {
 	}
 }
 
+// viewUnsettled says why the view shows a fleet that may not lose a member (but the one named),
+// "" when it may: the workload's controller saw its last change, every member exists, is ready,
+// is not terminating and runs on a node the view shows ready.
+func viewUnsettled(v *events.View, except string) string {
+	w := &v.Workload
+	if !w.Exists {
+		return "there is no workload"
+	}
+	if w.ObservedGeneration < w.Generation {
+		return "the workload controller had not seen the last change"
+	}
+	if n := int32(len(v.Members)); n < w.Replicas {
+		return fmt.Sprintf("%d of %d member Pods existed", n, w.Replicas)
+	}
+	for _, m := range v.Members {
+		if m.Name == except {
+			continue
+		}
+		n, ok := v.Nodes[m.NodeName]
+		if !m.Ready || m.Terminating || !ok || !n.Ready {
+			return "member " + m.Name + " was not ready"
+		}
+	}
+	return ""
+}
+
+// judgeStatus derives, by its own reading of the view, what the status must say about the
+// disks and about readiness.
+func (r *run) judgeStatus(v *events.View, d Decision) {
+	r.t.Helper()
+	st := d.Status
+	var unused, foreign []string
+	for _, dk := range v.Disks {
+		if dk.FleetUID != v.Fleet.UID {
+			foreign = append(foreign, dk.Name)
+			continue
+		}
+		size := int32(0)
+		if v.Workload.Exists {
+			size = v.Workload.Replicas
+		}
+		if dk.Ordinal >= 0 && int32(dk.Ordinal) >= size && !dk.Terminating {
+			unused = append(unused, dk.Name)
+		}
+	}
+	var gotUnused, gotForeign []string
+	if st.Disks != nil {
+		gotUnused, gotForeign = st.Disks.Unused, st.Disks.Foreign
+	}
+	if fmt.Sprint(gotUnused) != fmt.Sprint(unused) || fmt.Sprint(gotForeign) != fmt.Sprint(foreign) {
+		r.fatalf("status: disks unused %v foreign %v; the view shows unused %v foreign %v", gotUnused, gotForeign, unused, foreign)
+	}
+	ready := int32(0)
+	for _, m := range v.Members {
+		if n, ok := v.Nodes[m.NodeName]; m.Ready && !m.Terminating && ok && n.Ready {
+			ready++
+		}
+	}
+	if st.Members.Ready != ready {
+		r.fatalf("status: %d members ready; the view shows %d", st.Members.Ready, ready)
+	}
+	for _, c := range st.Conditions {
+		if c.Type != v1alpha1.ConditionReady || c.Status != metav1.ConditionTrue {
+			continue
+		}
+		if v.Deleting || v.Workload.Replicas != v.Fleet.Spec.Members || ready != v.Fleet.Spec.Members || int32(len(v.Members)) != ready {
+			r.fatalf("status: Ready=True while the view shows %d of %d members ready, %d asked for, deleting=%t",
+				ready, len(v.Members), v.Fleet.Spec.Members, v.Deleting)
+		}
+	}
+}
+
 func hasForeign(v *events.View) bool {
 	for _, d := range v.Disks {
 		if d.FleetUID != v.Fleet.UID {
@@ -355,6 +467,9 @@ func (r *run) judgeAction(v *events.View, d Decision, a Action) {
 			return
 		}
 		cur := *w.sts.Spec.Replicas
+		if n > cur && w.fleet != nil && n != w.fleet.Spec.Members {
+			r.fatalf("clause 2: the workload grows from %d to %d while the fleet asks for %d now", cur, n, w.fleet.Spec.Members)
+		}
 		if n < cur-1 {
 			r.fatalf("clause 1: the workload goes from %d to %d members in one write", cur, n)
 		}

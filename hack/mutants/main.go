@@ -34,11 +34,12 @@ func main() {
 	run := flag.String("run", "", "only the mutants whose name matches this regular expression")
 	jobs := flag.Int("j", 1, "mutants tested at once")
 	timeout := flag.Duration("timeout", 10*time.Minute, "go test -timeout for one package under one mutant (a hang counts as killed)")
+	only := flag.String("pkgs", "", "comma-separated package directories to run (all affected ones when empty); a restricted run is for triage, not a score")
 	flag.Parse()
-	os.Exit(runAll(*run, *jobs, *timeout))
+	os.Exit(runAll(*run, *jobs, *timeout, *only))
 }
 
-func runAll(pattern string, jobs int, timeout time.Duration) int {
+func runAll(pattern string, jobs int, timeout time.Duration, only string) int {
 	start := time.Now()
 	root, err := repoRoot()
 	if err != nil {
@@ -67,6 +68,18 @@ func runAll(pattern string, jobs int, timeout time.Duration) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mutants:", err)
 		return 2
+	}
+	if only != "" {
+		keep := map[string]bool{}
+		for _, p := range strings.Split(only, ",") {
+			keep[strings.TrimPrefix(strings.TrimSpace(p), "./")] = true
+		}
+		for p := range pkgs.links {
+			if !keep[p] {
+				delete(pkgs.links, p)
+			}
+		}
+		fmt.Printf("mutants: only %s (triage: not a score)\n", only)
 	}
 	tmp, err := os.MkdirTemp("", "mutants-")
 	if err != nil {
@@ -134,7 +147,7 @@ func runAll(pattern string, jobs int, timeout time.Duration) int {
 	}
 	fmt.Printf("\nmutants: %d killed, %d survived, %d broken, %d stale of %d; score %.1f%%; wall time %s\n",
 		killed, survived, broken, len(Table)-len(todo)-skipped(pattern), len(todo), score, time.Since(start).Round(time.Second))
-	if failed || survived > 0 || broken > 0 || len(todo) == 0 {
+	if failed || survived > 0 || broken > 0 || len(todo) == 0 || only != "" {
 		return 1
 	}
 	return 0

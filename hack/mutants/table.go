@@ -41,11 +41,13 @@ var Table = []Mutant{
 	},
 	// Heal preconditions and the decision to heal.
 	{
-		Name: "heal-two-lost-at-once", File: "machine/facts.go",
-		Original:    "fx.othersReady = fx.lostCount == 1 &&",
-		Replacement: "fx.othersReady = fx.lostCount >= 1 &&",
-		Mistake:     "several lost members count as 'the' lost member",
-		Threatens:   "clause 3: one at a time",
+		// (lostCount == 1 -> >= 1 was tried first: it is equivalent, since a lost member is never
+		// a ready one, so the check of the others already refuses it.)
+		Name: "heal-ignores-missing-members", File: "machine/facts.go",
+		Original:    "w.ObservedGeneration >= w.Generation && int32(len(v.Members)) >= w.Replicas &&",
+		Replacement: "w.ObservedGeneration >= w.Generation &&",
+		Mistake:     "the others counted among the Pods that exist: a member not yet recreated is not missed",
+		Threatens:   "clauses 1, 3: heal only while every other member is ready (one at a time)",
 	},
 	{
 		Name: "heal-others-ready-by-flag", File: "machine/facts.go",
