@@ -182,7 +182,7 @@ func TestQuietAnswersOnlyForTheSameView(t *testing.T) {
 // workload's own counters say.
 func TestCompletionWaitsForEveryMember(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
+		name   string
 		break_ func(v *events.View)
 	}{
 		{"a member's node is NotReady", func(v *events.View) {
