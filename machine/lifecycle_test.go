@@ -302,6 +302,20 @@ func (r *run) judgeDecision(v *events.View, d Decision) {
 			r.fatalf("clause 2: the workload is at %d and the fleet asks for %d: it grows to %d", current, target, n)
 		}
 	}
+	// A state a decision enters is its effect: ShrinkingOne is one member fewer, Growing the
+	// whole target, written in the same decision.
+	for _, tr := range d.Transitions {
+		want := int32(-1)
+		switch tr.To {
+		case v1alpha1.StateShrinkingOne:
+			want = current - 1
+		case v1alpha1.StateGrowing:
+			want = target
+		}
+		if want >= 0 && (len(applied) != 1 || applied[0] != want) {
+			r.fatalf("%s -> %s (%s) with the workload at %d writes %v, want %d", tr.From, tr.To, tr.Trigger, current, applied, want)
+		}
+	}
 	// Clause 3: one member at a time, only in Healing, and Healing is that one deletion.
 	if heals > 1 || (heals == 1) != (d.To == v1alpha1.StateHealing) {
 		r.fatalf("clause 3: %d Pod deletions in a decision ending in %s", heals, d.To)
