@@ -192,6 +192,8 @@ func TestCompletionWaitsForEveryMember(t *testing.T) {
 		}},
 		{"a member is terminating", func(v *events.View) { v.Members[1].Terminating = true }},
 		{"a member is not ready", func(v *events.View) { v.Members[1].Ready = false; v.Members[1].NotReadySince = v.Now }},
+		{"the workload's controller has not seen the last change", func(v *events.View) { v.Workload.ObservedGeneration = v.Workload.Generation - 1 }},
+		{"the workload's controller counts a member not ready yet", func(v *events.View) { v.Workload.ReadyReplicas-- }},
 	} {
 		for _, from := range []v1alpha1.FleetState{v1alpha1.StateProvisioning, v1alpha1.StateGrowing, v1alpha1.StateShrinkingOne} {
 			t.Run(tc.name+" in "+string(from), func(t *testing.T) {
@@ -299,6 +301,59 @@ func TestHealWaitsForEveryOtherMember(t *testing.T) {
 			}
 			if heals != want || (d.To == v1alpha1.StateHealing) != (want == 1) {
 				t.Fatalf("%d deletions, state %s; want %d", heals, d.To, want)
+			}
+		})
+	}
+}
+
+// TestNoHealForWhatCanComeBack: a member is replaced only when it cannot come back on its own:
+// not while its node's kubelet will finish it, not within the grace period, not on a node only
+// missing from a cache that has not synced, not on a node that is only unreachable.
+func TestNoHealForWhatCanComeBack(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		break_ func(v *events.View)
+	}{
+		{"terminating on a ready node, its claim lost long ago", func(v *events.View) {
+			v.Members[1].Terminating, v.Members[1].Ready, v.Members[1].NotReadySince = true, false, v.Now.Add(-time.Hour)
+			v.Disks = append([]events.Disk(nil), v.Disks...)
+			for i := range v.Disks {
+				if v.Disks[i].Name == v.Members[1].ClaimName {
+					v.Disks[i].Lost = true
+				}
+			}
+		}},
+		{"its claim lost, within the grace period", func(v *events.View) {
+			v.Members[1].Ready, v.Members[1].NotReadySince = false, v.Now.Add(-worldGrace/2)
+			v.Disks = append([]events.Disk(nil), v.Disks...)
+			for i := range v.Disks {
+				if v.Disks[i].Name == v.Members[1].ClaimName {
+					v.Disks[i].Lost = true
+				}
+			}
+		}},
+		{"not ready on the current template, long ago", func(v *events.View) {
+			v.Members[1].Ready, v.Members[1].NotReadySince = false, v.Now.Add(-time.Hour)
+		}},
+		{"its node missing from a node cache not synced yet", func(v *events.View) {
+			v.NodesSynced = false
+			delete(v.Nodes, v.Members[1].NodeName)
+		}},
+		{"its node unreachable long ago, not fenced", func(v *events.View) {
+			n := v.Nodes[v.Members[1].NodeName]
+			n.Ready, n.UnhealthySince = false, v.Now.Add(-time.Hour)
+			v.Nodes[v.Members[1].NodeName] = n
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, v := steadyView(t)
+			v.Nodes = cloneNodes(v.Nodes)
+			v.Members = append([]events.Member(nil), v.Members...)
+			tc.break_(&v)
+			for _, a := range New().Step(&v).Actions {
+				if a.Kind == DeletePod {
+					t.Fatalf("%s: %s", tc.name, a)
+				}
 			}
 		})
 	}

@@ -174,7 +174,7 @@ var Table = []Mutant{
 	{
 		Name: "policy-no-window", File: "reservation/policy.go",
 		Original:    "if ready := anchor.Time.Add(f.Window); f.Now.Before(ready) {",
-		Replacement: "if ready := anchor.Time; f.Now.Before(ready) {",
+		Replacement: "if ready := anchor.Time.Time; f.Now.Before(ready) {",
 		Mistake:     "the stabilization window forgotten",
 		Threatens:   "step policy: stabilization window; clause 6",
 	},
@@ -215,9 +215,9 @@ var Table = []Mutant{
 	},
 	{
 		Name: "recommend-ignores-max", File: "reservation/policy.go",
-		Original:    "return min(max(n, lo), hi), true",
-		Replacement: "return max(n, lo), true",
-		Mistake:     "a recommendation above maxMembers",
+		Original:    "if c.MaxMembers != nil {\n\t\thi = *c.MaxMembers",
+		Replacement: "if c.MaxMembers != nil && n <= *c.MaxMembers {\n\t\thi = *c.MaxMembers",
+		Mistake:     "maxMembers applied only to a recommendation already within it",
 		Threatens:   "clause 7: one function and one policy bound every target",
 	},
 	{
