@@ -6,6 +6,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 FUZZ_SEQUENCES ?= 20000
 CHAOS_KILLS ?= 200
 MUTANTS_JOBS ?= 1
+# Fault injection is compiled only with -tags faults (the e2e tests build the operator so); these
+# packages have code and tests under that tag.
+FAULT_PKGS := ./drivers/kube ./cmd/celld-operator
 
 .PHONY: help build test unit e2e chaos fuzz mutants diagram generate verify lint cluster demo demo-stop bench clean
 
@@ -17,9 +20,11 @@ build: ## build bin/celld-operator
 
 test: lint ## everything: vet, generated-file check, unit, property, scenario and end-to-end tests
 	$(GO) test -count=1 -timeout 80m ./...
+	$(GO) test -count=1 -tags faults $(FAULT_PKGS)
 
 unit: ## unit, property and scenario tests only (no control plane)
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
+	$(GO) test -count=1 -tags faults $(FAULT_PKGS)
 
 e2e: ## end-to-end tests only: builds (or reuses) and starts the local control plane
 	$(GO) test -count=1 -timeout 80m -v ./e2e
@@ -45,6 +50,7 @@ verify: ## fail when generated files are stale
 
 lint: verify ## go vet, gofmt and the generated-file check
 	$(GO) vet ./...
+	$(GO) vet -tags faults $(FAULT_PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 cluster: ## build (or reuse) and start the local control plane

@@ -83,6 +83,10 @@ func TestAdmission(t *testing.T) {
 		{name: "unreachableGracePeriod negative", profile: bucket, change: func(fl *v1alpha1.CelldFleet) {
 			fl.Spec.Healing.UnreachableGracePeriod = &metav1.Duration{Duration: -5e9}
 		}, want: "spec.healing.unreachableGracePeriod"},
+		{name: "unreachableGracePeriod zero", profile: bucket, change: func(fl *v1alpha1.CelldFleet) {
+			fl.Spec.Healing.UnreachableGracePeriod = &metav1.Duration{}
+		}, want: "spec.healing.unreachableGracePeriod must be at least 10s"},
+		{name: "unreachableGracePeriod below the minimum", profile: bucket, raw: func(m map[string]any) { set(m, "9.999s", "spec", "healing", "unreachableGracePeriod") }, want: "spec.healing.unreachableGracePeriod must be at least 10s"},
 		{name: "unreachableGracePeriod not a duration", profile: bucket, raw: func(m map[string]any) { set(m, "soon", "spec", "healing", "unreachableGracePeriod") }, want: "spec.healing.unreachableGracePeriod"},
 		{name: "clientPort equals peerPort", profile: bucket, change: func(fl *v1alpha1.CelldFleet) { fl.Spec.Network.ClientPort, fl.Spec.Network.PeerPort = 7100, 7100 }, want: "spec.network.clientPort"},
 		{name: "clientPort privileged", profile: bucket, change: func(fl *v1alpha1.CelldFleet) { fl.Spec.Network.ClientPort = 80 }, want: "spec.network.clientPort"},
@@ -110,6 +114,9 @@ func TestAdmission(t *testing.T) {
 		}, want: "spec.members"},
 		{name: "scale subresource to 0", profile: bucket, scale: i32(0), want: "spec.members"},
 		{name: "scale subresource to 1001", profile: bucket, scale: i32(1001), want: "spec.members"},
+		// Derived names: fleet "x-peers" would render the peer Service of fleet "x".
+		{name: "fleet name ending in -peers", profile: bucket, change: func(fl *v1alpha1.CelldFleet) { fl.Name = "x-peers" }, want: "metadata.name"},
+		{name: "fleet name ending in -clients", profile: persistent, change: func(fl *v1alpha1.CelldFleet) { fl.Name = "x-clients" }, want: "metadata.name"},
 	}
 
 	// The stored fleets the updates start from; creating them proves the base fleets valid.

@@ -133,7 +133,7 @@ func (r *chaosRun) create() {
 		fl.Spec.Capacity.ScaleInStabilization = duration(0)
 		// Below the node lifecycle controller's eviction (30s after the taint): the operator, not
 		// the taint manager, heals unless it is down at that moment.
-		fl.Spec.Healing.UnreachableGracePeriod = duration(5 * time.Second)
+		fl.Spec.Healing.UnreachableGracePeriod = duration(10 * time.Second) // the least admission allows
 		fl.Spec.Bucket.Name = fmt.Sprintf("%s-%d", f.bucket(fl.Name), r.cycle)
 		r.fleets = append(r.fleets, f.create(fl))
 		r.ops++
@@ -543,7 +543,7 @@ func (m *chaosMonkey) launch() (*operator, error) {
 	op.cmd = exec.Command(suite.operator, "run",
 		"--kubeconfig", suite.kubeconfig, "--namespace", f.ns, "--workers", "4",
 		"--metrics-bind-address", op.metrics, "--health-probe-bind-address", op.probe,
-		"--leader-elect=false", "--log-format", "json", "--log-level", "info")
+		"--leader-elect=false", "--log-format", "json", "--log-level", "info", "--metrics-secure=false")
 	op.cmd.Stdout, op.cmd.Stderr = logFile, logFile
 	op.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := op.cmd.Start(); err != nil {

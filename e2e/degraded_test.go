@@ -52,6 +52,8 @@ func TestOperatorDetectedStates(t *testing.T) {
 			"Degraded=True / ReservationBound=False BucketReserved, no workload, no finalizer; the owner untouched", rowBucketReserved},
 		{"foreign-disks", "claim named like the fleet's carrying another fleet's UID",
 			"Degraded=True ForeignDisks, status.disks.foreign, no StatefulSet, the claim kept; the claim removed: converged", rowForeignDisks},
+		{"unlabelled-claim", "claim named like the fleet's carrying no label at all; later a claim labelled as the fleet's under another name",
+			"Degraded=True ForeignDisks, no StatefulSet to adopt it, the claim kept; removed: converged; the fleet deleted: its own claims only", rowUnlabelledClaim},
 		{"member-never-ready", "template whose new member never becomes ready (stand-in for a broken image: a CPU request no node meets)",
 			"after the grace period Degraded=True and Progressing=False MemberStuck; no heal, no scale-in, old members kept; fixed: converged", rowMemberNeverReady},
 		{"workload-replicas-edited", "StatefulSet scaled by hand, down then up",

@@ -119,6 +119,8 @@ func (f *fixture) startOperator(flags ...string) *operator {
 		"--kubeconfig", suite.kubeconfig, "--namespace", f.ns, "--workers", "4",
 		"--metrics-bind-address", op.metrics, "--health-probe-bind-address", op.probe,
 		"--leader-elect=false", "--log-format", "json", "--log-level", "info",
+		// The tests read the counters over plain HTTP; TestMetricsNeedAToken covers the default.
+		"--metrics-secure=false",
 	}, flags...)
 	logFile, err := os.Create(op.logPath)
 	if err != nil {

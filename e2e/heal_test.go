@@ -32,7 +32,7 @@ import (
 func TestUnreachableNodeFencedThenHealed(t *testing.T) {
 	f := newFixture(t)
 	op := f.startOperator()
-	fl, victim, claim := f.unreachableMember("fenced")
+	fl, victim, claim := f.unreachableMember(op, "fenced")
 	node := victim.Spec.NodeName
 	pods, claims := f.recordPods(), f.recordClaims()
 
@@ -53,8 +53,8 @@ func TestUnreachableNodeFencedThenHealed(t *testing.T) {
 // (the machine is gone): the member is replaced, it alone, on its own disk.
 func TestUnreachableNodeDeletedThenHealed(t *testing.T) {
 	f := newFixture(t)
-	f.startOperator()
-	fl, victim, claim := f.unreachableMember("node-deleted")
+	op := f.startOperator()
+	fl, victim, claim := f.unreachableMember(op, "node-deleted")
 	pods, claims := f.recordPods(), f.recordClaims()
 
 	saved, err := suite.kube.CoreV1().Nodes().Get(f.ctx, victim.Spec.NodeName, metav1.GetOptions{})
@@ -136,7 +136,7 @@ func TestUnreachableDeploymentMemberReplacedGracefully(t *testing.T) {
 // unreachableMember makes the node of one member of a new three-member PersistentFleet
 // unreachable, waits until the fleet says so, and checks for a while that nothing is deleted and
 // the workload keeps its size. It returns the fleet, the member and the member's claim.
-func (f *fixture) unreachableMember(name string) (*v1alpha1.CelldFleet, corev1.Pod, *corev1.PersistentVolumeClaim) {
+func (f *fixture) unreachableMember(op *operator, name string) (*v1alpha1.CelldFleet, corev1.Pod, *corev1.PersistentVolumeClaim) {
 	t := f.t
 	t.Helper()
 	const grace = 10 * time.Second
@@ -172,11 +172,16 @@ func (f *fixture) unreachableMember(name string) (*v1alpha1.CelldFleet, corev1.P
 		t.Errorf("Degraded=MemberUnreachable at %s, within the grace period after %s", at, since)
 	}
 	t.Logf("fleet says: %s", condition(cur, v1alpha1.ConditionDegraded).Message)
-	// Nothing is deleted while the node may be alive: give a would-be heal a few grace periods.
+	// Nothing is forced away while the node may be alive: give a would-be heal a few grace
+	// periods. The node lifecycle controller may evict the member gracefully meanwhile (this
+	// control plane's default toleration is 30s): its Pod then stays terminating, as no kubelet
+	// answers for it.
 	sts := f.statefulSet(fl.Name)
-	f.holds(3*grace, "nothing deleted, the workload's size kept, while the node may be alive", func() error {
-		if d := deletions(pods.events(t)); len(d) != 0 {
-			return fmt.Errorf("Pods deleted: %v%s", names(d), timeline(pods.events(t), victim.Name))
+	f.holds(3*grace, "nothing forced away, the workload's size kept, while the node may be alive", func() error {
+		for uid, d := range deletions(pods.events(t)) {
+			if uid != victim.UID || !d.gone.IsZero() {
+				return fmt.Errorf("Pods deleted: %v%s", names(deletions(pods.events(t))), timeline(pods.events(t), victim.Name))
+			}
 		}
 		if d := deletions(claims.events(t)); len(d) != 0 {
 			return fmt.Errorf("claims deleted: %v", names(d))
@@ -186,6 +191,9 @@ func (f *fixture) unreachableMember(name string) (*v1alpha1.CelldFleet, corev1.P
 		}
 		return nil
 	})
+	if total, by := op.heals(t); total != 0 {
+		t.Errorf("heals_total: %g%s while the node may be alive; want none", total, formatSeries(by))
+	}
 	return fl, victim, claim
 }
 

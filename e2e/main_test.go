@@ -93,11 +93,13 @@ func runSuite(m *testing.M) int {
 	}
 	defer os.RemoveAll(binDir)
 	suite.operator = filepath.Join(binDir, "celld-operator")
-	logf("building the operator (go build ./cmd/celld-operator)")
-	build := exec.Command("go", "build", "-o", suite.operator, "./cmd/celld-operator")
+	// The test build: -tags faults compiles in the fault injection TestAPIFaults uses, which the
+	// production binary lacks.
+	logf("building the operator (go build -tags faults ./cmd/celld-operator)")
+	build := exec.Command("go", "build", "-tags", "faults", "-o", suite.operator, "./cmd/celld-operator")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		return fail("go build ./cmd/celld-operator: %v\n%s", err, out)
+		return fail("go build -tags faults ./cmd/celld-operator: %v\n%s", err, out)
 	}
 	suite.logDir = filepath.Join(root, ".cache", "e2e", "logs")
 	if err := os.MkdirAll(suite.logDir, 0o755); err != nil {

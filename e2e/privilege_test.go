@@ -270,8 +270,12 @@ func operatorAccess(ns string) []access {
 		allow("watch", "", "serviceaccounts", "", ns),
 		allow("create", "", "events", "", ns),
 		allow("patch", "", "events", "", ns),
+		allow("create", "authentication.k8s.io", "tokenreviews", "", ""),
+		allow("create", "authorization.k8s.io", "subjectaccessreviews", "", ""),
 		{"update", "coordination.k8s.io", "leases", "", celld, "celld-operator", true},
 		{"create", "coordination.k8s.io", "leases", "", celld, "", true},
+		// Whether a deleted fleet goes with its CRD (an uninstall, which keeps its disks).
+		{"get", "apiextensions.k8s.io", "customresourcedefinitions", "", "", "celldfleets.celld.io", true},
 
 		// Secrets: nothing, anywhere.
 		deny("get", "", "secrets", "", ns),
@@ -353,6 +357,8 @@ func operatorAccess(ns string) []access {
 		deny("create", "certificates.k8s.io", "certificatesigningrequests", "", ""),
 		deny("create", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", ""),
 		deny("delete", "apiextensions.k8s.io", "customresourcedefinitions", "", ""),
+		deny("list", "apiextensions.k8s.io", "customresourcedefinitions", "", ""),
+		{"get", "apiextensions.k8s.io", "customresourcedefinitions", "", "", "celldreservations.celld.io", false},
 		deny("*", "*", "*", "", ""),
 	}
 }

@@ -36,7 +36,8 @@ type Observation struct {
 	PDB         *policyv1.PodDisruptionBudget
 	// Pods are the Pods that carry the fleet's UID label.
 	Pods []*corev1.Pod
-	// PVCs are the claims that carry the fleet's name label, whatever UID they carry.
+	// PVCs are the claims that carry the fleet's name label, whatever UID they carry, and the
+	// claims named as the fleet's StatefulSet names its claims, whatever labels they carry.
 	PVCs []*corev1.PersistentVolumeClaim
 	// Nodes are every node the operator knows, by name; a member's node missing here is gone.
 	Nodes map[string]*corev1.Node
@@ -48,9 +49,14 @@ type Observation struct {
 	StorageClassKnown bool
 	// ServiceAccountMissing is true when the fleet names a ServiceAccount that does not exist.
 	ServiceAccountMissing bool
-	// Unowned names ("StatefulSet/a", "Deployment/a") the workloads of the fleet's name that exist
-	// but belong to something else: applying over them would take them over.
+	// Unowned names (Kind/name: "Service/a-peers", "StatefulSet/a") the objects under the fleet's
+	// derived names (DerivedObjects, both workload kinds) that exist and are not controlled by the
+	// fleet, and a reservation under the name the fleet would create that the operator did not
+	// make: applying over them would take them over.
 	Unowned []string
+	// Uninstalling is true when the fleets' CustomResourceDefinition is being deleted, or is gone:
+	// a fleet deleted then goes with its CRD, not by a person's request.
+	Uninstalling bool
 	// Utilization is the latest observed usage, nil when none was observed.
 	Utilization *Utilization
 	// Refused is the API server's refusal of an object rendered from the fleet's spec, nil when

@@ -155,44 +155,39 @@ func (s *Store) Observe(namespace, name string) *Observation {
 			o.Rivals = append(o.Rivals, r)
 		}
 	}
-	ownedBy := func(obj metav1.Object) bool {
-		if obj.GetNamespace() != namespace {
-			return false
+	// The objects under the fleet's derived names, as the operator looks them up: by name, ours
+	// only when the fleet controls them.
+	derived := func(kind, name string) metav1.Object {
+		obj, ok := s.objects[kind][namespace+"/"+name]
+		if !ok {
+			return nil
 		}
-		for _, ref := range obj.GetOwnerReferences() {
-			if ref.UID == f.UID {
-				return true
+		if !ControlledBy(obj, f.UID) {
+			o.Unowned = append(o.Unowned, kind+"/"+name)
+			return nil
+		}
+		return obj
+	}
+	if sts := derived("StatefulSet", name); sts != nil {
+		o.StatefulSet = sts.(*appsv1.StatefulSet)
+	}
+	if d := derived("Deployment", name); d != nil {
+		o.Deployment = d.(*appsv1.Deployment)
+	}
+	for _, d := range DerivedObjects(f) {
+		switch d.Kind {
+		case "Service":
+			if obj := derived(d.Kind, d.Name); obj != nil {
+				o.Services = append(o.Services, obj.(*corev1.Service))
 			}
-		}
-		return false
-	}
-	if sts, ok := s.objects["StatefulSet"][key].(*appsv1.StatefulSet); ok {
-		if ownedBy(sts) {
-			o.StatefulSet = sts
-		} else {
-			o.Unowned = append(o.Unowned, "StatefulSet/"+name)
-		}
-	}
-	if d, ok := s.objects["Deployment"][key].(*appsv1.Deployment); ok {
-		if ownedBy(d) {
-			o.Deployment = d
-		} else {
-			o.Unowned = append(o.Unowned, "Deployment/"+name)
-		}
-	}
-	for _, obj := range s.sorted("Service") {
-		if ownedBy(obj) {
-			o.Services = append(o.Services, obj.(*corev1.Service))
-		}
-	}
-	for _, obj := range s.sorted("NetworkPolicy") {
-		if ownedBy(obj) {
-			o.Policies = append(o.Policies, obj.(*networkingv1.NetworkPolicy))
-		}
-	}
-	for _, obj := range s.sorted("PodDisruptionBudget") {
-		if ownedBy(obj) {
-			o.PDB = obj.(*policyv1.PodDisruptionBudget)
+		case "NetworkPolicy":
+			if obj := derived(d.Kind, d.Name); obj != nil {
+				o.Policies = append(o.Policies, obj.(*networkingv1.NetworkPolicy))
+			}
+		case "PodDisruptionBudget":
+			if obj := derived(d.Kind, d.Name); obj != nil {
+				o.PDB = obj.(*policyv1.PodDisruptionBudget)
+			}
 		}
 	}
 	for _, obj := range s.sorted("Pod") {
@@ -201,7 +196,8 @@ func (s *Store) Observe(namespace, name string) *Observation {
 		}
 	}
 	for _, obj := range s.sorted("PersistentVolumeClaim") {
-		if obj.GetNamespace() == namespace && obj.GetLabels()[LabelInstance] == f.Name {
+		fleet, _, named := ClaimFleet(obj.GetName())
+		if obj.GetNamespace() == namespace && (obj.GetLabels()[LabelInstance] == f.Name || named && fleet == f.Name) {
 			o.PVCs = append(o.PVCs, obj.(*corev1.PersistentVolumeClaim))
 		}
 	}

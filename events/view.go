@@ -49,7 +49,8 @@ type View struct {
 	Workload    WorkloadView
 	// Members are the fleet's Pods, sorted by ordinal then name.
 	Members []Member
-	// Disks are the claims that carry the fleet's name label, sorted by name.
+	// Disks are the claims that carry the fleet's name label or are named as its StatefulSet names
+	// its claims (ClaimName), whatever their labels, sorted by name.
 	Disks []Disk
 	Nodes map[string]NodeView
 	// NodesSynced is false until the node cache synced; a missing node then proves nothing.
@@ -59,9 +60,13 @@ type View struct {
 
 	StorageClassMissing   bool
 	ServiceAccountMissing bool
-	// Unowned names the same-named workloads that belong to something else.
-	Unowned     []string
-	Utilization *Utilization
+	// Unowned names (Kind/name) the objects under the fleet's derived names, and the reservation
+	// under the name the fleet would create, that exist and are not the fleet's.
+	Unowned []string
+	// Uninstalling: the fleet is deleted because its CustomResourceDefinition is (the operator is
+	// being uninstalled), not because someone deleted the fleet. Its disks are then kept.
+	Uninstalling bool
+	Utilization  *Utilization
 	// Refused is the API server's refusal of an object rendered from this generation of the spec.
 	Refused *Refusal
 }
@@ -132,7 +137,8 @@ type Disk struct {
 	UID             types.UID
 	ResourceVersion string
 	FleetUID        types.UID
-	// Ordinal is the member ordinal the claim belongs to, -1 when the name carries none.
+	// Ordinal is the member ordinal the claim belongs to, -1 unless the name is exactly
+	// ClaimName(fleet, ordinal).
 	Ordinal     int
 	Lost        bool
 	Terminating bool
@@ -202,6 +208,7 @@ func Normalize(namespace, name string, o *Observation) View {
 	v.StorageClassMissing = f.Spec.Profile == v1alpha1.ProfilePersistentFleet && o.StorageClassKnown && o.StorageClass == nil
 	v.ServiceAccountMissing = o.ServiceAccountMissing
 	v.Unowned = o.Unowned
+	v.Uninstalling = v.Deleting && o.Uninstalling
 	if r := o.Refused; r != nil && r.Generation == f.Generation {
 		v.Refused = r
 	}
@@ -357,7 +364,7 @@ func ordinal(name, prefix string) int {
 		return -1
 	}
 	n, err := strconv.Atoi(name[len(prefix)+1:])
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || strconv.Itoa(n) != name[len(prefix)+1:] {
 		return -1
 	}
 	return n
@@ -365,10 +372,13 @@ func ordinal(name, prefix string) int {
 
 func disks(f *v1alpha1.CelldFleet, pvcs []*corev1.PersistentVolumeClaim) []Disk {
 	out := make([]Disk, 0, len(pvcs))
-	prefix := DataVolume + "-" + f.Name
 	for _, c := range pvcs {
+		ord := -1
+		if fleet, n, ok := ClaimFleet(c.Name); ok && fleet == f.Name {
+			ord = n
+		}
 		out = append(out, Disk{Name: c.Name, UID: c.UID, ResourceVersion: c.ResourceVersion,
-			FleetUID: types.UID(c.Labels[LabelFleetUID]), Ordinal: ordinal(c.Name, prefix),
+			FleetUID: types.UID(c.Labels[LabelFleetUID]), Ordinal: ord,
 			Lost: c.Status.Phase == corev1.ClaimLost, Terminating: c.DeletionTimestamp != nil})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -77,7 +77,7 @@ start_operator() {
 	printf '=== %s starting celld-operator\n' "$(date -u +%FT%TZ)" >>"${LOG_FILE}"
 	# A new session keeps the operator running after this script and its terminal exit.
 	setsid "${OPERATOR}" run --kubeconfig "${KUBECONFIG}" --namespace "${NAMESPACE}" \
-		--leader-elect=false --metrics-bind-address "${METRICS_ADDR}" \
+		--leader-elect=false --metrics-bind-address "${METRICS_ADDR}" --metrics-secure=false \
 		--health-probe-bind-address "${PROBE_ADDR}" --log-format console \
 		</dev/null >>"${LOG_FILE}" 2>&1 &
 	echo $! >"${PID_FILE}"

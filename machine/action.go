@@ -34,7 +34,9 @@ const (
 	// grace period, and only ever with a premise that the Pod's node is gone or fenced. Only
 	// Healing emits it.
 	DeletePod ActionKind = "DeletePod"
-	// DeleteDisk deletes PersistentVolumeClaim Name with a UID precondition. Only Deleting emits it.
+	// DeleteDisk deletes PersistentVolumeClaim Name with UID and ResourceVersion preconditions.
+	// Only Deleting emits it, and only for a claim under the fleet's exact claim name that
+	// carries the fleet's UID label.
 	DeleteDisk ActionKind = "DeleteDisk"
 	// PublishStatus writes Status through the status subresource.
 	PublishStatus ActionKind = "PublishStatus"

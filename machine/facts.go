@@ -2,7 +2,7 @@ package machine
 
 import (
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,6 +83,8 @@ type facts struct {
 	holdReason string
 	foreign    []string
 	unused     []string
+	// taken names (Kind/name) what the fleet would create that exists and is not its own.
+	taken []string
 	// stuck is a member not ready for the grace period that healing does not replace: a new Pod
 	// would come back from the same template and fail the same way. nil when none.
 	stuck *events.Member
@@ -268,6 +270,7 @@ func computeFacts(v *events.View) *facts {
 	r := &v.Reservation
 	fx.refused = (r.Exists && r.BoundTo != f.UID) || (!r.Exists && r.Claimant != nil)
 	fx.audit()
+	fx.taken = fx.nameTaken()
 	fx.inputs()
 	fx.target = reservation.TargetFor(&f.Spec, v.Utilization, fx.current)
 	fx.plan = reservation.Step(reservation.Facts{
@@ -307,28 +310,47 @@ func (fx *facts) inputs() {
 	case v.ServiceAccountMissing:
 		fx.holdReason = ReasonServiceAccountMissing
 		fx.hold = "service account " + v.Fleet.Spec.ServiceAccountName + " does not exist: create it (it carries the members' IAM role) or fix spec.serviceAccountName"
-	case fx.nameTaken() != "":
+	case len(fx.taken) > 0:
 		fx.holdReason = ReasonNameTaken
-		fx.hold = fx.nameTaken() + " exists and does not belong to this fleet: the operator never takes it over; delete or rename it, or give the fleet another name"
+		what := " exists and does not belong to this fleet: the operator never takes it over; delete or rename it"
+		if len(fx.taken) > 1 {
+			what = " exist and do not belong to this fleet: the operator never takes them over; delete or rename them"
+		}
+		fx.hold = joinNames(fx.taken) + what + ", or give the fleet another name"
 	case len(fx.foreign) > 0 && v.Fleet.Spec.Profile == v1alpha1.ProfilePersistentFleet:
 		fx.holdReason = ReasonForeignDisks
-		fx.hold = "disks " + joinNames(fx.foreign) + " carry this fleet's name but another fleet's UID: the operator never adopts them; delete or relabel them"
+		fx.hold = "disks " + joinNames(fx.foreign) + " carry this fleet's name but not its UID label (another fleet's, or none): the operator never adopts them; delete or relabel them"
 	}
 }
 
-// nameTaken names the same-named workload of the kind the fleet runs that belongs to something
-// else, "" when none does.
-func (fx *facts) nameTaken() string {
-	want := "Deployment/"
-	if UsesStatefulSet(&fx.view.Fleet.Spec) {
-		want = "StatefulSet/"
-	}
+// nameTaken names (Kind/name) the objects the fleet would create that exist and are not the
+// fleet's: under its derived names, and the reservation under the name it would create. None
+// of them is ever patched, adopted or deleted.
+func (fx *facts) nameTaken() []string {
+	var out []string
 	for _, u := range fx.view.Unowned {
-		if strings.HasPrefix(u, want) {
-			return u
+		if fx.wouldCreate(u) {
+			out = append(out, u)
 		}
 	}
-	return ""
+	return out
+}
+
+// isTaken reports whether the object named Kind/name exists and is not the fleet's.
+func (fx *facts) isTaken(obj string) bool { return slices.Contains(fx.taken, obj) }
+
+// wouldCreate reports whether the fleet would create the object named Kind/name.
+func (fx *facts) wouldCreate(obj string) bool {
+	f := fx.view.Fleet
+	if obj == "CelldReservation/"+ReservationName(f.Spec.Bucket) {
+		return true
+	}
+	for _, d := range events.DerivedObjects(f) {
+		if d.String() == obj {
+			return true
+		}
+	}
+	return false
 }
 
 func joinNames(names []string) string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -227,7 +228,8 @@ func (r *run) do(o op, d draw) {
 			if w.fleet == nil || w.fleet.DeletionTimestamp != nil {
 				return
 			}
-			uid, name = string(w.fleet.UID), "data-a-8"
+			// Under a name its StatefulSet would give a claim, or one it would not.
+			uid, name = string(w.fleet.UID), []string{"data-a-8", "data-a-08"}[d.intn(2, "name")]
 		}
 		if _, ok := w.pvcs[name]; !ok {
 			w.pvcs[name] = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: worldNS, UID: w.newUID(),
@@ -485,6 +487,14 @@ func hasForeign(v *events.View) bool {
 	return false
 }
 
+// claimOfStatefulSet: the name is data-<fleet>-<ordinal>, the ordinal written as the
+// StatefulSet writes it.
+func claimOfStatefulSet(name string) bool {
+	suffix, ok := strings.CutPrefix(name, "data-"+worldName+"-")
+	n, err := strconv.Atoi(suffix)
+	return ok && err == nil && n >= 0 && strconv.Itoa(n) == suffix
+}
+
 // judgeAction checks an action that passed its premise against the world as it is.
 func (r *run) judgeAction(v *events.View, d Decision, a Action) {
 	r.t.Helper()
@@ -557,6 +567,8 @@ func (r *run) judgeAction(v *events.View, d Decision, a Action) {
 			r.fatalf("clause 4: disk %s of fleet UID %q deleted by fleet %s", a.Name, c.Labels[events.LabelFleetUID], w.fleet.UID)
 		case len(w.pods) > 0:
 			r.fatalf("clause 4: disk %s deleted while %d member Pods exist", a.Name, len(w.pods))
+		case !claimOfStatefulSet(c.Name):
+			r.fatalf("clause 4: disk %s is no claim the fleet's StatefulSet made", a.Name)
 		}
 	}
 }
@@ -661,7 +673,7 @@ func (r *run) done() bool {
 			return true
 		}
 		for _, c := range w.pvcs {
-			if r.profile == v1alpha1.ProfilePersistentFleet && c.Labels[events.LabelFleetUID] == "uid-1" {
+			if r.profile == v1alpha1.ProfilePersistentFleet && c.Labels[events.LabelFleetUID] == "uid-1" && c.Name != "data-a-08" {
 				return false
 			}
 		}

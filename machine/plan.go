@@ -96,7 +96,7 @@ func triggerText(t Trigger) string {
 func (p *planner) live() {
 	v, fx := p.v, p.fx
 	f := v.Fleet
-	if !v.Reservation.Exists {
+	if !v.Reservation.Exists && !fx.isTaken("CelldReservation/"+ReservationName(f.Spec.Bucket)) {
 		r := RenderReservation(f)
 		p.add(Action{Kind: BindReservation, Key: "bind/" + f.Namespace + "/" + r.Name + "/" + string(f.UID), Name: r.Name, Object: r})
 		p.intend("bind bucket %s to this fleet", f.Spec.Bucket.Name)
@@ -115,7 +115,8 @@ func (p *planner) live() {
 	objs := p.m.render(f, replicas, p.settledNow)
 	for _, o := range objs.All() {
 		workload := o == any(objs.StatefulSet) || o == any(objs.Deployment)
-		if (workload || v.Refused != nil) && fx.hold != "" {
+		kind, name := kindName(o)
+		if ((workload || v.Refused != nil) && fx.hold != "") || fx.isTaken(kind+"/"+name) {
 			p.block("%s", fx.hold)
 			continue
 		}
@@ -206,10 +207,16 @@ func (p *planner) heal() {
 }
 
 // deleting stops the workload, waits for every member Pod to be gone, deletes the fleet's own
-// disks (PersistentFleet only), waits for them to be gone, then lets the fleet go.
+// disks (PersistentFleet only), waits for them to be gone, then lets the fleet go. A fleet that
+// goes with its CustomResourceDefinition (an uninstall) keeps its disks: it lets the fleet go at
+// once and says what it kept.
 func (p *planner) deleting() {
 	v := p.v
 	f := v.Fleet
+	if v.Uninstalling {
+		p.uninstalling()
+		return
+	}
 	if v.Workload.Exists && v.Workload.Replicas != 0 {
 		objs := p.m.render(f, 0, v.Workload.Settled)
 		var w any = objs.Deployment
@@ -229,7 +236,7 @@ func (p *planner) deleting() {
 	if f.Spec.Profile == v1alpha1.ProfilePersistentFleet {
 		own := 0
 		for _, d := range v.Disks {
-			if d.FleetUID != f.UID {
+			if !ownDisk(f, &d) {
 				continue
 			}
 			own++
@@ -250,6 +257,36 @@ func (p *planner) deleting() {
 		p.add(Action{Kind: RemoveFinalizer, Key: "finalizer/remove/" + v.Key()})
 		p.intend("remove the finalizer; the reservation stays")
 	}
+}
+
+// ownDisk: the claim is one the fleet's StatefulSet made, by its exact name (ClaimName) and the
+// fleet's UID label. Only such a claim is ever deleted, and only with its UID and
+// resourceVersion as preconditions, so a claim relabelled or replaced since it was seen is not.
+func ownDisk(f *v1alpha1.CelldFleet, d *events.Disk) bool {
+	return d.FleetUID == f.UID && d.Ordinal >= 0 && d.Name == events.ClaimName(f.Name, d.Ordinal)
+}
+
+// uninstalling lets a fleet go with its CustomResourceDefinition without touching its disks:
+// uninstalling the operator never deletes data. The workload goes with the fleet (the garbage
+// collector follows its owner reference); the claims, which the StatefulSet retains, stay.
+func (p *planner) uninstalling() {
+	v := p.v
+	if !v.HasFinalizer {
+		return
+	}
+	var kept []string
+	for _, d := range v.Disks {
+		if ownDisk(v.Fleet, &d) && !d.Terminating {
+			kept = append(kept, d.Name)
+		}
+	}
+	msg := "the CelldFleet CustomResourceDefinition is being deleted: the fleet goes with it, and the operator deletes none of its disks"
+	if len(kept) > 0 {
+		msg += "; kept: " + joinNames(kept)
+	}
+	p.add(Action{Kind: RecordEvent, Key: "event/uninstall/" + string(v.Fleet.UID), EventType: "Warning", Reason: "DisksKept", Message: msg})
+	p.add(Action{Kind: RemoveFinalizer, Key: "finalizer/remove/" + v.Key()})
+	p.intend("remove the finalizer and keep the fleet's disks (uninstall)")
 }
 
 // explain fills blockedBy and nextAction for a live fleet.

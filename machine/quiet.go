@@ -33,6 +33,7 @@ func fingerprint(v *events.View) uint64 {
 	str(string(f.UID))
 	str(f.ResourceVersion)
 	flag(v.Deleting)
+	flag(v.Uninstalling)
 	flag(v.HasFinalizer)
 	flag(v.NodesSynced)
 	flag(v.StorageClassMissing)

@@ -22,6 +22,10 @@ import (
 const (
 	ContainerName = "celld"
 	DataMountPath = "/var/lib/celld"
+	// The root filesystem is read-only; celld's temporary files go to a scratch emptyDir of
+	// ScratchLimit at ScratchMountPath.
+	ScratchVolume    = "tmp"
+	ScratchMountPath = "/tmp"
 	// PeerServiceSuffix names the headless peer Service: "<fleet>-peers".
 	PeerServiceSuffix = "-peers"
 	clientPortName    = "client"
@@ -29,6 +33,9 @@ const (
 	defaultClientPort = 7000
 	defaultPeerPort   = 7001
 )
+
+// ScratchLimit bounds the scratch mount: temporary files, not data, which has a volume of its own.
+var ScratchLimit = resource.MustParse("256Mi")
 
 // Objects is everything rendered for one fleet, in the order it is applied: prerequisites first,
 // the workload last.
@@ -275,14 +282,18 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 			{Name: clientPortName, ContainerPort: client, Protocol: corev1.ProtocolTCP},
 			{Name: peerPortName, ContainerPort: peer, Protocol: corev1.ProtocolTCP},
 		},
-		Env:          renderEnv(f),
-		Resources:    *f.Spec.Resources.DeepCopy(),
-		VolumeMounts: []corev1.VolumeMount{{Name: events.DataVolume, MountPath: DataMountPath}},
+		Env:       renderEnv(f),
+		Resources: *f.Spec.Resources.DeepCopy(),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: events.DataVolume, MountPath: DataMountPath},
+			{Name: ScratchVolume, MountPath: ScratchMountPath},
+		},
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 			HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString(clientPortName)},
 		}},
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: &no,
+			ReadOnlyRootFilesystem:   &yes,
 			RunAsNonRoot:             &yes,
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
@@ -291,12 +302,14 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 	t := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: objectLabels(f, "member")},
 		Spec: corev1.PodSpec{
-			Containers:                []corev1.Container{c},
-			ServiceAccountName:        f.Spec.ServiceAccountName,
-			NodeSelector:              f.Spec.Placement.NodeSelector,
-			Tolerations:               f.Spec.Placement.Tolerations,
-			Affinity:                  f.Spec.Placement.Affinity,
-			TopologySpreadConstraints: spread(f),
+			Containers:         []corev1.Container{c},
+			ServiceAccountName: f.Spec.ServiceAccountName,
+			// Members get the Kubernetes API token only when the fleet asks: celld never calls the API.
+			AutomountServiceAccountToken: ptrTo(f.Spec.AutomountServiceAccountToken != nil && *f.Spec.AutomountServiceAccountToken),
+			NodeSelector:                 f.Spec.Placement.NodeSelector,
+			Tolerations:                  f.Spec.Placement.Tolerations,
+			Affinity:                     f.Spec.Placement.Affinity,
+			TopologySpreadConstraints:    spread(f),
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot:   &yes,
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
@@ -311,6 +324,8 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 		}
 		t.Spec.Volumes = []corev1.Volume{{Name: events.DataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: limit}}}}
 	}
+	scratch := ScratchLimit.DeepCopy()
+	t.Spec.Volumes = append(t.Spec.Volumes, corev1.Volume{Name: ScratchVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &scratch}}})
 	return t
 }
 
@@ -401,3 +416,5 @@ func RenderReservation(f *v1alpha1.CelldFleet) *v1alpha1.CelldReservation {
 		},
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }

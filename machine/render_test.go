@@ -92,7 +92,7 @@ func TestRenderBucketProfiles(t *testing.T) {
 		t.Error("no settled size may be recorded before provisioning completes")
 	}
 	v := d.Spec.Template.Spec.Volumes
-	if len(v) != 1 || v[0].EmptyDir == nil || v[0].EmptyDir.SizeLimit.Cmp(lim) != 0 {
+	if len(v) != 2 || v[0].Name != events.DataVolume || v[0].EmptyDir == nil || v[0].EmptyDir.SizeLimit.Cmp(lim) != 0 {
 		t.Errorf("scratch disk: %+v", v)
 	}
 	if env(d.Spec.Template.Spec.Containers[0])["CELLD_DURABILITY"].Value != "bucket" {
@@ -180,5 +180,40 @@ func TestMatches(t *testing.T) {
 	}
 	if Matches(desired, nil) {
 		t.Fatal("a missing object never matches")
+	}
+}
+
+// TestMembersRunHardened: whatever the profile, members get no Kubernetes API token unless the
+// fleet asks, a read-only root filesystem, and a bounded scratch emptyDir where temporary files go.
+func TestMembersRunHardened(t *testing.T) {
+	for _, f := range []*v1alpha1.CelldFleet{fleet(v1alpha1.ProfileBucket), fleet(v1alpha1.ProfilePersistentFleet)} {
+		for _, ask := range []*bool{nil, ptrTo(false), ptrTo(true)} {
+			f.Spec.AutomountServiceAccountToken = ask
+			spec := renderPodTemplate(f).Spec
+			want := ask != nil && *ask
+			if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken != want {
+				t.Errorf("%s, automountServiceAccountToken %v: rendered %v, want %v", f.Spec.Profile, ask, spec.AutomountServiceAccountToken, want)
+			}
+			c := spec.Containers[0]
+			if sc := c.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+				t.Errorf("%s: the root filesystem must be read-only: %+v", f.Spec.Profile, sc)
+			}
+			mounted := map[string]string{}
+			for _, m := range c.VolumeMounts {
+				mounted[m.Name] = m.MountPath
+			}
+			if mounted[ScratchVolume] != ScratchMountPath || mounted[events.DataVolume] != DataMountPath {
+				t.Errorf("%s: mounts %v, want scratch at %s and data at %s", f.Spec.Profile, mounted, ScratchMountPath, DataMountPath)
+			}
+			var scratch *corev1.Volume
+			for i := range spec.Volumes {
+				if spec.Volumes[i].Name == ScratchVolume {
+					scratch = &spec.Volumes[i]
+				}
+			}
+			if scratch == nil || scratch.EmptyDir == nil || scratch.EmptyDir.SizeLimit == nil || scratch.EmptyDir.SizeLimit.Cmp(ScratchLimit) != 0 {
+				t.Errorf("%s: scratch volume %+v, want an emptyDir of %s", f.Spec.Profile, scratch, ScratchLimit.String())
+			}
+		}
 	}
 }

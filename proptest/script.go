@@ -35,6 +35,8 @@ import (
 //	break-image IMAGE | fix-image IMAGE | crash POD
 //	restart | resync | clear-status NAME | clear-history NAME
 //	squat NAME                           (someone else's StatefulSet under that name)
+//	squat Service/NAME | squat PersistentVolumeClaim/NAME  (someone else's, unlabelled, under that name)
+//	exists KIND/NAME                     (whether the object is there, and whose)
 //	show NAME                            (state, members, Pods, disks, reservation)
 //	converged                            (liveness and idempotence)
 func RunScript(r io.Reader, out io.Writer) error {
@@ -129,6 +131,9 @@ func command(w *World, f []string, out io.Writer) error {
 	case "crash":
 		return w.Fault("member "+name+" crashes", func() error { return w.C.CrashMember(Namespace, name) })
 	case "squat":
+		if kind, obj, ok := strings.Cut(name, "/"); ok {
+			return w.squat(kind, obj)
+		}
 		// Someone else's StatefulSet under the fleet's name, with its own selector.
 		labels := map[string]string{"app": "someone-else"}
 		s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace},
@@ -153,6 +158,10 @@ func command(w *World, f []string, out io.Writer) error {
 		return w.C.ClearHistory(Namespace, machine.ReservationName(fl.Spec.Bucket))
 	case "show":
 		fmt.Fprint(out, w.Describe(name))
+		return nil
+	case "exists":
+		kind, obj, _ := strings.Cut(name, "/")
+		fmt.Fprint(out, w.exists(kind, obj))
 		return nil
 	case "converged":
 		if err := w.Check.Converged(); err != nil {

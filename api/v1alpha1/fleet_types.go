@@ -68,6 +68,10 @@ const FleetFinalizer = "celld.io/fleet-protection"
 // CelldFleet is one independent celld cluster: its members, their workload, Services,
 // NetworkPolicies, PodDisruptionBudget and, for PersistentFleet, their disks.
 //
+// The names of its objects are derived from its own ("NAME-peers", "NAME-clients"), so a name
+// that ends in one of those suffixes is refused: it would name another fleet's objects.
+// +kubebuilder:validation:XValidation:rule="!self.metadata.name.endsWith('-peers') && !self.metadata.name.endsWith('-clients')",message="metadata.name must not end in -peers or -clients: the operator names a fleet's peer Service NAME-peers and its NetworkPolicies NAME-peers and NAME-clients, so this name would collide with the objects of the fleet named without the suffix"
+//
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
@@ -135,6 +139,13 @@ type CelldFleetSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// automountServiceAccountToken mounts the ServiceAccount's Kubernetes API token into members.
+	// Off by default: celld does not call the Kubernetes API, and the cloud IAM integrations that
+	// bind a role to serviceAccountName (EKS, GKE and AKS workload identity) inject a token of their
+	// own. Turn it on only for an integration that reads the Kubernetes token itself.
+	// +optional
+	AutomountServiceAccountToken *bool `json:"automountServiceAccountToken,omitempty"`
 
 	// bucket is the object-store bucket dedicated to this fleet. Immutable. A bucket is bound to one
 	// fleet UID by a CelldReservation and refused to every other fleet until a person deletes it.
@@ -299,10 +310,12 @@ type HealingSpec struct {
 	// Deployment's member is deleted gracefully, and a StatefulSet's member is reported
 	// (Degraded=MemberUnreachable) until its node is tainted node.kubernetes.io/out-of-service or
 	// deleted, when it is replaced at once.
+	// At least 10s: a shorter grace acts on the first flap of a node's Ready condition.
 	// +optional
 	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="spec.healing.unreachableGracePeriod must be at least 10s: a shorter grace replaces a member on a heartbeat blip"
 	UnreachableGracePeriod *metav1.Duration `json:"unreachableGracePeriod,omitempty"`
 }
 

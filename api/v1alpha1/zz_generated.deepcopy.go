@@ -135,6 +135,11 @@ func (in *CelldFleetList) DeepCopyObject() runtime.Object {
 func (in *CelldFleetSpec) DeepCopyInto(out *CelldFleetSpec) {
 	*out = *in
 	in.Resources.DeepCopyInto(&out.Resources)
+	if in.AutomountServiceAccountToken != nil {
+		in, out := &in.AutomountServiceAccountToken, &out.AutomountServiceAccountToken
+		*out = new(bool)
+		**out = **in
+	}
 	out.Bucket = in.Bucket
 	if in.Storage != nil {
 		in, out := &in.Storage, &out.Storage

@@ -97,13 +97,8 @@ func TestBadInputIsOneClearLine(t *testing.T) {
 		{[]string{"diagram", "--format", "svg"}, "want dot or mermaid"},
 		{[]string{"simulate", "--steps", "0"}, "--steps 0"},
 		{[]string{"nope"}, "unknown command"},
-		{[]string{"run", "--api-fault-rate", "1.5"}, "--api-fault-rate 1.5: want a share from 0 to 1"},
-		{[]string{"run", "--api-fault-rate", "-0.1"}, "--api-fault-rate -0.1: want a share from 0 to 1"},
-		{[]string{"run", "--api-fault-rate", "NaN"}, "--api-fault-rate NaN: want a share from 0 to 1"},
-		{[]string{"run", "--api-fault-rate", "often"}, `invalid value "often" for flag -api-fault-rate`},
 		{[]string{"run", "--kube-api-qps", "0"}, "--kube-api-qps 0, --kube-api-burst 50: want both positive"},
 		{[]string{"run", "--kube-api-burst", "0"}, "--kube-api-qps 20, --kube-api-burst 0: want both positive"},
-		{[]string{"run", "--api-fault-seed", "-1"}, `invalid value "-1" for flag -api-fault-seed`},
 	} {
 		code, _, errOut := runCLI(tc.args...)
 		if code == 0 || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {

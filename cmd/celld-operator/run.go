@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
@@ -30,7 +32,8 @@ type runFlags struct {
 	qps                                 float64
 	burst                               int
 	metricsAddr, probeAddr              string
-	leaderElect, pprof                  bool
+	metricsCertDir                      string
+	leaderElect, pprof, metricsSecure   bool
 	leaderNamespace                     string
 	logFormat, logLevel                 string
 	resync, capacityInterval            time.Duration
@@ -38,6 +41,14 @@ type runFlags struct {
 	faultRate                           float64
 	faultSeed                           uint64
 }
+
+// Fault injection exists only in a test build (go build -tags faults, see faults.go): these stay
+// nil in the production binary, which has neither the flags nor the code.
+var (
+	addFaultFlags   func(fs *flag.FlagSet, f *runFlags)
+	checkFaultFlags func(f runFlags) error
+	injectFaults    func(cfg *rest.Config, f runFlags, m *kube.Metrics, log zerolog.Logger)
+)
 
 func init() {
 	register("run", "run the operator against a cluster (--kubeconfig, --leader-elect, ...)", runCommand)
@@ -71,9 +82,11 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool, error) {
 	// from the caches, but a burst of first applies is not.
 	fs.Float64Var(&f.qps, "kube-api-qps", 20, "requests per second the operator's client allows itself, sustained")
 	fs.IntVar(&f.burst, "kube-api-burst", 50, "requests the operator's client may send at once above --kube-api-qps")
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint; "0" disables it`)
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", `address of the Prometheus /metrics endpoint; "0" disables it`)
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to callers whose bearer token may get /metrics (TokenReview, SubjectAccessReview); false serves plain HTTP to anyone, for local development only")
+	fs.StringVar(&f.metricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for --metrics-secure; empty makes a self-signed certificate at start")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
-	fs.BoolVar(&f.pprof, "pprof", false, "also serve the Go profiler at /debug/pprof/ on the metrics address (for benchmarks and debugging)")
+	fs.BoolVar(&f.pprof, "pprof", false, "also serve the Go profiler at /debug/pprof/ on the metrics address, behind the same authorization (for benchmarks and debugging)")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "work only while holding the celld-operator Lease, so replicas can stand by")
 	fs.StringVar(&f.leaderNamespace, "leader-election-namespace", defaultLeaderNamespace(), "namespace of the leader election Lease")
 	fs.StringVar(&f.logFormat, "log-format", "json", "json or console")
@@ -83,8 +96,9 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool, error) {
 	fs.DurationVar(&f.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a standby waits before taking over a lease that is not renewed")
 	fs.DurationVar(&f.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader retries renewing before it gives up leading")
 	fs.DurationVar(&f.retry, "leader-election-retry-period", 2*time.Second, "how often the lease is tried")
-	fs.Float64Var(&f.faultRate, "api-fault-rate", 0, "for testing resilience only: fail this share (0 to 1) of the operator's API requests on purpose (500, 409, 429, timeouts, dropped watches)")
-	fs.Uint64Var(&f.faultSeed, "api-fault-seed", 1, "seed of the faults --api-fault-rate injects, to reproduce a run")
+	if addFaultFlags != nil {
+		addFaultFlags(fs, &f)
+	}
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -110,13 +124,18 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool, error) {
 		return f, false, errors.New("--leader-election-namespace is required with --leader-elect")
 	case f.leaderElect && !(f.leaseDuration > f.renewDeadline && f.renewDeadline > f.retry && f.retry > 0):
 		return f, false, errors.New("leader election wants lease duration > renew deadline > retry period > 0")
-	case !(f.faultRate >= 0 && f.faultRate <= 1): // NaN fails both
-		return f, false, fmt.Errorf("--api-fault-rate %v: want a share from 0 to 1", f.faultRate)
 	case f.probeAddr == "" || f.probeAddr == "0":
 		return f, false, errors.New("--health-probe-bind-address is required")
+	case f.metricsCertDir != "" && !f.metricsSecure:
+		return f, false, errors.New("--metrics-cert-dir needs --metrics-secure: plain HTTP has no certificate")
 	}
 	if _, err := zerolog.ParseLevel(f.logLevel); err != nil || f.logLevel == "" {
 		return f, false, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	if checkFaultFlags != nil {
+		if err := checkFaultFlags(f); err != nil {
+			return f, false, err
+		}
 	}
 	return f, false, nil
 }
@@ -165,12 +184,24 @@ func run(f runFlags, log zerolog.Logger) error {
 	}
 	cfg.UserAgent = "celld-operator/" + version
 	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
+	// Reviews of who scrapes /metrics go on a client of their own: they are not the operator's
+	// writes (nothing is stored), and a standby answers scrapes too.
+	reviewCfg := rest.CopyConfig(cfg)
 	metrics := kube.NewMetrics()
-	if f.faultRate > 0 {
+	var election kube.LeaderElection
+	if f.leaderElect {
+		host, _ := os.Hostname()
+		election = kube.LeaderElection{
+			Namespace: f.leaderNamespace, Name: "celld-operator", Identity: host + "_" + string(uuid.NewUUID()),
+			LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retry,
+		}
+		election.Leadership = kube.NewLeadership(election)
+		// First, so the guard sits next to the wire, under the faults and the counters.
+		kube.GuardWrites(cfg, election.Leadership, metrics)
+	}
+	if injectFaults != nil {
 		// Under the counters: every request is counted, the failed ones too.
-		kube.InjectFaults(cfg, kube.Faults{Rate: f.faultRate, Seed: f.faultSeed}, metrics)
-		log.Warn().Float64("rate", f.faultRate).Uint64("seed", f.faultSeed).
-			Msg("injecting API faults on purpose (--api-fault-rate): for testing resilience, never in production")
+		injectFaults(cfg, f, metrics, log)
 	}
 	kube.CountRequests(cfg, metrics)
 	clients, stopEvents, err := kube.NewClients(cfg)
@@ -180,7 +211,7 @@ func run(f runFlags, log zerolog.Logger) error {
 	defer stopEvents()
 	ctl, err := kube.NewController(clients, kube.Options{
 		Namespace: f.namespace, Workers: f.workers, Resync: f.resync, CapacityInterval: f.capacityInterval,
-		Log: log, Metrics: metrics,
+		Log: log, Metrics: metrics, Leadership: election.Leadership,
 	})
 	if err != nil {
 		return err
@@ -240,7 +271,23 @@ func run(f runFlags, log zerolog.Logger) error {
 		if f.pprof {
 			kube.AddPprof(mux)
 		}
-		done, err := kube.Serve(serveCtx, f.metricsAddr, mux, log.With().Str("endpoint", "metrics").Logger())
+		mlog := log.With().Str("endpoint", "metrics").Logger()
+		var h http.Handler = mux
+		var crt *tls.Certificate
+		if f.metricsSecure {
+			reviews, err := kubernetes.NewForConfig(reviewCfg)
+			if err != nil {
+				return fmt.Errorf("review client: %w", err)
+			}
+			c, err := kube.ServingCert(f.metricsCertDir)
+			if err != nil {
+				return fmt.Errorf("--metrics-cert-dir %q: %w", f.metricsCertDir, err)
+			}
+			h, crt = kube.Authorize(mux, reviews, mlog), &c
+		} else {
+			mlog.Warn().Msg("serving /metrics over plain HTTP to anyone (--metrics-secure=false): for local development only")
+		}
+		done, err := kube.ServeTLS(serveCtx, f.metricsAddr, h, crt, mlog)
 		if err != nil {
 			return fmt.Errorf("--metrics-bind-address %s: %w", f.metricsAddr, err)
 		}
@@ -252,11 +299,8 @@ func run(f runFlags, log zerolog.Logger) error {
 	ctl.Start(stopCaches)
 
 	if f.leaderElect {
-		host, _ := os.Hostname()
-		err = kube.RunLeader(ctx, clients.Kube, kube.LeaderElection{
-			Namespace: f.leaderNamespace, Name: "celld-operator", Identity: host + "_" + string(uuid.NewUUID()),
-			LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retry, Watchdog: watchdog,
-		}, log, ctl.Run)
+		election.Watchdog = watchdog
+		err = kube.RunLeader(ctx, clients.Kube, election, log, ctl.Run)
 	} else {
 		err = ctl.Run(ctx)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/reservation"
 )
@@ -51,7 +52,21 @@ func (ap *Applier) Do(ctx context.Context, t *Target, a machine.Action) error {
 			return fmt.Errorf("delete pod %s: refusing to force-delete a Pod whose node is not known to be gone or fenced", a.Key)
 		}
 	}
-	if err := ap.confirm(ctx, t, a); err != nil {
+	var current metav1.Object
+	if a.Kind == machine.Apply {
+		// The caches may lag a person's create: the object an apply writes is read fresh, and
+		// written only when it is absent or the fleet's own. Someone else's is never taken over.
+		cur, err := ap.current(ctx, a)
+		if err != nil {
+			return fmt.Errorf("apply %s: read it first: %w", a.Key, err)
+		}
+		if cur != nil && !events.ControlledBy(cur, t.Fleet.UID) {
+			return fmt.Errorf("apply %s: %s exists and is not controlled by fleet %s/%s (uid %s): %w",
+				a.Key, refusedObject(a), t.Fleet.Namespace, t.Fleet.Name, t.Fleet.UID, machine.ErrPremiseChanged)
+		}
+		current = cur
+	}
+	if err := ap.confirm(ctx, t, a, current); err != nil {
 		return err
 	}
 	switch a.Kind {
@@ -108,6 +123,36 @@ func isWorkload(o any) bool {
 		return true
 	}
 	return false
+}
+
+// current reads the object an Apply writes from the API server, nil when it does not exist.
+func (ap *Applier) current(ctx context.Context, a machine.Action) (metav1.Object, error) {
+	var (
+		obj metav1.Object
+		err error
+	)
+	ns, opts := a.Namespace, metav1.GetOptions{}
+	switch o := a.Object.(type) {
+	case *appsv1.StatefulSet:
+		obj, err = ap.Kube.AppsV1().StatefulSets(ns).Get(ctx, o.Name, opts)
+	case *appsv1.Deployment:
+		obj, err = ap.Kube.AppsV1().Deployments(ns).Get(ctx, o.Name, opts)
+	case *corev1.Service:
+		obj, err = ap.Kube.CoreV1().Services(ns).Get(ctx, o.Name, opts)
+	case *networkingv1.NetworkPolicy:
+		obj, err = ap.Kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, o.Name, opts)
+	case *policyv1.PodDisruptionBudget:
+		obj, err = ap.Kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, o.Name, opts)
+	default:
+		return nil, fmt.Errorf("cannot apply an object of type %T", a.Object)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
 }
 
 // patch sends one patch of the action's object.
@@ -292,7 +337,7 @@ func (ap *Applier) finalizer(ctx context.Context, t *Target, add bool) error {
 // confirm checks an action's premise against fresh reads (no cache): the node it was decided on,
 // the members that must still be ready, the fleet's spec and the workload as the decision saw
 // them.
-func (ap *Applier) confirm(ctx context.Context, t *Target, a machine.Action) error {
+func (ap *Applier) confirm(ctx context.Context, t *Target, a machine.Action, current metav1.Object) error {
 	p := a.Premise
 	if p == nil {
 		return nil
@@ -326,23 +371,11 @@ func (ap *Applier) confirm(ctx context.Context, t *Target, a machine.Action) err
 		}
 	}
 	if p.Workload {
-		var (
-			meta metav1.Object
-			err  error
-		)
-		switch o := a.Object.(type) {
-		case *appsv1.StatefulSet:
-			meta, err = ap.Kube.AppsV1().StatefulSets(a.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
-		case *appsv1.Deployment:
-			meta, err = ap.Kube.AppsV1().Deployments(a.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
-		default:
+		if !isWorkload(a.Object) {
 			return fmt.Errorf("confirm %s: a workload premise on a %T", a.Key, a.Object)
 		}
-		switch {
-		case err == nil:
-			fresh.WorkloadExists, fresh.WorkloadGeneration = true, meta.GetGeneration()
-		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("confirm %s: get workload: %w", a.Key, err)
+		if current != nil {
+			fresh.WorkloadExists, fresh.WorkloadGeneration = true, current.GetGeneration()
 		}
 	}
 	if err := p.Check(fresh); err != nil {
@@ -366,8 +399,13 @@ func (ap *Applier) deletePod(ctx context.Context, a machine.Action) error {
 	return nil
 }
 
+// deleteDisk deletes one claim with its UID and resourceVersion as preconditions: a claim
+// replaced, relabelled or changed since the machine saw it is never the one deleted.
 func (ap *Applier) deleteDisk(ctx context.Context, a machine.Action) error {
-	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &a.UID}}
+	if a.UID == "" || a.ResourceVersion == "" {
+		return fmt.Errorf("delete disk %s: refused without both a UID and a resourceVersion precondition", a.Key)
+	}
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &a.UID, ResourceVersion: &a.ResourceVersion}}
 	err := ap.Kube.CoreV1().PersistentVolumeClaims(a.Namespace).Delete(ctx, a.Name, opts)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete disk %s: %w", a.Key, err)

@@ -3,10 +3,12 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -70,6 +72,18 @@ func (fx *fixture) clear() {
 	fx.celld.ClearActions()
 }
 
+// writesOf leaves out the reads: an apply reads its object first, to write only what is absent
+// or the fleet's own.
+func writesOf(reqs []k8stesting.Action) []k8stesting.Action {
+	var out []k8stesting.Action
+	for _, r := range reqs {
+		if r.GetVerb() != "get" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 func only(t *testing.T, got []k8stesting.Action) k8stesting.Action {
 	t.Helper()
 	if len(got) != 1 {
@@ -88,7 +102,7 @@ func TestApplyIsOneServerSideApplyPerObject(t *testing.T) {
 			if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, a); err != nil {
 				t.Fatalf("%s %T: %v", profile, obj, err)
 			}
-			p, ok := only(t, fx.requests()).(k8stesting.PatchActionImpl)
+			p, ok := only(t, writesOf(fx.requests())).(k8stesting.PatchActionImpl)
 			if !ok {
 				t.Fatalf("%T: want a patch, got %T", obj, fx.requests()[0])
 			}
@@ -120,9 +134,10 @@ func TestApplyResources(t *testing.T) {
 		}
 	}
 	for _, r := range fx.requests() {
-		got = append(got, r.GetResource().Resource)
+		got = append(got, r.GetVerb()+" "+r.GetResource().Resource)
 	}
-	want := "services services networkpolicies networkpolicies poddisruptionbudgets statefulsets"
+	want := "get services patch services get services patch services get networkpolicies patch networkpolicies " +
+		"get networkpolicies patch networkpolicies get poddisruptionbudgets patch poddisruptionbudgets get statefulsets patch statefulsets"
 	if strings.Join(got, " ") != want {
 		t.Errorf("applied %q, want %q", strings.Join(got, " "), want)
 	}
@@ -397,7 +412,7 @@ func TestApplyReplacesWhatApplyCannotTakeBack(t *testing.T) {
 		m := c.obj.(metav1.Object)
 		err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Namespace: f.Namespace, Object: c.obj})
 		var got []string
-		for _, r := range fx.requests() {
+		for _, r := range writesOf(fx.requests()) {
 			p := r.(k8stesting.PatchAction)
 			switch p.GetPatchType() {
 			case types.ApplyPatchType:
@@ -415,5 +430,42 @@ func TestApplyReplacesWhatApplyCannotTakeBack(t *testing.T) {
 		if wantErr := c.want == "apply"; (err != nil) != wantErr || (wantErr && !apierrors.IsInvalid(err)) {
 			t.Errorf("%T: error %v; want the refusal only for the workload", c.obj, err)
 		}
+	}
+}
+
+// An object the fleet would write that someone else has, under its name, is read first and never
+// written: not a person's object that the caches have not seen yet, nor a same-named fleet's of
+// an earlier UID, nor one that names the fleet as an owner but not as its controller.
+func TestApplyNeverWritesSomeoneElsesObject(t *testing.T) {
+	f := testFleet(v1alpha1.ProfilePersistentFleet)
+	old := f.DeepCopy()
+	old.UID = "uid-earlier"
+	objs := machine.Render(f, 3, -1)
+	notController := objs.Services[1].DeepCopy()
+	notController.OwnerReferences[0].Controller = nil
+	for _, c := range []struct {
+		name     string
+		existing runtime.Object
+		obj      any
+	}{
+		{"a person's service", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team"}}, objs.Services[0]},
+		{"an earlier fleet's policy", machine.Render(old, 3, -1).Policies[0], objs.Policies[0]},
+		{"an owner that is not the controller", notController, objs.Services[1]},
+		{"a person's statefulset", &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team"}}, objs.StatefulSet},
+	} {
+		fx := newFixture(c.existing)
+		m := c.obj.(metav1.Object)
+		err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Namespace: f.Namespace, Name: m.GetName(), Object: c.obj})
+		if !errors.Is(err, machine.ErrPremiseChanged) || !strings.Contains(err.Error(), "not controlled by fleet") {
+			t.Errorf("%s: error %v; want a refusal that says whose it is not", c.name, err)
+		}
+		if w := writesOf(fx.requests()); len(w) != 0 {
+			t.Errorf("%s: wrote %v", c.name, w)
+		}
+	}
+	// The fleet's own object is written.
+	fx := newFixture(objs.Services[0].DeepCopy())
+	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/alpha", Namespace: f.Namespace, Name: "alpha", Object: objs.Services[0]}); err != nil {
+		t.Errorf("the fleet's own service: %v", err)
 	}
 }

@@ -59,6 +59,8 @@ type Options struct {
 	CapacityInterval time.Duration
 	Log              zerolog.Logger
 	Metrics          *Metrics
+	// Leadership, with leader election, ends every sync the moment the lease is lost.
+	Leadership *Leadership
 }
 
 // Controller runs the lifecycle machine of every fleet against the API server.
@@ -67,6 +69,7 @@ type Controller struct {
 	log     zerolog.Logger
 	inf     *Informers
 	ap      *Applier
+	meta    metadata.Interface
 	queue   workqueue.TypedRateLimitingInterface[string]
 	metrics *Metrics
 	util    *utilizations
@@ -106,6 +109,7 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 		log:     opts.Log,
 		inf:     NewInformers(c.Kube, c.Celld, c.Metadata, opts.Namespace),
 		ap:      &Applier{Kube: c.Kube, Celld: c.Celld, Recorder: c.Recorder},
+		meta:    c.Metadata,
 		metrics: opts.Metrics,
 		util:    newUtilizations(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -195,9 +199,15 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		// Shutting down: take no new work. Whoever holds the lease next syncs every fleet.
 		return false
 	}
+	if c.opts.Leadership != nil && !c.opts.Leadership.Leading() {
+		return false
+	}
 	// The sync in flight finishes even once shutdown began: its requests get their own deadline.
+	// Not once the lease is lost: from then on another replica may be writing.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), syncTimeout)
+	sctx, unbind := c.opts.Leadership.Bound(sctx)
 	err := c.Sync(sctx, key)
+	unbind()
 	cancel()
 	if err == nil {
 		c.queue.Forget(key)
@@ -227,6 +237,15 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		return err
 	}
 	obs.Refused = c.refusal(key)
+	if obs.Fleet != nil && obs.Fleet.DeletionTimestamp != nil {
+		if obs.Uninstalling, err = uninstalling(ctx, c.meta); err != nil {
+			c.log.Error().Err(err).Str("namespace", ns).Str("fleet", name).Msg("the fleet is being deleted; whether with its CRD is unknown, so nothing is done yet")
+			return err
+		}
+		if obs.Uninstalling {
+			c.log.Warn().Str("namespace", ns).Str("fleet", name).Msg("the fleet goes with its CustomResourceDefinition (an uninstall): its disks are kept")
+		}
+	}
 	view := events.Normalize(ns, name, obs)
 	fm := c.machineFor(key, obs.Fleet)
 	d := fm.Step(&view)

@@ -50,10 +50,15 @@ func TestFirstSyncRequests(t *testing.T) {
 		"get celldreservations",
 		"update celldreservations/status",
 		"patch celldfleets/status json",
+		"get services", // every object is read before it is written: absent, or the fleet's own
 		"patch services apply",
+		"get services",
 		"patch services apply",
+		"get networkpolicies",
 		"patch networkpolicies apply",
+		"get networkpolicies",
 		"patch networkpolicies apply",
+		"get poddisruptionbudgets",
 		"patch poddisruptionbudgets apply",
 		"get deployments", // and the workload as decided on: absent
 		"patch deployments apply",

@@ -1,4 +1,9 @@
+//go:build faults
+
 package kube
+
+// Fault injection is compiled only into test builds (go build -tags faults): the production
+// binary has no way to fail its own requests.
 
 import (
 	"bytes"
@@ -310,4 +315,44 @@ func (b *droppingBody) Read(p []byte) (int, error) {
 func (b *droppingBody) Close() error {
 	b.timer.Stop()
 	return b.body.Close()
+}
+
+// Stall holds every write to one resource for a while before it is sent, as an overloaded API
+// server or a slow network does; a request whose context ends meanwhile is never sent. Tests use
+// it to hold a sync mid-flight.
+type Stall struct {
+	// Resource is the resource[/subresource] whose writes are held, as api_writes_total names it.
+	Resource string
+	For      time.Duration
+}
+
+// StallWrites makes every client built from cfg hold the writes s names. Each hold is counted in
+// m as a fault of kind "stall" when it begins.
+func StallWrites(cfg *rest.Config, s Stall, m *Metrics) {
+	prev := cfg.WrapTransport
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		if prev != nil {
+			rt = prev(rt)
+		}
+		return &stallTransport{next: rt, s: s, m: m}
+	}
+}
+
+type stallTransport struct {
+	next http.RoundTripper
+	s    Stall
+	m    *Metrics
+}
+
+func (t *stallTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if writeVerb(req) != "" && resourceOf(req.URL.Path) == t.s.Resource {
+		t.m.faults.WithLabelValues("stall").Inc()
+		if err := sleep(req, t.s.For); err != nil {
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			return nil, err
+		}
+	}
+	return t.next.RoundTrip(req)
 }

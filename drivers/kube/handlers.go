@@ -2,6 +2,7 @@ package kube
 
 import (
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -114,8 +115,15 @@ func (i *Informers) FleetKeys(obj any) []string {
 			return []string{m.GetNamespace() + "/" + m.GetName()}
 		}
 		return nil
-	case *corev1.Pod, *corev1.PersistentVolumeClaim:
-		return instanceFleet(o.(metav1.Object))
+	case *corev1.Pod:
+		return instanceFleet(o)
+	case *corev1.PersistentVolumeClaim:
+		// A claim under a fleet's claim name holds that fleet whatever its labels (ForeignDisks).
+		keys := instanceFleet(o)
+		if fleet, _, ok := events.ClaimFleet(o.Name); ok {
+			keys = i.addExisting(keys, o.Namespace, fleet)
+		}
+		return keys
 	case *corev1.Node:
 		return i.fleetsOnNode(o.Name)
 	case *storagev1.StorageClass:
@@ -123,12 +131,33 @@ func (i *Informers) FleetKeys(obj any) []string {
 	case *metav1.PartialObjectMetadata:
 		return i.indexedFleets(byServiceAccount, o.Namespace+"/"+o.Name)
 	case metav1.Object:
-		if k := ownerFleet(o); len(k) > 0 {
-			return k
+		keys := ownerFleet(o)
+		if len(keys) == 0 {
+			keys = instanceFleet(o)
 		}
-		return instanceFleet(o)
+		// An object under a fleet's derived name holds that fleet whatever its owner or labels
+		// (NameTaken): its change or deletion must wake the fleet.
+		keys = i.addExisting(keys, o.GetNamespace(), o.GetName())
+		for _, suffix := range events.DerivedSuffixes {
+			if fleet, ok := strings.CutSuffix(o.GetName(), suffix); ok {
+				keys = i.addExisting(keys, o.GetNamespace(), fleet)
+			}
+		}
+		return keys
 	}
 	return nil
+}
+
+// addExisting adds the key of fleet namespace/name to keys when that fleet exists.
+func (i *Informers) addExisting(keys []string, namespace, name string) []string {
+	k := namespace + "/" + name
+	if slices.Contains(keys, k) {
+		return keys
+	}
+	if _, err := i.fleetLister.CelldFleets(namespace).Get(name); err != nil {
+		return keys
+	}
+	return append(keys, k)
 }
 
 // ownerFleet is the fleet that controls obj, by its controller reference.

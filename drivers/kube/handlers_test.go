@@ -112,6 +112,14 @@ func TestFleetKeys(t *testing.T) {
 		{"node without members", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-z"}}, nil},
 		{"storage class", &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}}, []string{"team/alpha"}},
 		{"service account", sa, []string{"team/alpha"}},
+		// Someone else's objects under a fleet's derived names hold that fleet (NameTaken), and
+		// claims under its claim names (ForeignDisks), whatever their labels.
+		{"unlabelled service under a derived name", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "alpha-peers", Namespace: "team"}}, []string{"team/alpha"}},
+		{"unlabelled policy under a derived name", &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "alpha-clients", Namespace: "team"}}, []string{"team/alpha"}},
+		{"unlabelled pdb of the fleet's name", &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team"}}, []string{"team/alpha"}},
+		{"service of no fleet's name", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web-peers", Namespace: "team"}}, nil},
+		{"unlabelled claim under a claim name", &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-7", Namespace: "team"}}, []string{"team/alpha"}},
+		{"claim of no claim name", &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-07", Namespace: "team"}}, nil},
 	}
 	for _, c := range cases {
 		got := i.FleetKeys(c.obj)

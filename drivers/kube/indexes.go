@@ -24,8 +24,9 @@ const (
 	byNode = "node"
 	// byInstance: claims by namespace/app.kubernetes.io/instance.
 	byInstance = "instance"
-	// byOwner: Services, NetworkPolicies and PodDisruptionBudgets by their owners' UIDs.
-	byOwner = "owner"
+	// byClaimName: claims by namespace/fleet, for the claims named as a fleet's StatefulSet
+	// names them (events.ClaimName), whatever their labels.
+	byClaimName = "claimName"
 )
 
 func (i *Informers) addIndexers() {
@@ -73,10 +74,15 @@ func (i *Informers) addIndexers() {
 			}
 			return nil, nil
 		},
+		byClaimName: func(obj any) ([]string, error) {
+			if m, ok := obj.(metav1.Object); ok {
+				if fleet, _, named := events.ClaimFleet(m.GetName()); named {
+					return []string{m.GetNamespace() + "/" + fleet}, nil
+				}
+			}
+			return nil, nil
+		},
 	}))
-	for _, inf := range []cache.SharedIndexInformer{i.Services, i.Policies, i.PDBs} {
-		must(inf.AddIndexers(cache.Indexers{byOwner: ownerIndex}))
-	}
 }
 
 func labelIndex(label string) cache.IndexFunc {
@@ -86,16 +92,4 @@ func labelIndex(label string) cache.IndexFunc {
 		}
 		return nil, nil
 	}
-}
-
-func ownerIndex(obj any) ([]string, error) {
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, nil
-	}
-	var uids []string
-	for _, ref := range m.GetOwnerReferences() {
-		uids = append(uids, string(ref.UID))
-	}
-	return uids, nil
 }

@@ -47,7 +47,7 @@ type Informers struct {
 	starters     []func(stop <-chan struct{})
 }
 
-// ManagedSelector selects what the operator creates (but workloads, see NewInformers).
+// ManagedSelector selects the member Pods the operator caches.
 var ManagedSelector = labels.SelectorFromSet(labels.Set{events.LabelManagedBy: events.ManagedBy}).String()
 
 // NewInformers builds the caches for fleets in namespace (all when empty). meta may be nil: the
@@ -62,9 +62,12 @@ func NewInformers(kube kubernetes.Interface, celld versioned.Interface, meta met
 	// Reservations are read in every namespace whatever --namespace says: a bucket is reserved to
 	// one fleet cluster-wide, and a fleet must see a reservation made from another namespace.
 	reservationFactory := externalversions.NewSharedInformerFactoryWithOptions(celld, 0,
-		externalversions.WithTransform(dropManagedFields))
+		externalversions.WithTransform(keepSpecWriters))
 	// Workloads are cached unfiltered: a hand edit that drops the operator's labels must still
-	// show the workload, or the fleet would look unprovisioned and be re-provisioned.
+	// show the workload, or the fleet would look unprovisioned and be re-provisioned. So are the
+	// other kinds the operator creates, and claims: an object of someone else's under a name the
+	// operator would create (a fleet's derived names, a member's claim) must be seen, whatever
+	// its labels, or it would be taken over.
 	workloads := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace), strip)
 	owned := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace), strip,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector }))
@@ -78,10 +81,10 @@ func NewInformers(kube kubernetes.Interface, celld versioned.Interface, meta met
 	deploy := workloads.Apps().V1().Deployments()
 	i.Deployments, i.deployLister = deploy.Informer(), deploy.Lister()
 	i.Pods = owned.Core().V1().Pods().Informer()
-	i.PVCs = owned.Core().V1().PersistentVolumeClaims().Informer()
-	i.Services = owned.Core().V1().Services().Informer()
-	i.Policies = owned.Networking().V1().NetworkPolicies().Informer()
-	i.PDBs = owned.Policy().V1().PodDisruptionBudgets().Informer()
+	i.PVCs = workloads.Core().V1().PersistentVolumeClaims().Informer()
+	i.Services = workloads.Core().V1().Services().Informer()
+	i.Policies = workloads.Networking().V1().NetworkPolicies().Informer()
+	i.PDBs = workloads.Policy().V1().PodDisruptionBudgets().Informer()
 	nodes := cluster.Core().V1().Nodes()
 	i.Nodes, i.nodeLister = nodes.Informer(), nodes.Lister()
 	classes := cluster.Storage().V1().StorageClasses()

@@ -22,6 +22,9 @@ type LeaderElection struct {
 	RetryPeriod               time.Duration
 	// Watchdog, when set, fails the liveness check of a leader that stopped renewing.
 	Watchdog *leaderelection.HealthzAdaptor
+	// Leadership, when set, is opened while this replica leads and closed for good when it stops:
+	// GuardWrites and the syncs' contexts follow it.
+	Leadership *Leadership
 }
 
 // ErrLeadershipLost is returned when the lease was lost while the operator was not shutting
@@ -32,10 +35,15 @@ var ErrLeadershipLost = errors.New("leader election lost")
 // work return (the sync in flight finishes) before it releases the lease, so the next leader
 // never works alongside it.
 func RunLeader(ctx context.Context, client kubernetes.Interface, le LeaderElection, log zerolog.Logger, work func(context.Context) error) error {
-	lock := &resourcelock.LeaseLock{
+	var lock resourcelock.Interface = &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
 		Client:     client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
+	}
+	lead := le.Leadership
+	if lead != nil {
+		lock = &renewalClock{Interface: lock, l: lead}
+		defer lead.lose()
 	}
 	// The election runs on a context of its own, ended only once work returned: ending it releases
 	// the lease.
@@ -58,6 +66,7 @@ func RunLeader(ctx context.Context, client kubernetes.Interface, le LeaderElecti
 		endElection()
 	}()
 
+	var elector *leaderelection.LeaderElector
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		Name:            le.Name,
@@ -80,9 +89,19 @@ func RunLeader(ctx context.Context, client kubernetes.Interface, le LeaderElecti
 				// Work stops when the operator shuts down or the lease is lost, whichever is first.
 				wctx, cancel := context.WithCancel(ctx)
 				defer cancel()
+				var lost <-chan struct{}
+				if lead != nil {
+					lead.start(elector)
+					lost = lead.Lost()
+					go lead.watch(wctx, watchEvery(le.RetryPeriod))
+				}
 				go func() {
 					select {
 					case <-leading.Done():
+						cancel()
+					case <-lost:
+						log.Error().Str("lease", le.Namespace+"/"+le.Name).Str("identity", le.Identity).
+							Msg("leadership lost: the syncs in flight are cancelled and no write is sent any more")
 						cancel()
 					case <-wctx.Done():
 					}
@@ -93,8 +112,16 @@ func RunLeader(ctx context.Context, client kubernetes.Interface, le LeaderElecti
 					mu.Unlock()
 					endElection()
 				}
+				if lead != nil && lead.lost.Err() != nil {
+					// The elector may still renew (the gate closed on the renew deadline, and the API
+					// server answered late): a replica that will not work must not hold the lease.
+					endElection()
+				}
 			},
 			OnStoppedLeading: func() {
+				if lead != nil {
+					lead.lose()
+				}
 				mu.Lock()
 				defer mu.Unlock()
 				if !stopping && workErr == nil {
@@ -120,6 +147,11 @@ func RunLeader(ctx context.Context, client kubernetes.Interface, le LeaderElecti
 	working.Wait()
 	mu.Lock()
 	defer mu.Unlock()
+	if lead != nil && ctx.Err() == nil && lead.lost.Err() != nil {
+		// The gate closed before the elector gave up (the Lease seen held by another, or the renew
+		// deadline passed): a loss all the same.
+		lost = true
+	}
 	switch {
 	case workErr != nil:
 		return workErr
@@ -127,4 +159,11 @@ func RunLeader(ctx context.Context, client kubernetes.Interface, le LeaderElecti
 		return ErrLeadershipLost
 	}
 	return nil
+}
+
+// watchEvery is how often a leader checks it still leads between writes: a fraction of the retry
+// period, so a loss cancels the syncs well within the margin between renew deadline and lease
+// duration.
+func watchEvery(retry time.Duration) time.Duration {
+	return min(max(retry/4, 20*time.Millisecond), 250*time.Millisecond)
 }

@@ -23,6 +23,7 @@ type Metrics struct {
 	unhandled      *prometheus.CounterVec
 	actions        *prometheus.CounterVec
 	writes         *prometheus.CounterVec
+	writesRefused  *prometheus.CounterVec
 	requests       *prometheus.CounterVec
 	faults         *prometheus.CounterVec
 	heals          *prometheus.CounterVec
@@ -54,6 +55,10 @@ func NewMetrics() *Metrics {
 			Namespace: metricsNamespace, Name: "api_writes_total",
 			Help: "Every write request the operator sent to the API server (events, status and leases included), by verb and resource.",
 		}, []string{"verb", "resource"}),
+		writesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "api_writes_refused_total",
+			Help: "Writes never sent because this replica did not hold the leader election lease (standing by, or the lease lost), by verb and resource.",
+		}, []string{"verb", "resource"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "api_requests_total",
 			Help: "Every request the operator sent to the API server, reads (get, list, watch) and writes, client-go's own retries included, by verb and resource.",
@@ -83,7 +88,7 @@ func NewMetrics() *Metrics {
 		states: newStateCollector(),
 	}
 	m.queueProvider = newQueueMetrics(reg)
-	reg.MustRegister(m.transitions, m.unhandled, m.actions, m.writes, m.requests, m.faults, m.heals, m.decision, m.eventToAction, m.utilizationGet, m.states,
+	reg.MustRegister(m.transitions, m.unhandled, m.actions, m.writes, m.writesRefused, m.requests, m.faults, m.heals, m.decision, m.eventToAction, m.utilizationGet, m.states,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

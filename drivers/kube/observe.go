@@ -2,18 +2,21 @@ package kube
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/machine"
 )
 
 // Observe gathers what the caches hold about one fleet, the way events.Store.Observe does for the
@@ -29,7 +32,19 @@ func (i *Informers) Observe(namespace, name string, now time.Time, util *events.
 	}
 	o.Fleet = f
 
-	o.Reservations = indexed[*v1alpha1.CelldReservation](i.Reservations.GetIndexer().ByIndex(byBucket, f.Spec.Bucket.Name))
+	for _, r := range indexed[*v1alpha1.CelldReservation](i.Reservations.GetIndexer().ByIndex(byBucket, f.Spec.Bucket.Name)) {
+		if madeByOperator(r) {
+			o.Reservations = append(o.Reservations, r)
+		}
+	}
+	// A reservation under the name the fleet would create that the operator did not make: the
+	// fleet's own cannot be created, and this one is never trusted nor written to.
+	rname := machine.ReservationName(f.Spec.Bucket)
+	if obj, ok, err := i.Reservations.GetIndexer().GetByKey(namespace + "/" + rname); err == nil && ok {
+		if r, isRes := obj.(*v1alpha1.CelldReservation); isRes && !madeByOperator(r) {
+			o.Unowned = append(o.Unowned, "CelldReservation/"+rname)
+		}
+	}
 	// Only the fleets this operator watches: with --namespace, a rival in another namespace is
 	// unseen, and the reservation alone keeps the bucket.
 	for _, r := range indexed[*v1alpha1.CelldFleet](i.Fleets.GetIndexer().ByIndex(byBucket, f.Spec.Bucket.Name)) {
@@ -37,24 +52,44 @@ func (i *Informers) Observe(namespace, name string, now time.Time, util *events.
 			o.Rivals = append(o.Rivals, r)
 		}
 	}
-	if s, err := i.stsLister.StatefulSets(namespace).Get(name); err == nil {
-		if ownedBy(s, f.UID) {
-			o.StatefulSet = s
-		} else {
-			o.Unowned = append(o.Unowned, "StatefulSet/"+name)
+	// The objects under the fleet's derived names, looked up by name whatever their labels: ours
+	// only when the fleet controls them, anything else is someone else's and never written to.
+	derived := func(inf cache.SharedIndexInformer, kind, name string) metav1.Object {
+		obj, ok, err := inf.GetIndexer().GetByKey(namespace + "/" + name)
+		if err != nil || !ok {
+			return nil
 		}
-	}
-	if d, err := i.deployLister.Deployments(namespace).Get(name); err == nil {
-		if ownedBy(d, f.UID) {
-			o.Deployment = d
-		} else {
-			o.Unowned = append(o.Unowned, "Deployment/"+name)
+		m, isMeta := obj.(metav1.Object)
+		if !isMeta {
+			return nil
 		}
+		if !events.ControlledBy(m, f.UID) {
+			o.Unowned = append(o.Unowned, kind+"/"+name)
+			return nil
+		}
+		return m
 	}
-	o.Services = indexed[*corev1.Service](i.Services.GetIndexer().ByIndex(byOwner, string(f.UID)))
-	o.Policies = indexed[*networkingv1.NetworkPolicy](i.Policies.GetIndexer().ByIndex(byOwner, string(f.UID)))
-	if pdbs := indexed[*policyv1.PodDisruptionBudget](i.PDBs.GetIndexer().ByIndex(byOwner, string(f.UID))); len(pdbs) > 0 {
-		o.PDB = pdbs[0]
+	if s := derived(i.StatefulSets, "StatefulSet", name); s != nil {
+		o.StatefulSet = s.(*appsv1.StatefulSet)
+	}
+	if d := derived(i.Deployments, "Deployment", name); d != nil {
+		o.Deployment = d.(*appsv1.Deployment)
+	}
+	for _, d := range events.DerivedObjects(f) {
+		switch d.Kind {
+		case "Service":
+			if obj := derived(i.Services, d.Kind, d.Name); obj != nil {
+				o.Services = append(o.Services, obj.(*corev1.Service))
+			}
+		case "NetworkPolicy":
+			if obj := derived(i.Policies, d.Kind, d.Name); obj != nil {
+				o.Policies = append(o.Policies, obj.(*networkingv1.NetworkPolicy))
+			}
+		case "PodDisruptionBudget":
+			if obj := derived(i.PDBs, d.Kind, d.Name); obj != nil {
+				o.PDB = obj.(*policyv1.PodDisruptionBudget)
+			}
+		}
 	}
 	for _, p := range indexed[*corev1.Pod](i.Pods.GetIndexer().ByIndex(byFleetUID, string(f.UID))) {
 		if p.Namespace == namespace {
@@ -71,7 +106,16 @@ func (i *Informers) Observe(namespace, name string, now time.Time, util *events.
 			o.Nodes[n.Name] = n
 		}
 	}
+	// The claims labelled for the fleet, and those named as its StatefulSet names its claims
+	// whatever their labels: an unlabelled one would otherwise be adopted by the StatefulSet
+	// unseen.
 	o.PVCs = indexed[*corev1.PersistentVolumeClaim](i.PVCs.GetIndexer().ByIndex(byInstance, namespace+"/"+name))
+	for _, c := range indexed[*corev1.PersistentVolumeClaim](i.PVCs.GetIndexer().ByIndex(byClaimName, namespace+"/"+name)) {
+		if !slices.ContainsFunc(o.PVCs, func(x *corev1.PersistentVolumeClaim) bool { return x.UID == c.UID }) {
+			o.PVCs = append(o.PVCs, c)
+		}
+	}
+	sort.Slice(o.PVCs, func(a, b int) bool { return o.PVCs[a].Name < o.PVCs[b].Name })
 	if f.Spec.Storage != nil {
 		o.StorageClassKnown = i.StorageClasses.HasSynced()
 		if sc, err := i.classLister.Get(f.Spec.Storage.StorageClassName); err == nil {
@@ -90,15 +134,6 @@ func (i *Informers) serviceAccountMissing(f *v1alpha1.CelldFleet) bool {
 	}
 	_, exists, err := i.ServiceAccounts.GetIndexer().GetByKey(f.Namespace + "/" + f.Spec.ServiceAccountName)
 	return err == nil && !exists
-}
-
-func ownedBy(obj metav1.Object, uid types.UID) bool {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.UID == uid {
-			return true
-		}
-	}
-	return false
 }
 
 // indexed keeps the objects of type T from an index lookup, sorted by namespace/name so the same

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -27,7 +28,8 @@ func (m *Metrics) Handler() http.Handler {
 
 // AddPprof serves the Go profiler under /debug/pprof/ on mux. It is off by default (run --pprof):
 // a profile costs CPU while it runs and shows the process's internals, so it is for benchmarks
-// and debugging, never left open by accident.
+// and debugging, never left open by accident; with --metrics-secure it is behind the same
+// authorization as /metrics (get on the non-resource URL /debug/pprof/...).
 func AddPprof(mux *http.ServeMux) {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -63,9 +65,17 @@ func (p Probes) Handler() http.Handler {
 // Serve listens on addr and serves h until ctx ends. The listener is opened before it returns, so
 // a taken port is an error at startup rather than a log line later.
 func Serve(ctx context.Context, addr string, h http.Handler, log zerolog.Logger) (<-chan error, error) {
+	return ServeTLS(ctx, addr, h, nil, log)
+}
+
+// ServeTLS is Serve over TLS with certificate c; plain HTTP when c is nil.
+func ServeTLS(ctx context.Context, addr string, h http.Handler, c *tls.Certificate, log zerolog.Logger) (<-chan error, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if c != nil {
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*c}, MinVersion: tls.VersionTLS12})
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
@@ -76,7 +86,7 @@ func Serve(ctx context.Context, addr string, h http.Handler, log zerolog.Logger)
 		_ = srv.Shutdown(sctx)
 	}()
 	go func() {
-		log.Info().Str("address", ln.Addr().String()).Msg("serving")
+		log.Info().Str("address", ln.Addr().String()).Bool("tls", c != nil).Msg("serving")
 		err := srv.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -28,6 +30,11 @@ type requestCounter struct {
 }
 
 func (c *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if errors.Is(err, ErrNotLeading) {
+		// Never sent: GuardWrites counted it as refused.
+		return resp, err
+	}
 	resource := resourceOf(req.URL.Path)
 	if verb := writeVerb(req); verb != "" {
 		c.m.writes.WithLabelValues(verb, resource).Inc()
@@ -35,7 +42,39 @@ func (c *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		c.m.requests.WithLabelValues(readVerb(req), resource).Inc()
 	}
-	return c.next.RoundTrip(req)
+	return resp, err
+}
+
+// GuardWrites makes every client built from cfg refuse to send a write while lead says this
+// replica does not lead (it stands by, or lost the lease); the Lease's own requests pass. Call
+// it first, so the guard sits under every other wrapper, next to the wire: a write that waited in
+// a wrapper above (a retry's backoff, an injected delay) is checked when it would leave. Refused
+// writes fail with ErrNotLeading and are counted in m apart from the writes sent.
+func GuardWrites(cfg *rest.Config, lead *Leadership, m *Metrics) {
+	prev := cfg.WrapTransport
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		if prev != nil {
+			rt = prev(rt)
+		}
+		return &writeGuard{next: rt, lead: lead, m: m}
+	}
+}
+
+type writeGuard struct {
+	next http.RoundTripper
+	lead *Leadership
+	m    *Metrics
+}
+
+func (g *writeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if verb := writeVerb(req); verb != "" && !g.lead.isLease(req.URL.Path) && !g.lead.Leading() {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		g.m.writesRefused.WithLabelValues(verb, resourceOf(req.URL.Path)).Inc()
+		return nil, fmt.Errorf("%s %s: %w", verb, req.URL.Path, ErrNotLeading)
+	}
+	return g.next.RoundTrip(req)
 }
 
 // requestVerb names any request the way RBAC and audit logs do.

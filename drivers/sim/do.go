@@ -6,9 +6,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -88,6 +90,13 @@ func (c *Cluster) doApply(a machine.Action, req *Request) error {
 	}
 	if err := c.checkPremise(a); err != nil {
 		return err
+	}
+	// As the driver does: the object is read first, and written only when it is absent or the
+	// fleet's own.
+	if cur := c.get(k, req.Namespace, req.Name); cur != nil {
+		if ref := metav1.GetControllerOf(o); ref == nil || !events.ControlledBy(cur, ref.UID) {
+			return fmt.Errorf("%s %s/%s exists and is not controlled by the fleet: %w", k, req.Namespace, req.Name, machine.ErrPremiseChanged)
+		}
 	}
 	workload := k == KindStatefulSet || k == KindDeployment
 	var before workloadState
@@ -201,7 +210,7 @@ func (c *Cluster) doDeleteDisk(a machine.Action, req *Request) error {
 		return nil
 	}
 	rec := c.diskDeletionOf(pvc, a)
-	changed, err := c.delete(KindPVC, a.Namespace, a.Name, deletion{uid: a.UID})
+	changed, err := c.delete(KindPVC, a.Namespace, a.Name, deletion{uid: a.UID, rv: a.ResourceVersion})
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,8 @@ func (b *bench) startOperator(ctx context.Context, name, namespace string, flags
 		"--kubeconfig", b.cl.opKubeconfig, "--namespace", namespace,
 		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe,
 		"--leader-elect=false", "--log-format", "json", "--log-level", "info", "--pprof",
+		// Plain HTTP on a loopback address: the benchmark reads /metrics and profiles many times.
+		"--metrics-secure=false",
 	}, flags...)
 	if err := os.MkdirAll(filepath.Dir(op.logPath), 0o755); err != nil {
 		return nil, err

@@ -230,10 +230,17 @@ var Table = []Mutant{
 	// Disks: only in Deleting, only PersistentFleet, only the fleet's own, only once no member.
 	{
 		Name: "disk-delete-any-uid", File: "machine/plan.go",
-		Original:    "if d.FleetUID != f.UID {\n\t\t\t\tcontinue\n\t\t\t}",
-		Replacement: "if d.FleetUID == \"\" {\n\t\t\t\tcontinue\n\t\t\t}",
-		Mistake:     "disks selected by the fleet's name label, not its UID",
+		Original:    "return d.FleetUID == f.UID && d.Ordinal >= 0 && d.Name == events.ClaimName(f.Name, d.Ordinal)",
+		Replacement: "return d.Ordinal >= 0 && d.Name == events.ClaimName(f.Name, d.Ordinal)",
+		Mistake:     "disks selected by the fleet's name, not its UID",
 		Threatens:   "clause 4: only the fleet's own (fleet UID filter)",
+	},
+	{
+		Name: "disk-delete-by-uid-any-name", File: "machine/plan.go",
+		Original:    "return d.FleetUID == f.UID && d.Ordinal >= 0 && d.Name == events.ClaimName(f.Name, d.Ordinal)",
+		Replacement: "return d.FleetUID == f.UID && d.Ordinal >= 0",
+		Mistake:     "a claim carrying the fleet's UID taken as its own whatever its name",
+		Threatens:   "clause 4: only the fleet's own (the claims its StatefulSet made, by exact name)",
 	},
 	{
 		Name: "disk-delete-bucket-profile", File: "machine/plan.go",
