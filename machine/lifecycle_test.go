@@ -447,7 +447,7 @@ func (r *run) judgeStatus(v *events.View, d Decision) {
 		if v.Workload.Exists {
 			size = v.Workload.Replicas
 		}
-		if dk.Ordinal >= 0 && int32(dk.Ordinal) >= size && !dk.Terminating {
+		if ord := claimOrdinal(dk.Name); ord >= 0 && int32(ord) >= size && !dk.Terminating {
 			unused = append(unused, dk.Name)
 		}
 	}
@@ -489,10 +489,17 @@ func hasForeign(v *events.View) bool {
 
 // claimOfStatefulSet: the name is data-<fleet>-<ordinal>, the ordinal written as the
 // StatefulSet writes it.
-func claimOfStatefulSet(name string) bool {
+func claimOfStatefulSet(name string) bool { return claimOrdinal(name) >= 0 }
+
+// claimOrdinal is the ordinal of a claim the fleet's StatefulSet would make under that name, -1
+// for any other name.
+func claimOrdinal(name string) int {
 	suffix, ok := strings.CutPrefix(name, "data-"+worldName+"-")
 	n, err := strconv.Atoi(suffix)
-	return ok && err == nil && n >= 0 && strconv.Itoa(n) == suffix
+	if !ok || err != nil || n < 0 || strconv.Itoa(n) != suffix {
+		return -1
+	}
+	return n
 }
 
 // judgeAction checks an action that passed its premise against the world as it is.

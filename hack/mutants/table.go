@@ -236,11 +236,13 @@ var Table = []Mutant{
 		Threatens:   "clause 4: only the fleet's own (fleet UID filter)",
 	},
 	{
-		Name: "disk-delete-by-uid-any-name", File: "machine/plan.go",
-		Original:    "return d.FleetUID == f.UID && d.Ordinal >= 0 && d.Name == events.ClaimName(f.Name, d.Ordinal)",
-		Replacement: "return d.FleetUID == f.UID && d.Ordinal >= 0",
-		Mistake:     "a claim carrying the fleet's UID taken as its own whatever its name",
-		Threatens:   "clause 4: only the fleet's own (the claims its StatefulSet made, by exact name)",
+		// (Dropping ownDisk's name comparison was tried first: it is equivalent, since Normalize
+		// gives a disk an ordinal only under the exact name ClaimName makes.)
+		Name: "claim-ordinal-not-canonical", File: "events/names.go",
+		Original:    "if err != nil || n < 0 || strconv.Itoa(n) != rest[i+1:] {\n\t\treturn \"\", -1, false",
+		Replacement: "if err != nil || n < 0 {\n\t\treturn \"\", -1, false",
+		Mistake:     "a claim named data-a-08 (made by hand) read as member 8's",
+		Threatens:   "disk filter: exact name, ordinal vs size (status.disks); clause 4: only the claims the StatefulSet made",
 	},
 	{
 		Name: "disk-delete-bucket-profile", File: "machine/plan.go",
