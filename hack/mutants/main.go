@@ -98,7 +98,7 @@ func runAll(pattern string, jobs int, timeout time.Duration, only string) int {
 	cost := map[string]time.Duration{}
 	for _, p := range sortedKeys(need) {
 		t0 := time.Now()
-		out, err := goTest(root, "", p, timeout)
+		out, err := goTest(root, "", p, timeout, pkgs.rapid[p])
 		cost[p] = time.Since(t0)
 		if err != nil {
 			fmt.Printf("baseline: %s fails without any mutant:\n%s\n", p, tail(out, 30))
@@ -213,7 +213,7 @@ func (m Mutant) run(root, dir string, pkgs *packages, cost map[string]time.Durat
 		return cost[order[i]] < cost[order[j]]
 	})
 	for _, p := range order {
-		if _, err := goTest(root, overlay, p, timeout); err != nil {
+		if _, err := goTest(root, overlay, p, timeout, pkgs.rapid[p]); err != nil {
 			return result{verdict: "killed", by: p, took: time.Since(t0)}
 		}
 	}
@@ -221,12 +221,16 @@ func (m Mutant) run(root, dir string, pkgs *packages, cost map[string]time.Durat
 }
 
 // goTest runs one package's tests, with the overlay when one is given.
-func goTest(root, overlay, pkg string, timeout time.Duration) ([]byte, error) {
+func goTest(root, overlay, pkg string, timeout time.Duration, rapid bool) ([]byte, error) {
 	args := []string{"test", "-count=1", "-failfast", "-timeout=" + timeout.String()}
 	if overlay != "" {
 		args = append(args, "-overlay="+overlay)
 	}
-	cmd := exec.Command("go", append(args, "./"+pkg)...)
+	args = append(args, "./"+pkg)
+	if rapid {
+		args = append(args, "-args", "-rapid.nofailfile")
+	}
+	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	return cmd.CombinedOutput()
 }
@@ -254,6 +258,10 @@ func (m Mutant) pkg() string { return filepath.ToSlash(filepath.Dir(m.File)) }
 // the package directories its test binary links.
 type packages struct {
 	links map[string]map[string]bool
+	// rapid marks the packages whose tests use pgregory.net/rapid: they run with
+	// -rapid.nofailfile, or a failing mutant would write testdata/rapid into the tree and every
+	// later run would replay it.
+	rapid map[string]bool
 }
 
 func (p *packages) affected(pkg string) []string {
@@ -284,7 +292,7 @@ func testedPackages(root string) (*packages, error) {
 		r, ok := strings.CutPrefix(importPath, mod+"/")
 		return r, ok
 	}
-	p := &packages{links: map[string]map[string]bool{}}
+	p := &packages{links: map[string]map[string]bool{}, rapid: map[string]bool{}}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
 		var lp struct {
@@ -306,6 +314,9 @@ func testedPackages(root string) (*packages, error) {
 		links := map[string]bool{}
 		for _, d := range lp.Deps {
 			d, _, _ = strings.Cut(d, " ")
+			if d == "pgregory.net/rapid" {
+				p.rapid[dir] = true
+			}
 			if r, ok := rel(d); ok {
 				links[r] = true
 			}
