@@ -20,7 +20,8 @@ import (
 // TestContractJudge: the contract checker, on hand-built histories, passes a lifecycle that keeps
 // the contract and flags each way of breaking it: a step of two members, a scale-in before the
 // rollout or with a member not ready, growth in two writes, a Pod or a claim deleted with nothing
-// to explain it, a heal while another member is not ready.
+// to explain it, a heal while another member is not ready, a member forced away from a node that
+// may be alive.
 func TestContractJudge(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -62,6 +63,9 @@ func TestContractJudge(t *testing.T) {
 			h.setReady(4, false)
 			h.heal(0, "n9")
 		}, [][]string{{"clause 3: Pod pf-0", "node n0 is lost while other members were not ready or terminating: [pf-4]"}}},
+		{"a member forced away from a node that is NotReady but not fenced", func(h *history) {
+			h.forceOnUnfenced(2, "n9")
+		}, [][]string{{"clause 3: Pod pf-2", "force-deleted on node n2, which is neither gone nor tainted out-of-service"}}},
 		{"a claim deleted while its fleet is live", func(h *history) {
 			h.deleteClaim(8)
 		}, [][]string{
@@ -99,9 +103,9 @@ func TestContractJudge(t *testing.T) {
 		rs := h.rs.DeepCopy()
 		rs.Spec.Replicas = ptr(int32(2))
 		h.write(watch.Modified, rs)
-		h.deletePod(2, false)
+		h.deletePod(2, true)
 		// The ReplicaSet is at 2 with 2 Pods: another deletion is nobody's scale-down.
-		h.deletePod(1, false)
+		h.deletePod(1, true)
 		v := judge(h.entries)
 		t.Logf("%d checks; %s", v.checks, v.summary())
 		matchViolations(t, v.violations, [][]string{{"clause 3: Pod bk-1", "deleted with its fleet live"}})
@@ -267,11 +271,30 @@ func (h *history) deletePod(i int, graceful bool) {
 
 func (h *history) goneAfterScaleDown(i int) { h.deletePod(i, true) }
 
-// heal: member i's node turns NotReady, the member is deleted and comes back on another node.
+// heal: member i's node turns NotReady and is fenced (tainted out-of-service), the member is
+// force-deleted and comes back on another node.
 func (h *history) heal(i int, to string) {
+	h.nodeDown(i, true)
+	h.deletePod(i, false)
+	h.pods[i] = h.newPod(fmt.Sprintf("pf-%d", i), to, "StatefulSet", h.set.Name, h.set.UID)
+}
+
+// nodeDown: member i's node turns NotReady, and is then fenced if asked.
+func (h *history) nodeDown(i int, fenced bool) {
 	n := h.nodes[i].DeepCopy()
 	n.Status.Conditions[0].Status = corev1.ConditionUnknown
 	h.nodes[i] = h.write(watch.Modified, n).(*corev1.Node)
+	if fenced {
+		n = n.DeepCopy()
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute})
+		h.nodes[i] = h.write(watch.Modified, n).(*corev1.Node)
+	}
+}
+
+// forceOnUnfenced: member i's node turns NotReady, and the member is force-deleted with its node
+// neither gone nor fenced.
+func (h *history) forceOnUnfenced(i int, to string) {
+	h.nodeDown(i, false)
 	h.deletePod(i, false)
 	h.pods[i] = h.newPod(fmt.Sprintf("pf-%d", i), to, "StatefulSet", h.set.Name, h.set.UID)
 }

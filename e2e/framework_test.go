@@ -37,6 +37,7 @@ import (
 	celldv1alpha1 "github.com/celld/celld-operator/api/generated/clientset/versioned/typed/celld/v1alpha1"
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/machine"
 )
 
 const (
@@ -284,7 +285,7 @@ func (f *fixture) newFleet(name string, profile v1alpha1.Profile, members int32)
 			Profile: profile,
 			Members: members,
 			Image:   image,
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			Resources: v1alpha1.ResourceRequirements{Requests: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi"),
 			}},
 			Bucket: v1alpha1.BucketSpec{Name: f.bucket(name), Region: "us-east-1"},
@@ -419,8 +420,8 @@ func (f *fixture) reservation(fl *v1alpha1.CelldFleet) *v1alpha1.CelldReservatio
 	return r
 }
 
-// reservationName: the tests' buckets have no endpoint, so the reservation is named after the bucket.
-func reservationName(b v1alpha1.BucketSpec) string { return b.Name }
+// reservationName is the name the operator derives from the bucket's canonical identity.
+func reservationName(b v1alpha1.BucketSpec) string { return machine.ReservationName(b) }
 
 // --- members -----------------------------------------------------------------------------------
 

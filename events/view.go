@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/bucket"
 )
 
 // Labels and annotations the operator puts on what it creates.
@@ -220,7 +221,9 @@ func reservationView(f *v1alpha1.CelldFleet, rs []*v1alpha1.CelldReservation) Re
 	// The oldest reservation of the bucket wins: a bucket is bound to the first fleet that reserved it.
 	var first *v1alpha1.CelldReservation
 	for _, r := range rs {
-		if r.Spec.Bucket.Name != f.Spec.Bucket.Name || r.Spec.Bucket.Endpoint != f.Spec.Bucket.Endpoint {
+		// By identity, not by name: a reservation made under any naming, and any spelling of the
+		// bucket, holds it.
+		if !bucket.Same(r.Spec.Bucket, f.Spec.Bucket) {
 			continue
 		}
 		if first == nil || r.CreationTimestamp.Before(&first.CreationTimestamp) ||
@@ -250,7 +253,7 @@ func reservationView(f *v1alpha1.CelldFleet, rs []*v1alpha1.CelldReservation) Re
 func claimant(f *v1alpha1.CelldFleet, rivals []*v1alpha1.CelldFleet) *Claimant {
 	var best *v1alpha1.CelldFleet
 	for _, r := range rivals {
-		if r.UID == f.UID || r.Spec.Bucket.Name != f.Spec.Bucket.Name || r.Spec.Bucket.Endpoint != f.Spec.Bucket.Endpoint {
+		if r.UID == f.UID || !bucket.Same(r.Spec.Bucket, f.Spec.Bucket) {
 			continue
 		}
 		if strongerClaim(r, f) && (best == nil || strongerClaim(r, best)) {

@@ -33,4 +33,22 @@ for i in $(seq 1 "$workers"); do
 done
 echo "fuzz: $sequences sequences, $rounds rounds (operator steps), $checks contract checks in $(( $(date +%s) - start ))s"
 if [ "$status" -ne 0 ]; then echo "fuzz: VIOLATION (see above; replay with go test ./proptest -run TestContract -rapid.seed=SEED -story)"; exit 1; fi
+# The workers' coverage tables, summed: per clause the real writes, deletions and decisions
+# judged, per fault kind how often it occurred. A zero anywhere fails the run.
+echo "fuzz: coverage over all workers (judged / occurred):"
+cat "$dir"/*.log | grep -E '^coverage: ' | awk '{
+    kind = $2; n = $3; $1 = $2 = $3 = ""; name = substr($0, 4)
+    key = kind "\t" name
+    if (!(key in sum)) order[++count] = key
+    sum[key] += n
+  } END {
+    zero = 0
+    for (i = 1; i <= count; i++) {
+      split(order[i], kv, "\t")
+      printf "  %-6s %10d  %s\n", kv[1], sum[order[i]], kv[2]
+      if (sum[order[i]] == 0) zero++
+    }
+    if (count == 0) { print "  no coverage table printed"; exit 1 }
+    exit zero > 0
+  }' || { echo "fuzz: a clause judged nothing or a fault kind never occurred"; exit 1; }
 echo "fuzz: 0 violations"

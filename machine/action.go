@@ -101,6 +101,15 @@ type Premise struct {
 	Workload           bool
 	WorkloadExists     bool
 	WorkloadGeneration int64
+	// Claim, when set, names a member's data claim that must still be missing, lost or being
+	// deleted: a cache that has not seen the claim yet must not cost the member.
+	Claim string
+	// OnlyNotReady, when set, names the one member that may be not ready: every other member Pod
+	// a fresh list finds, one the decision never saw included, must be ready.
+	OnlyNotReady string
+	// NoMembers: no Pod of the fleet may exist, terminating or not: a cache that has not seen a
+	// member yet must not cost it its disk.
+	NoMembers bool
 }
 
 // Fresh is what a driver read from the API server, not its caches, to confirm a premise.
@@ -114,6 +123,10 @@ type Fresh struct {
 	// WorkloadExists and WorkloadGeneration are the workload's.
 	WorkloadExists     bool
 	WorkloadGeneration int64
+	// Claim is the premise's claim, nil when it does not exist.
+	Claim *corev1.PersistentVolumeClaim
+	// Members counts the fleet's Pods (by its UID label), terminating ones included.
+	Members int
 }
 
 // Mutating reports whether the action writes to the API server's objects (a Kubernetes Event is

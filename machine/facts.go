@@ -259,8 +259,8 @@ func computeFacts(v *events.View) *facts {
 		// The previous change must have been acted on: the controller saw it, and no member above
 		// the size is left. A rollout may still be stuck on this very member: that is the trap
 		// healing exists for.
-		fx.othersReady = fx.lostCount == 1 && w.ObservedGeneration >= w.Generation && int32(len(v.Members)) >= w.Replicas &&
-			w.StatusReplicas <= w.Replicas
+		fx.othersReady = fx.lostCount == 1 && w.ObservedGeneration >= w.Generation && w.StatusReplicas <= w.Replicas &&
+			(int32(len(v.Members)) >= w.Replicas || missingOnlyAbove(v, c.member))
 		for i := range v.Members {
 			if m := &v.Members[i]; m != c.member && !memberReady(v, m) {
 				fx.othersReady = false
@@ -278,6 +278,27 @@ func computeFacts(v *events.View) *facts {
 		Window: stabilization(f), History: v.Reservation.History,
 	})
 	return fx
+}
+
+// missingOnlyAbove: every member the workload's size calls for and the view lacks has an ordinal
+// above the given StatefulSet member's. An ordered StatefulSet creates no member above one that
+// is not ready, so while it stays stuck on that member (a broken rollout met by a growth), the
+// missing ones are a consequence of it, not other members down: replacing it takes nothing ready
+// away, and waiting for them would wait forever.
+func missingOnlyAbove(v *events.View, m *events.Member) bool {
+	if m.Ordinal < 0 {
+		return false
+	}
+	present := map[int]bool{}
+	for i := range v.Members {
+		present[v.Members[i].Ordinal] = true
+	}
+	for ord := 0; ord < int(v.Workload.Replicas); ord++ {
+		if !present[ord] && ord < m.Ordinal {
+			return false
+		}
+	}
+	return true
 }
 
 // settled: the previous change rolled out and every member is ready.

@@ -191,7 +191,15 @@ func completion(s v1alpha1.FleetState, fx *facts) Trigger {
 // request is the trigger the fleet's request calls for, in priority order: growth never waits,
 // a lost member comes before scale-in.
 func request(s v1alpha1.FleetState, fx *facts) Trigger {
-	if s == v1alpha1.StateDeleting || s == v1alpha1.StateProvisioning {
+	switch s {
+	case v1alpha1.StateDeleting:
+		return TriggerNone
+	case v1alpha1.StateProvisioning:
+		// A member that cannot come back keeps a fleet from ever finishing provisioning (an ordered
+		// StatefulSet waits forever on a member of a broken revision): it is healed there too.
+		if fx.candidate != nil && fx.hold == "" {
+			return TriggerMemberLost
+		}
 		return TriggerNone
 	}
 	switch {

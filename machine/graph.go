@@ -80,6 +80,7 @@ var table = func() []transition {
 		}
 	}
 	add(v1alpha1.StateProvisioning, TriggerProvisioned, v1alpha1.StateSteady, &settledAndReady)
+	add(v1alpha1.StateProvisioning, TriggerMemberLost, v1alpha1.StateHealing, &othersReady)
 	add(v1alpha1.StateSteady, TriggerTargetAbove, v1alpha1.StateGrowing, nil)
 	add(v1alpha1.StateSteady, TriggerMemberLost, v1alpha1.StateHealing, &othersReady)
 	add(v1alpha1.StateSteady, TriggerTargetBelow, v1alpha1.StateShrinkingOne, &scaleInAllowed)

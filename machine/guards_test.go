@@ -266,27 +266,27 @@ func TestBucketBoundToAnotherUIDIsRefused(t *testing.T) {
 
 // TestHealWaitsForEveryOtherMember: a member that cannot come back (its node is gone) is
 // replaced only while every other member is up, whatever way another one is not: not ready,
-// terminating, on a node NotReady (its Pod not marked yet), or not created again yet.
+// terminating, on a node NotReady (its Pod not marked yet), or missing below it.
 func TestHealWaitsForEveryOtherMember(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		break_ func(v *events.View)
 	}{
 		{"none: the heal goes ahead", func(v *events.View) {}},
-		{"another is not ready", func(v *events.View) { v.Members[2].Ready = false; v.Members[2].NotReadySince = v.Now }},
-		{"another is terminating", func(v *events.View) { v.Members[2].Terminating = true }},
+		{"another is not ready", func(v *events.View) { v.Members[0].Ready = false; v.Members[0].NotReadySince = v.Now }},
+		{"another is terminating", func(v *events.View) { v.Members[0].Terminating = true }},
 		{"another's node is NotReady", func(v *events.View) {
-			n := v.Nodes[v.Members[2].NodeName]
+			n := v.Nodes[v.Members[0].NodeName]
 			n.Ready, n.UnhealthySince = false, v.Now
-			v.Nodes[v.Members[2].NodeName] = n
+			v.Nodes[v.Members[0].NodeName] = n
 		}},
-		{"another is missing", func(v *events.View) { v.Members = v.Members[:2] }},
+		{"another, below it, is missing", func(v *events.View) { v.Members = v.Members[1:] }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, v := steadyView(t)
 			v.Nodes = cloneNodes(v.Nodes)
 			v.Members = append([]events.Member(nil), v.Members...)
-			delete(v.Nodes, v.Members[0].NodeName)
+			delete(v.Nodes, v.Members[2].NodeName)
 			tc.break_(&v)
 			d := New().Step(&v)
 			heals := 0

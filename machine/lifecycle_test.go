@@ -189,7 +189,9 @@ func (r *run) do(o op, d draw) {
 		if pods := w.members(); len(pods) > 0 {
 			p := pods[d.intn(len(pods), "pod")]
 			w.broken[p.Name] = true
-			setPodReady(p, false, w.now)
+			if podReady(p) {
+				setPodReady(p, false, w.now)
+			}
 			w.say("pod %s not ready", p.Name)
 		}
 	case opRecover:
@@ -336,8 +338,9 @@ func (r *run) judgeDecision(v *events.View, d Decision) {
 		switch n, ok := stsReplicas(a); {
 		case a.Kind == DeletePod:
 			// Clauses 1, 3 on the decision's own view: a lagging cache is the premise's business,
-			// a wrong decision is not.
-			if why := viewUnsettled(v, a.Name); why != "" {
+			// a wrong decision is not. An ordered StatefulSet creates nothing above a member that
+			// is not ready: members missing above the one replaced are its consequence.
+			if why := viewUnsettled(v, a.Name); why != "" && !missingAboveOnly(v, a.Name, why) {
 				r.fatalf("clause 3: heal of %s decided while %s", a.Name, why)
 			}
 			others := map[string]bool{}
@@ -424,6 +427,26 @@ func viewUnsettled(v *events.View, except string) string {
 		}
 	}
 	return ""
+}
+
+// missingAboveOnly: the only thing unsettled is members missing, all with ordinals above the
+// named member's.
+func missingAboveOnly(v *events.View, name, why string) bool {
+	if !strings.Contains(why, "member Pods existed") {
+		return false
+	}
+	ord := claimOrdinal("data-" + name)
+	present := map[int]bool{}
+	for _, m := range v.Members {
+		present[claimOrdinal("data-"+m.Name)] = true
+	}
+	for o := 0; o < int(v.Workload.Replicas); o++ {
+		if !present[o] && o < ord {
+			return false
+		}
+	}
+	return ord >= 0 && viewUnsettled(&events.View{Workload: events.WorkloadView{Exists: true, Replicas: 0, Generation: v.Workload.Generation,
+		ObservedGeneration: v.Workload.ObservedGeneration}, Members: v.Members, Nodes: v.Nodes, NodesSynced: v.NodesSynced}, name) == ""
 }
 
 // nodeUp: the view shows the node ready, or cannot tell (its node cache has not synced).
@@ -533,7 +556,7 @@ func (r *run) judgeAction(v *events.View, d Decision, a Action) {
 			// The API server answers NotFound or Conflict: nothing is deleted.
 			return
 		}
-		if why := r.unsettled(a.Name); why != "" {
+		if why := r.unsettled(a.Name); why != "" && !r.missingAboveOnly(a.Name) {
 			r.fatalf("clause 3: heal of %s while %s", a.Name, why)
 		}
 		node := w.nodes[p.Spec.NodeName]
@@ -602,6 +625,24 @@ func (r *run) unsettled(except string) string {
 		}
 	}
 	return ""
+}
+
+// missingAboveOnly: in the world, every other member is up, and the ones missing all have
+// ordinals above the named member's.
+func (r *run) missingAboveOnly(name string) bool {
+	w := r.w
+	ord := ordinalOf(name)
+	for i := 0; i < int(*w.sts.Spec.Replicas); i++ {
+		if _, ok := w.pods[fmt.Sprintf("%s-%d", worldName, i)]; !ok && i < ord {
+			return false
+		}
+	}
+	for _, p := range w.members() {
+		if p.Name != name && (!podReady(p) || !w.nodeReady(p.Spec.NodeName)) {
+			return false
+		}
+	}
+	return w.sts.Status.ObservedGeneration >= w.sts.Generation
 }
 
 // settle stops every fault and checks liveness and idempotence: the fleet reaches its target

@@ -50,7 +50,7 @@ func written(d machine.Decision) []string {
 func TestSomeoneElsesObjectIsNeverWritten(t *testing.T) {
 	f := newFleet(v1alpha1.ProfilePersistentFleet)
 	for _, taken := range []string{"Service/a", "Service/a-peers", "NetworkPolicy/a-clients", "NetworkPolicy/a-peers",
-		"PodDisruptionBudget/a", "StatefulSet/a", "CelldReservation/bkt"} {
+		"PodDisruptionBudget/a", "StatefulSet/a", "CelldReservation/" + machine.ReservationName(f.Spec.Bucket)} {
 		t.Run(taken, func(t *testing.T) {
 			v := events.Normalize("ns", "a", &events.Observation{Fleet: f, Unowned: []string{taken, "Deployment/a"}})
 			d := machine.New().Step(&v)

@@ -96,7 +96,9 @@ func triggerText(t Trigger) string {
 func (p *planner) live() {
 	v, fx := p.v, p.fx
 	f := v.Fleet
-	if !v.Reservation.Exists && !fx.isTaken("CelldReservation/"+ReservationName(f.Spec.Bucket)) {
+	// A refused spec holds the reservation too: the API server refused it or another object
+	// rendered from this generation, and asking again would only repeat the refusal.
+	if !v.Reservation.Exists && v.Refused == nil && !fx.isTaken("CelldReservation/"+ReservationName(f.Spec.Bucket)) {
 		r := RenderReservation(f)
 		p.add(Action{Kind: BindReservation, Key: "bind/" + f.Namespace + "/" + r.Name + "/" + string(f.UID), Name: r.Name, Object: r})
 		p.intend("bind bucket %s to this fleet", f.Spec.Bucket.Name)
@@ -191,13 +193,17 @@ func (p *planner) heal() {
 		return
 	}
 	m := c.member
-	premise := &Premise{Ready: p.readyMembers(m.Name)}
+	// The fleet as decided on: a deletion requested since (it moves the generation on) or a new
+	// spec must be decided on first.
+	premise := &Premise{Ready: p.readyMembers(m.Name), OnlyNotReady: m.Name, Fleet: p.v.Fleet.Name, FleetGeneration: p.v.Fleet.Generation}
 	switch c.reason {
 	case HealNodeGone, HealNodeFenced, HealNodeUnreachable, HealStuckTerminating:
 		// The node's state is the whole reason: it must still hold when the delete goes out.
 		_, gone, since := nodeHealth(p.v, m.NodeName)
 		premise.Node, premise.NodeGone, premise.NodeUnhealthySince = m.NodeName, gone, since
 		premise.NodeFenced = !gone && nodeFenced(p.v, m.NodeName)
+	case HealVolumeLost:
+		premise.Claim = m.ClaimName
 	}
 	p.add(Action{Kind: DeletePod, Key: "heal/" + p.v.Namespace + "/" + m.Name + "/" + string(m.UID), Name: m.Name,
 		UID: m.UID, ResourceVersion: m.ResourceVersion, Force: c.force, Reason: string(c.reason), Premise: premise})
@@ -243,7 +249,8 @@ func (p *planner) deleting() {
 			if d.Terminating {
 				continue
 			}
-			p.add(Action{Kind: DeleteDisk, Key: "disk/" + v.Namespace + "/" + d.Name + "/" + string(d.UID), Name: d.Name, UID: d.UID, ResourceVersion: d.ResourceVersion})
+			p.add(Action{Kind: DeleteDisk, Key: "disk/" + v.Namespace + "/" + d.Name + "/" + string(d.UID), Name: d.Name, UID: d.UID, ResourceVersion: d.ResourceVersion,
+				Premise: &Premise{NoMembers: true}})
 			p.add(Action{Kind: RecordEvent, Key: "event/disk/" + d.Name + "/" + string(d.UID), EventType: "Normal", Reason: "DiskDeleted",
 				Message: fmt.Sprintf("deleting disk %s of the deleted fleet", d.Name)})
 		}

@@ -49,6 +49,21 @@ func (p *Premise) Check(fresh Fresh) error {
 			}
 		}
 	}
+	if p.OnlyNotReady != "" {
+		for name, pod := range fresh.Pods {
+			if name != p.OnlyNotReady && !events.PodReady(pod) {
+				return fmt.Errorf("member %s is not ready: %w", name, ErrPremiseChanged)
+			}
+		}
+	}
+	if p.NoMembers && fresh.Members > 0 {
+		return fmt.Errorf("%d member Pods exist: %w", fresh.Members, ErrPremiseChanged)
+	}
+	if p.Claim != "" {
+		if c := fresh.Claim; c != nil && c.DeletionTimestamp == nil && c.Status.Phase != corev1.ClaimLost {
+			return fmt.Errorf("claim %s exists and is not lost: %w", p.Claim, ErrPremiseChanged)
+		}
+	}
 	for _, name := range p.Ready {
 		pod := fresh.Pods[name]
 		if pod == nil || !events.PodReady(pod) {

@@ -1,8 +1,6 @@
 package machine
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/bucket"
 	"github.com/celld/celld-operator/events"
 )
 
@@ -283,7 +282,7 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 			{Name: peerPortName, ContainerPort: peer, Protocol: corev1.ProtocolTCP},
 		},
 		Env:       renderEnv(f),
-		Resources: *f.Spec.Resources.DeepCopy(),
+		Resources: f.Spec.Resources.Container(),
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: events.DataVolume, MountPath: DataMountPath},
 			{Name: ScratchVolume, MountPath: ScratchMountPath},
@@ -392,14 +391,10 @@ func renderDeployment(f *v1alpha1.CelldFleet, replicas int32, tmpl corev1.PodTem
 	}
 }
 
-// ReservationName names the reservation of a bucket: the bucket's name, suffixed by a hash of its
-// endpoint when it has one, so the same name at two stores are two reservations.
+// ReservationName names the reservation of a bucket after its canonical identity, so every
+// spelling of one bucket names one reservation and no bucket name equals a derived one.
 func ReservationName(b v1alpha1.BucketSpec) string {
-	if b.Endpoint == "" {
-		return b.Name
-	}
-	sum := sha256.Sum256([]byte(b.Endpoint))
-	return b.Name + "-" + hex.EncodeToString(sum[:4])
+	return bucket.ReservationName(bucket.Of(b))
 }
 
 // RenderReservation renders the reservation that binds the fleet's bucket to its UID. It has no

@@ -12,230 +12,149 @@ import (
 	"github.com/celld/celld-operator/drivers/sim"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
-	"github.com/celld/celld-operator/reservation"
+	"github.com/celld/celld-operator/proptest/judge"
 )
 
-// The clauses of the safety contract (SPEC section 5), as the checker names them.
+// The clauses of the safety contract (SPEC section 5), as the judges name them.
 const (
-	C1ShrinkOneAfterRollout = "1 scale-in by one, only once rolled out and all ready"
-	C2GrowInOneStep         = "2 growth reaches the target in one step"
-	C3PodDeletedOnlyToHeal  = "3 a Pod is deleted only to heal one lost member"
-	C4DiskDeletedOnDelete   = "4 disks deleted only on fleet deletion, own, no member left"
-	C5StatusNotRead         = "5 status is a function of observation"
-	C6HistoryClearedSafe    = "6 clearing the history allows no earlier scale-in"
-	C7OnePath               = "7 manual requests and recommendations take one path"
-	C8Idempotent            = "8 converged: no mutating action on resync"
-	C9OneBucketOneUID       = "9 one bucket, one fleet UID"
-	C10Liveness             = "10 once faults stop, Steady at target"
-	C11Restart              = "11 an operator restart breaks nothing"
+	C1ShrinkOneAfterRollout = judge.C1ShrinkOneAfterRollout
+	C2GrowInOneStep         = judge.C2GrowInOneStep
+	C3PodDeletedOnlyToHeal  = judge.C3PodDeletedOnlyToHeal
+	C4DiskDeletedOnDelete   = judge.C4DiskDeletedOnDelete
+	C5StatusNotRead         = judge.C5StatusNotRead
+	C6HistoryClearedSafe    = judge.C6HistoryClearedSafe
+	C7OnePath               = judge.C7OnePath
+	C8Idempotent            = judge.C8Idempotent
+	C9OneBucketOneUID       = judge.C9OneBucketOneUID
+	C10Liveness             = judge.C10Liveness
+	C11Restart              = judge.C11Restart
 )
 
-// Checker checks the contract on what the cluster recorded and on the operator's decisions.
+// Violation is a broken clause.
+type Violation = judge.Violation
+
+// Checker checks the contract: the independent judges (package judge) on what the cluster
+// recorded, and twins of the operator's own decisions for the clauses about how it decides
+// (5, 6, 7), each twin decided by a fresh machine: no memo, no quiet cache.
 type Checker struct {
 	c  *sim.Cluster
 	op *Operator
-	// seen counts the cluster's contract records already checked.
-	replicas, pods, disks int
-	// bound remembers the first UID each bucket was reserved to.
-	bound map[string]types.UID
-	// Checks counts the checks made per clause.
-	Checks map[string]int
-	// twinMachines decide the twins. A machine's memory only names transitions in Kubernetes
-	// Events, which twins ignore, and memoizes drift comparisons, which is what makes a
-	// twin cheap.
-	twinMachines map[string]*machine.Fleet
+	J  *judge.Judge
+	// seen is the fingerprint of the view each fleet's twins were last decided on; skipped counts
+	// the passes since.
+	seen    map[string]string
+	skipped map[string]int
 }
 
 // NewChecker watches a cluster and its operator.
 func NewChecker(c *sim.Cluster, op *Operator) *Checker {
-	return &Checker{c: c, op: op, bound: map[string]types.UID{}, Checks: map[string]int{}, twinMachines: map[string]*machine.Fleet{}}
+	return &Checker{c: c, op: op, J: judge.New(c), seen: map[string]string{}, skipped: map[string]int{}}
 }
 
-// Violation is a broken clause.
-type Violation struct {
-	Clause string
-	Detail string
-}
-
-func (v *Violation) Error() string { return "contract clause " + v.Clause + " violated: " + v.Detail }
-
-func (k *Checker) fail(clause, format string, args ...any) error {
+func fail(clause, format string, args ...any) error {
 	return &Violation{Clause: clause, Detail: fmt.Sprintf(format, args...)}
 }
 
-func (k *Checker) count(clause string) { k.Checks[clause]++ }
-
-// Total is the number of checks made.
+// Total is the number of real writes, deletions and decisions judged.
 func (k *Checker) Total() int {
 	n := 0
-	for _, c := range k.Checks {
+	for _, c := range k.J.Judged {
 		n += c
 	}
 	return n
 }
 
-// Summary lists the checks made per clause, one line each.
+// Summary lists, per clause, the real writes, deletions and decisions judged, one line each.
 func (k *Checker) Summary() string {
-	keys := make([]string, 0, len(k.Checks))
-	for c := range k.Checks {
-		keys = append(keys, c)
-	}
-	sort.Slice(keys, func(i, j int) bool { return clauseNo(keys[i]) < clauseNo(keys[j]) })
 	var b strings.Builder
-	for _, c := range keys {
-		fmt.Fprintf(&b, "  clause %-62s %8d checks\n", c, k.Checks[c])
+	for _, c := range judge.Clauses {
+		fmt.Fprintf(&b, "  clause %-62s %8d judged\n", c, k.J.Judged[c])
+	}
+	extras := make([]string, 0, len(k.J.Extra))
+	for e := range k.J.Extra {
+		extras = append(extras, e)
+	}
+	sort.Strings(extras)
+	for _, e := range extras {
+		fmt.Fprintf(&b, "  clause 3: %-59s %8d\n", e, k.J.Extra[e])
 	}
 	return b.String()
 }
 
-func clauseNo(c string) int {
-	n := 0
-	fmt.Sscanf(c, "%d", &n)
-	return n
+// After judges everything the cluster recorded since the last call, and the operator's decisions
+// of this pass against their twins.
+func (k *Checker) After(passes []Pass) error {
+	if err := k.J.Round(); err != nil {
+		return err
+	}
+	return k.twins(passes)
 }
 
-// After checks everything the cluster recorded since the last call, and the decisions of this
-// round against twins of their views: status cleared, history cleared, the same request as a
-// recommendation.
-func (k *Checker) After(decisions []machine.Decision) error {
-	for _, check := range []func() error{k.replicaWrites, k.podDeletions, k.diskDeletions, k.buckets, k.twins} {
-		if err := check(); err != nil {
+// twins decides each view the operator decided on again with fresh machines: with the status
+// cleared it must decide the same (5); with the history cleared it must not shrink further (6);
+// with the same size asked for as a recommendation it must do the same to the workload (7).
+func (k *Checker) twins(passes []Pass) error {
+	for _, p := range passes {
+		if p.Obs == nil || p.Obs.Fleet == nil {
+			continue
+		}
+		ns, name, _ := strings.Cut(p.Key, "/")
+		did := effects(p.Decision)
+		if err := decidedOnItsView(p); err != nil {
 			return err
 		}
-	}
-	k.count(C11Restart)
-	return nil
-}
-
-func (k *Checker) replicaWrites() error {
-	writes := k.c.ReplicaWrites()
-	for _, w := range writes[k.replicas:] {
-		f := k.c.Fleet(w.Namespace, w.Name)
-		switch {
-		case w.FleetDeleting:
-			continue
-		case w.To < w.From:
-			k.count(C1ShrinkOneAfterRollout)
-			if w.From-w.To != 1 || !w.PrevRolledOut || !w.AllReady() {
-				return k.fail(C1ShrinkOneAfterRollout, "%s %s/%s replicas %d -> %d at %s (previous rolled out: %t, members not ready: %d)",
-					w.Kind, w.Namespace, w.Name, w.From, w.To, w.Time.Format("15:04:05"), w.PrevRolledOut, w.NotReady)
-			}
-		case w.To > w.From && f != nil:
-			k.count(C2GrowInOneStep)
-			target := reservation.TargetFor(&f.Spec, nil, w.From).Members
-			if w.To != target {
-				return k.fail(C2GrowInOneStep, "%s %s/%s grew %d -> %d but the target is %d", w.Kind, w.Namespace, w.Name, w.From, w.To, target)
-			}
-		}
-	}
-	k.replicas = len(writes)
-	return nil
-}
-
-func (k *Checker) podDeletions() error {
-	dels := k.c.PodDeletions()
-	perFleet := map[types.UID]int{}
-	for _, d := range dels[k.pods:] {
-		k.count(C3PodDeletedOnlyToHeal)
-		perFleet[d.FleetUID]++
-		nodeLost := d.NodeState == sim.NodeGone || d.NodeState == sim.NodeUnreachable || d.NodeState == sim.NodeNotReady
-		switch {
-		case !d.Preconditioned:
-			return k.fail(C3PodDeletedOnlyToHeal, "pod %s deleted without a UID precondition", d.Name)
-		case d.OtherNotReady > 0:
-			return k.fail(C3PodDeletedOnlyToHeal, "pod %s deleted (%s) while %d other members were not ready", d.Name, d.Reason, d.OtherNotReady)
-		case d.WasReady && !nodeLost:
-			return k.fail(C3PodDeletedOnlyToHeal, "pod %s was ready on a healthy node and was deleted (%s)", d.Name, d.Reason)
-		case d.Force && d.NodeState != sim.NodeGone && !d.NodeFenced:
-			// A node that is only NotReady or unreachable may be alive and still run the member.
-			return k.fail(C3PodDeletedOnlyToHeal, "pod %s force-deleted though its node %s is %s and not fenced", d.Name, d.Node, d.NodeState)
-		case perFleet[d.FleetUID] > 1:
-			return k.fail(C3PodDeletedOnlyToHeal, "two pods of fleet %s deleted in one round (%s)", d.FleetUID, d.Name)
-		}
-	}
-	k.pods = len(dels)
-	return nil
-}
-
-func (k *Checker) diskDeletions() error {
-	dels := k.c.DiskDeletions()
-	for _, d := range dels[k.disks:] {
-		k.count(C4DiskDeletedOnDelete)
-		if !d.Preconditioned || !d.FleetExists || !d.FleetDeleting || d.FleetProfile != v1alpha1.ProfilePersistentFleet || d.MemberPods != 0 {
-			return k.fail(C4DiskDeletedOnDelete, "disk %s deleted: precondition %t, its fleet %s exists %t deleting %t profile %s, %d member pods",
-				d.Name, d.Preconditioned, d.FleetName, d.FleetExists, d.FleetDeleting, d.FleetProfile, d.MemberPods)
-		}
-	}
-	k.disks = len(dels)
-	return nil
-}
-
-// buckets: a bucket stays bound to the first UID it was reserved to, and no fleet of another UID
-// gets a workload.
-func (k *Checker) buckets() error {
-	for _, o := range k.c.List(sim.KindReservation, "") {
-		r := o.(*v1alpha1.CelldReservation)
-		k.count(C9OneBucketOneUID)
-		if uid, ok := k.bound[r.Spec.Bucket.Name]; ok && uid != r.Spec.FleetUID {
-			return k.fail(C9OneBucketOneUID, "bucket %s was bound to %s, now to %s", r.Spec.Bucket.Name, uid, r.Spec.FleetUID)
-		}
-		k.bound[r.Spec.Bucket.Name] = r.Spec.FleetUID
-	}
-	for _, o := range k.c.List(sim.KindFleet, "") {
-		f := o.(*v1alpha1.CelldFleet)
-		if k.c.StatefulSet(f.Namespace, f.Name) == nil && k.c.Deployment(f.Namespace, f.Name) == nil {
+		// Fresh machines cost what the operator's memo saves: a view that changed nothing since
+		// the last twins of this fleet, decided to do nothing, is re-checked only now and then
+		// (time alone may change a decision).
+		fp := obsFingerprint(p.Obs)
+		if did == "" && k.seen[p.Key] == fp && k.skipped[p.Key] < 4 {
+			k.skipped[p.Key]++
 			continue
 		}
-		k.count(C9OneBucketOneUID)
-		if uid, ok := k.bound[f.Spec.Bucket.Name]; !ok || uid != f.UID {
-			return k.fail(C9OneBucketOneUID, "fleet %s (uid %s) has a workload but bucket %s is bound to %q", f.Name, f.UID, f.Spec.Bucket.Name, uid)
-		}
-	}
-	return nil
-}
+		k.seen[p.Key], k.skipped[p.Key] = fp, 0
 
-// twins decides each fleet's current view again with a fresh machine, and with twins of the view
-// that must decide the same (status cleared; the request made as a recommendation) or no
-// earlier scale-in (history cleared).
-func (k *Checker) twins() error {
-	for _, key := range k.op.Fleets() {
-		ns, name, _ := strings.Cut(key, "/")
-		v := events.Normalize(ns, name, k.c.Observe(ns, name))
-		if v.Fleet == nil {
-			continue
-		}
-		m := k.twinMachines[key]
-		if m == nil {
-			m = machine.New()
-			k.twinMachines[key] = m
-		}
-		base := m.Step(&v)
-		cleared := v
-		f := v.Fleet.DeepCopy()
+		cleared := *p.Obs
+		f := p.Obs.Fleet.DeepCopy()
 		f.Status = v1alpha1.CelldFleetStatus{}
 		cleared.Fleet = f
-		k.count(C5StatusNotRead)
-		if a, b := effects(base), effects(m.Step(&cleared)); a != b {
-			return k.fail(C5StatusNotRead, "%s decides differently with its status cleared:\n%s\nvs\n%s", key, a, b)
+		cv := events.Normalize(ns, name, &cleared)
+		if did != "" {
+			k.J.Count(C5StatusNotRead, 1)
 		}
-		noHistory := v
-		noHistory.Reservation.History = nil
-		k.count(C6HistoryClearedSafe)
-		if a, b := nextReplicas(&v, base), nextReplicas(&v, m.Step(&noHistory)); b < a {
-			return k.fail(C6HistoryClearedSafe, "%s shrinks to %d with its history cleared, to %d with it", key, b, a)
+		base := machine.New().Step(&cv)
+		if b := effects(base); did != b {
+			return fail(C5StatusNotRead, "%s decided, with its memory and its stored status:\n%s\na fresh machine with the status cleared decides:\n%s", p.Key, did, b)
 		}
-		if !v.Deleting {
-			rec := v
-			rf := v.Fleet.DeepCopy()
-			rf.Spec.Capacity.Mode = v1alpha1.CapacityAuto
-			rf.Spec.Capacity.MinMembers, rf.Spec.Capacity.MaxMembers = nil, nil
-			rf.Spec.Capacity.TargetUtilization = 50
-			rec.Fleet = rf
-			rec.Utilization = &events.Utilization{Time: v.Now, Percent: 50, Members: v.Fleet.Spec.Members}
-			k.count(C7OnePath)
-			if a, b := workloadEffects(base), workloadEffects(m.Step(&rec)); a != b {
-				return k.fail(C7OnePath, "%s decides differently when its size is recommended:\n%s\nvs\n%s", key, a, b)
+
+		// The fresh decision on the cleared view is the base of the other twins: by clause 5 it
+		// is the operator's own.
+		v := cv
+		if len(v.Reservation.History) > 0 {
+			if v.Workload.Exists && v.Workload.Replicas > v.Fleet.Spec.Members {
+				k.J.Count(C6HistoryClearedSafe, 1)
 			}
+			noHistory := v
+			noHistory.Reservation.History = nil
+			if a, b := nextReplicas(&v, base), nextReplicas(&v, machine.New().Step(&noHistory)); b < a {
+				return fail(C6HistoryClearedSafe, "%s shrinks to %d with its history cleared, to %d with it", p.Key, b, a)
+			}
+		}
+		if v.Deleting || v.Fleet.Spec.Capacity.Mode != v1alpha1.CapacityManual {
+			continue
+		}
+		rec := v
+		rf := v.Fleet.DeepCopy()
+		rf.Spec.Capacity.Mode = v1alpha1.CapacityAuto
+		rf.Spec.Capacity.MinMembers, rf.Spec.Capacity.MaxMembers = nil, nil
+		rf.Spec.Capacity.TargetUtilization = 50
+		rec.Fleet = rf
+		rec.Utilization = &events.Utilization{Time: v.Now, Percent: 50, Members: v.Fleet.Spec.Members}
+		a := workloadEffects(base)
+		if a != "" {
+			k.J.Count(C7OnePath, 1)
+		}
+		if b := workloadEffects(machine.New().Step(&rec)); a != b {
+			return fail(C7OnePath, "%s decides differently when its size is recommended:\n%s\nvs\n%s", p.Key, a, b)
 		}
 	}
 	return nil
@@ -286,48 +205,151 @@ func nextReplicas(v *events.View, d machine.Decision) int32 {
 	return v.Workload.Replicas
 }
 
-// Converged checks liveness and idempotence at the end of a sequence: every fleet not being
-// deleted is Steady and Ready at its target, every deleted fleet is gone, and a full resync makes
-// the operator write nothing.
+// Converged judges liveness from the cluster's Pods and workloads (10), then idempotence: two
+// full resyncs make the operator send no mutating request at all (8), nor does a restart at rest
+// (11), and the fleets are still settled after.
 func (k *Checker) Converged() error {
-	for _, o := range k.c.List(sim.KindFleet, "") {
-		f := o.(*v1alpha1.CelldFleet)
-		k.count(C10Liveness)
-		if f.DeletionTimestamp != nil {
-			return k.fail(C10Liveness, "fleet %s is still being deleted: %s", f.Name, f.Status.BlockedBy)
-		}
-		if k.bound[f.Spec.Bucket.Name] != f.UID {
-			continue // refused its bucket: nothing to converge
-		}
-		replicas := int32(-1)
-		if s := k.c.StatefulSet(f.Namespace, f.Name); s != nil {
-			replicas = *s.Spec.Replicas
-		} else if d := k.c.Deployment(f.Namespace, f.Name); d != nil {
-			replicas = *d.Spec.Replicas
-		}
-		if f.Status.State != v1alpha1.StateSteady || replicas != f.Spec.Members || !ready(f) {
-			return k.fail(C10Liveness, "fleet %s is %s with %d replicas (target %d), ready %t, blocked by %q",
-				f.Name, f.Status.State, replicas, f.Spec.Members, ready(f), f.Status.BlockedBy)
-		}
+	if err := k.J.Settled(); err != nil {
+		return err
 	}
-	before := len(k.c.Writes())
-	k.op.Feed(k.c.Resync())
-	k.op.Sync(k.c)
-	k.op.Feed(k.c.Resync())
-	k.op.Sync(k.c)
-	k.count(C8Idempotent)
-	if after := k.c.Writes(); len(after) != before {
-		return k.fail(C8Idempotent, "a converged cluster got %d writes on resync, first %s %s %s/%s",
-			len(after)-before, after[before].Verb, after[before].Resource, after[before].Namespace, after[before].Name)
+	k.J.CountSettled()
+	if err := k.J.AtRest(C8Idempotent, func() {
+		for range 2 {
+			k.op.Feed(k.c.Resync())
+			k.op.Sync(k.c)
+		}
+	}); err != nil {
+		return err
 	}
-	return nil
+	if err := k.J.AtRest(C11Restart, func() {
+		k.op.Restart(k.c)
+		k.op.Sync(k.c)
+	}); err != nil {
+		return err
+	}
+	return k.J.Settled()
 }
 
-func ready(f *v1alpha1.CelldFleet) bool {
-	for _, c := range f.Status.Conditions {
-		if c.Type == v1alpha1.ConditionReady {
-			return c.Status == "True"
+// obsFingerprint names every object of an observation by UID and resourceVersion, with the
+// utilization and the refusal: two observations with one fingerprint differ at most in time.
+func obsFingerprint(o *events.Observation) string {
+	var b strings.Builder
+	add := func(x interface {
+		GetUID() types.UID
+		GetResourceVersion() string
+	}) {
+		b.WriteString(string(x.GetUID()))
+		b.WriteByte('@')
+		b.WriteString(x.GetResourceVersion())
+		b.WriteByte(' ')
+	}
+	add(o.Fleet)
+	for _, x := range o.Reservations {
+		add(x)
+	}
+	for _, x := range o.Rivals {
+		add(x)
+	}
+	if o.StatefulSet != nil {
+		add(o.StatefulSet)
+	}
+	if o.Deployment != nil {
+		add(o.Deployment)
+	}
+	for _, x := range o.Services {
+		add(x)
+	}
+	for _, x := range o.Policies {
+		add(x)
+	}
+	if o.PDB != nil {
+		add(o.PDB)
+	}
+	for _, x := range o.Pods {
+		add(x)
+	}
+	for _, x := range o.PVCs {
+		add(x)
+	}
+	names := make([]string, 0, len(o.Nodes))
+	for n := range o.Nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		add(o.Nodes[n])
+	}
+	if o.StorageClass != nil {
+		add(o.StorageClass)
+	}
+	fmt.Fprintf(&b, "%t %t %t %v", o.NodesSynced, o.StorageClassKnown, o.ServiceAccountMissing, o.Unowned)
+	if u := o.Utilization; u != nil {
+		fmt.Fprintf(&b, " util %+v", *u)
+	}
+	if r := o.Refused; r != nil {
+		fmt.Fprintf(&b, " refused %+v", *r)
+	}
+	return b.String()
+}
+
+// decidedOnItsView judges the decision itself, not only what reached the cluster: the premises'
+// fresh reads refuse a heal or a scale-in decided on a view that forbids it, which would hide a
+// machine that no longer checks. On its own view, the operator must not decide to delete a Pod
+// while another member is not ready, nor lower replicas by more than one, or while a member is
+// not ready.
+func decidedOnItsView(p Pass) error {
+	o := p.Obs
+	notReady := func(except string) []string {
+		var out []string
+		for _, pod := range o.Pods {
+			if pod.Name == except {
+				continue
+			}
+			ready := pod.DeletionTimestamp == nil
+			if ready {
+				ready = false
+				for _, c := range pod.Status.Conditions {
+					if c.Type == "Ready" {
+						ready = c.Status == "True"
+					}
+				}
+			}
+			if !ready {
+				out = append(out, pod.Name)
+			}
+		}
+		return out
+	}
+	current := int32(-1)
+	if o.StatefulSet != nil && o.StatefulSet.Spec.Replicas != nil {
+		current = *o.StatefulSet.Spec.Replicas
+	} else if o.Deployment != nil && o.Deployment.Spec.Replicas != nil {
+		current = *o.Deployment.Spec.Replicas
+	}
+	for _, a := range p.Decision.Actions {
+		switch a.Kind {
+		case machine.DeletePod:
+			if others := notReady(a.Name); len(others) > 0 {
+				return fail(C3PodDeletedOnlyToHeal, "%s decided to delete %s while, in its own view, %v were not ready", p.Key, a.Name, others)
+			}
+		case machine.Apply:
+			next := int32(-1)
+			switch w := a.Object.(type) {
+			case *appsv1.StatefulSet:
+				next = *w.Spec.Replicas
+			case *appsv1.Deployment:
+				next = *w.Spec.Replicas
+			}
+			if next < 0 || current < 0 || next >= current || o.Fleet.DeletionTimestamp != nil {
+				continue
+			}
+			if current-next != 1 {
+				return fail(C1ShrinkOneAfterRollout, "%s decided replicas %d -> %d on its own view", p.Key, current, next)
+			}
+			if others := notReady(""); len(others) > 0 {
+				return fail(C1ShrinkOneAfterRollout, "%s decided a scale-in while, in its own view, %v were not ready", p.Key, others)
+			}
 		}
 	}
-	return false
+	return nil
 }

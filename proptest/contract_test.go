@@ -3,8 +3,12 @@ package proptest
 import (
 	"flag"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/celld/celld-operator/proptest/judge"
 
 	"pgregory.net/rapid"
 )
@@ -28,6 +32,7 @@ var storyFlag = flag.Bool("story", false, "print the story of every sequence (us
 func TestContract(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		w := NewWorld(10, rapid.Uint64().Draw(rt, "noise-seed"))
+		w.Adversarial = true
 		p := rapidPicker{rt}
 		if *storyFlag {
 			w.Trace = func(l string) { fmt.Println(l) }
@@ -62,7 +67,80 @@ func TestContract(t *testing.T) {
 		sequences.Add(1)
 		totalRounds.Add(int64(w.Rounds()))
 		checks.Add(int64(w.Check.Total()))
+		cover.add(w)
 	})
-	t.Logf("contract held over %d sequences, %d rounds, %d checks", sequences.Load(), totalRounds.Load(), checks.Load())
+	if t.Failed() {
+		return
+	}
+	t.Logf("contract held over %d sequences, %d rounds, %d judged", sequences.Load(), totalRounds.Load(), checks.Load())
 	fmt.Printf("proptest: %d sequences, %d rounds (steps), %d contract checks, 0 violations\n", sequences.Load(), totalRounds.Load(), checks.Load())
+	fmt.Print(cover.table())
+	if missing := cover.missing(); len(missing) > 0 {
+		t.Fatalf("coverage: never judged or never occurred: %s", strings.Join(missing, "; "))
+	}
+}
+
+// coverage sums, over the sequences of a run, what each clause judged and how often each fault
+// kind occurred.
+type coverage struct {
+	mu      sync.Mutex
+	clauses map[string]int
+	extra   map[string]int
+	faults  map[string]int
+}
+
+var cover = &coverage{clauses: map[string]int{}, extra: map[string]int{}, faults: map[string]int{}}
+
+func (c *coverage) add(w *World) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, n := range w.Check.J.Judged {
+		c.clauses[k] += n
+	}
+	for k, n := range w.Check.J.Extra {
+		c.extra[k] += n
+	}
+	for k, n := range w.Faults {
+		c.faults[k] += n
+	}
+}
+
+// table prints one line per clause and fault kind, "coverage: clause|fault <count> <name>", so
+// hack/fuzz.sh can sum the workers' tables.
+func (c *coverage) table() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b strings.Builder
+	for _, k := range judge.Clauses {
+		fmt.Fprintf(&b, "coverage: clause %9d  %s\n", c.clauses[k], k)
+	}
+	for _, k := range []string{judge.ForceDeletes, judge.PartitionedTimes} {
+		fmt.Fprintf(&b, "coverage: judged %9d  %s\n", c.extra[k], k)
+	}
+	for _, k := range FaultKinds {
+		fmt.Fprintf(&b, "coverage: fault  %9d  %s\n", c.faults[k], k)
+	}
+	return b.String()
+}
+
+func (c *coverage) missing() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, k := range judge.Clauses {
+		if c.clauses[k] == 0 {
+			out = append(out, "clause "+k)
+		}
+	}
+	for _, k := range []string{judge.ForceDeletes, judge.PartitionedTimes} {
+		if c.extra[k] == 0 {
+			out = append(out, "clause 3: "+k)
+		}
+	}
+	for _, k := range FaultKinds {
+		if c.faults[k] == 0 {
+			out = append(out, "fault "+k)
+		}
+	}
+	return out
 }

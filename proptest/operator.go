@@ -1,31 +1,44 @@
-// Package proptest drives the lifecycle machine through the in-memory cluster the way the
-// operator drives it through Kubernetes, and checks the safety contract (SPEC section 5) after
-// every step: rapid model-based tests, golden scenario scripts and `celld-operator simulate` all
-// run on it.
+// Package proptest drives the operator's loop (package loop, the one drivers/kube runs) through
+// the in-memory cluster, and checks the safety contract (SPEC section 5) after every step:
+// rapid model-based tests, golden scenario scripts and `celld-operator simulate` all run on it.
 package proptest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/celld/celld-operator/drivers/sim"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
 )
 
-// Operator is the operator's loop with the simulator as its driver: an event store in place of
-// informer caches, one machine per fleet, and actions applied in order, stopping at the first
-// failure, as drivers/kube applies them.
+// Operator is the production loop with the simulator as its driver: an event store in place of
+// informer caches, the cluster's truth for the premises' fresh reads, and the cluster's request
+// handling for the actions.
 type Operator struct {
-	store    *events.Store
-	machines map[string]*machine.Fleet
+	c     *sim.Cluster
+	store *events.Store
+	loop  *loop.Loop
 	// Trace receives one line per decision that did something; nil discards.
 	Trace func(line string)
+	// PremiseRefusals counts the actions the loop refused because a fresh read contradicted the
+	// decision's premise: proof that lagging caches are caught, not merely harmless.
+	PremiseRefusals int
+	// Failures counts the actions the cluster refused (conflicts, refusals).
+	Failures int
+	// last is the observation of the sync in progress.
+	last *events.Observation
 }
 
 // NewOperator starts an operator whose caches are synced with the cluster.
 func NewOperator(c *sim.Cluster) *Operator {
-	o := &Operator{}
+	o := &Operator{c: c}
 	o.Restart(c)
 	return o
 }
@@ -33,12 +46,23 @@ func NewOperator(c *sim.Cluster) *Operator {
 // Restart drops everything the operator holds in memory, as a process restart or a leader
 // change does, and lists the cluster again.
 func (o *Operator) Restart(c *sim.Cluster) {
+	o.c = c
 	o.store = events.NewStore()
-	o.machines = map[string]*machine.Fleet{}
+	o.loop = loop.New(simDriver{o}, zerolog.Nop(), loop.Hooks{Acted: o.acted})
 	for _, ev := range c.Resync() {
 		o.store.Apply(ev)
 	}
 	o.store.MarkSynced()
+}
+
+func (o *Operator) acted(_ string, _ machine.Action, err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, machine.ErrPremiseChanged):
+		o.PremiseRefusals++
+	default:
+		o.Failures++
+	}
 }
 
 // Feed folds observed events into the operator's caches.
@@ -57,38 +81,52 @@ func (o *Operator) View(key string) events.View {
 // Fleets lists the fleets the operator's caches hold.
 func (o *Operator) Fleets() []string { return o.store.Fleets() }
 
-// Sync steps every fleet once and applies its actions. It returns the decisions made.
-func (o *Operator) Sync(c *sim.Cluster) []machine.Decision {
-	var out []machine.Decision
+// Pass is one fleet's sync: the observation the loop decided on and what it decided.
+type Pass struct {
+	Key      string
+	Obs      *events.Observation
+	Decision machine.Decision
+}
+
+// Sync runs the loop once for every fleet the caches hold, at the cluster's clock (the
+// operator's clock is the wall clock, not its caches'). It returns what each sync decided on.
+func (o *Operator) Sync(c *sim.Cluster) []Pass {
+	o.c = c
+	var out []Pass
 	for _, key := range o.store.Fleets() {
-		v := o.View(key)
-		m := o.machines[key]
-		if m == nil {
-			m = machine.New()
-			o.machines[key] = m
-		}
-		d := m.Step(&v)
-		out = append(out, d)
-		var failed error
-		applied := 0
-		for _, a := range d.Actions {
-			if err := c.Do(a); err != nil {
-				failed = fmt.Errorf("%s: %w", a.Key, err)
-				break
-			}
-			applied++
-		}
-		o.trace(c, key, d, applied, failed)
+		o.last = nil
+		res, err := o.loop.Sync(context.Background(), key, c.Now())
+		out = append(out, Pass{Key: key, Obs: o.last, Decision: res.Decision})
+		o.trace(c, key, res, err)
 	}
 	return out
 }
 
-func (o *Operator) trace(c *sim.Cluster, key string, d machine.Decision, applied int, failed error) {
+// simDriver is the loop's driver over the operator's event store and the simulated cluster.
+type simDriver struct{ o *Operator }
+
+func (d simDriver) Observe(_ context.Context, namespace, name string, now time.Time) (*events.Observation, error) {
+	obs := d.o.store.Observe(namespace, name)
+	if now.After(obs.Now) {
+		obs.Now = now
+	}
+	d.o.last = obs
+	return obs, nil
+}
+
+func (d simDriver) Fresh(_ context.Context, _ *loop.Target, a machine.Action) (machine.Fresh, error) {
+	return d.o.c.Fresh(a), nil
+}
+
+func (d simDriver) Do(_ context.Context, _ *loop.Target, a machine.Action) error { return d.o.c.Do(a) }
+
+func (o *Operator) trace(c *sim.Cluster, key string, res loop.Result, failed error) {
 	if o.Trace == nil {
 		return
 	}
+	d := res.Decision
 	var acts []string
-	for _, a := range d.Actions[:applied] {
+	for _, a := range d.Actions[:res.Applied] {
 		if a.Kind != machine.Requeue {
 			acts = append(acts, "    "+a.String())
 		}

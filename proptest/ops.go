@@ -5,8 +5,13 @@ import (
 	"math/rand/v2"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/drivers/sim"
+	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -93,6 +98,9 @@ var Ops = []Op{
 		name := pickFleet(w, p)
 		if f := w.C.Fleet(Namespace, name); f != nil && f.DeletionTimestamp == nil {
 			image := []string{GoodImage, "celld:v2", BrokenImage}[p.Int("image", 0, 2)]
+			if image == BrokenImage {
+				w.Faults[FaultBrokenRollout]++
+			}
 			if err := w.SetImage(name, image); err != nil {
 				return err
 			}
@@ -110,27 +118,134 @@ var Ops = []Op{
 	}},
 	{"lose-node", func(w *World, p Picker) error {
 		if _, node := member(w, p, pickFleet(w, p)); node != "" && w.C.Node(node) != nil {
-			if err := w.Fault("lose node "+node, func() error { return w.C.LoseNode(node) }); err != nil {
-				return err
-			}
+			w.loseNode(node, time.Duration(p.Int("delete-after", 0, 12))*10*time.Second)
 		}
 		return rounds(w, p)
 	}},
 	{"node-unreachable", func(w *World, p Picker) error {
+		// A partition: the node's heartbeats stop, its members keep running.
 		if _, node := member(w, p, pickFleet(w, p)); node != "" && w.C.NodeState(node) == sim.NodeReady {
-			if err := w.Fault("node "+node+" unreachable", func() error { return w.C.SetNodeUnreachable(node) }); err != nil {
+			w.Faults[FaultNodePartitioned]++
+			if err := w.Fault("node "+node+" partitioned", func() error { return w.C.SetNodeUnreachable(node) }); err != nil {
 				return err
 			}
 		}
 		return rounds(w, p)
 	}},
-	{"fence-node", func(w *World, p Picker) error {
-		// Someone powers an unhealthy node's machine off and taints it out-of-service.
-		if nodes := w.unhealthyNodes(); len(nodes) > 0 {
-			n := nodes[p.Int("node", 0, len(nodes)-1)]
-			if err := w.Fault("node "+n+" fenced (out-of-service)", func() error { return w.C.FenceNode(n) }); err != nil {
+	{"node-notready", func(w *World, p Picker) error {
+		if _, node := member(w, p, pickFleet(w, p)); node != "" && w.C.NodeState(node) == sim.NodeReady {
+			w.Faults[FaultNodeNotReady]++
+			if err := w.Fault("node "+node+" NotReady", func() error { return w.C.SetNodeNotReady(node) }); err != nil {
 				return err
 			}
+		}
+		return rounds(w, p)
+	}},
+	{"fence", func(w *World, p Picker) error {
+		// A person powers an unhealthy node's machine off and taints the node out-of-service.
+		if nodes := w.unhealthyNodes(); len(nodes) > 0 {
+			n := nodes[p.Int("node", 0, len(nodes)-1)]
+			w.Faults[FaultNodeFenced]++
+			if err := w.Fault("node "+n+" fenced out-of-service", func() error { return w.C.FenceNode(n) }); err != nil {
+				return err
+			}
+		}
+		return rounds(w, p)
+	}},
+	{"lose-disk", func(w *World, p Picker) error {
+		fleet := pickFleet(w, p)
+		var claims []string
+		for _, c := range w.C.PVCs(Namespace) {
+			if c.Labels["app.kubernetes.io/instance"] == fleet && c.DeletionTimestamp == nil && c.Status.Phase == "Bound" {
+				claims = append(claims, c.Name)
+			}
+		}
+		if len(claims) > 0 {
+			name := claims[p.Int("claim", 0, len(claims)-1)]
+			w.Faults[FaultVolumeLost]++
+			lose := func() error { return w.C.LoseDisk(Namespace, name) }
+			what := "volume of " + name + " lost"
+			if p.Int("how", 0, 1) == 0 {
+				lose = func() error { return w.C.Delete(sim.KindPVC, Namespace, name) }
+				what = "someone deletes claim " + name
+			}
+			if err := w.Fault(what, lose); err != nil {
+				return err
+			}
+		}
+		return rounds(w, p)
+	}},
+	{"foreign-object", func(w *World, p Picker) error {
+		if err := w.createForeign(pickFleet(w, p), p.Int("object", 0, 3)); err != nil {
+			return err
+		}
+		return rounds(w, p)
+	}},
+	{"foreign-claim", func(w *World, p Picker) error {
+		fleet, other := pickFleet(w, p), pickFleet(w, p)
+		uid := types.UID("uid-of-a-deleted-fleet")
+		if f := w.C.Fleet(Namespace, other); f != nil && other != fleet {
+			uid = f.UID
+		}
+		if err := w.createForeignClaim(fleet, uid); err != nil {
+			return err
+		}
+		return rounds(w, p)
+	}},
+	{"delete-reservation", func(w *World, p Picker) error {
+		if f := w.C.Fleet(Namespace, pickFleet(w, p)); f != nil {
+			r := machine.ReservationName(f.Spec.Bucket)
+			if w.C.Reservation(Namespace, r) != nil {
+				w.Faults[FaultReservationDeleted]++
+				if err := w.Fault("someone deletes reservation "+r, func() error { return w.C.DeleteReservation(Namespace, r) }); err != nil {
+					return err
+				}
+			}
+		}
+		return rounds(w, p)
+	}},
+	{"recreate-reservation", func(w *World, p Picker) error {
+		if f := w.C.Fleet(Namespace, pickFleet(w, p)); f != nil {
+			if err := w.recreateReservation(machine.ReservationName(f.Spec.Bucket)); err != nil {
+				return err
+			}
+		}
+		return rounds(w, p)
+	}},
+	{"refuse", func(w *World, p Picker) error {
+		n := p.Int("refusals", 1, 2)
+		w.Faults[FaultAPIRefusal]++
+		w.tracef("%s fault: the API server refuses the next %d workload applies", w.C.Now().Format("15:04:05"), n)
+		w.C.InjectRefusals(n)
+		return rounds(w, p)
+	}},
+	{"utilization", func(w *World, p Picker) error {
+		name := pickFleet(w, p)
+		if f := w.C.Fleet(Namespace, name); f != nil && f.DeletionTimestamp == nil {
+			mode := []v1alpha1.CapacityMode{v1alpha1.CapacityRecommend, v1alpha1.CapacityAuto, v1alpha1.CapacityManual}[p.Int("mode", 0, 2)]
+			percent := int32(p.Int("percent", 5, 150))
+			members := f.Spec.Members
+			if s := w.C.StatefulSet(Namespace, name); s != nil {
+				members = *s.Spec.Replicas
+			} else if d := w.C.Deployment(Namespace, name); d != nil {
+				members = *d.Spec.Replicas
+			}
+			switch mode {
+			case v1alpha1.CapacityRecommend:
+				w.Faults[FaultRecommend]++
+			case v1alpha1.CapacityAuto:
+				w.Faults[FaultAuto]++
+			}
+			w.tracef("%s user sets %s capacity %s; utilization %d%% over %d members", w.C.Now().Format("15:04:05"), name, mode, percent, members)
+			if err := w.C.UpdateFleetSpec(Namespace, name, func(s *v1alpha1.CelldFleetSpec) {
+				s.Capacity.Mode = mode
+				lo, hi := int32(1), int32(7)
+				s.Capacity.MinMembers, s.Capacity.MaxMembers = &lo, &hi
+				s.Capacity.TargetUtilization = 60
+			}); err != nil {
+				return err
+			}
+			w.C.SetUtilization(Namespace, name, events.Utilization{Percent: percent, Members: members})
 		}
 		return rounds(w, p)
 	}},
@@ -145,6 +260,7 @@ var Ops = []Op{
 	}},
 	{"crash", func(w *World, p Picker) error {
 		if pod, _ := member(w, p, pickFleet(w, p)); pod != "" {
+			w.Faults[FaultCrash]++
 			if err := w.Fault("member "+pod+" crashes", func() error { return w.C.CrashMember(Namespace, pod) }); err != nil {
 				return err
 			}
@@ -152,12 +268,14 @@ var Ops = []Op{
 		return rounds(w, p)
 	}},
 	{"restart", func(w *World, p Picker) error {
+		w.Faults[FaultRestart]++
 		w.Restart()
 		return rounds(w, p)
 	}},
 	{"clear-status", func(w *World, p Picker) error {
 		name := pickFleet(w, p)
 		if w.C.Fleet(Namespace, name) != nil {
+			w.Faults[FaultStatusCleared]++
 			w.tracef("%s user clears the status of %s", w.C.Now().Format("15:04:05"), name)
 			if err := w.C.ClearStatus(Namespace, name); err != nil {
 				return err
@@ -170,6 +288,7 @@ var Ops = []Op{
 		if f := w.C.Fleet(Namespace, name); f != nil {
 			r := machine.ReservationName(f.Spec.Bucket)
 			if w.C.Reservation(Namespace, r) != nil {
+				w.Faults[FaultHistoryCleared]++
 				w.tracef("%s user clears the history of reservation %s", w.C.Now().Format("15:04:05"), r)
 				if err := w.C.ClearHistory(Namespace, r); err != nil {
 					return err
@@ -180,13 +299,15 @@ var Ops = []Op{
 	}},
 	{"conflicts", func(w *World, p Picker) error {
 		n := p.Int("conflicts", 1, 3)
+		w.Faults[FaultConflict]++
 		w.tracef("%s fault: the next %d writes conflict", w.C.Now().Format("15:04:05"), n)
 		w.C.InjectConflicts(n)
 		return rounds(w, p)
 	}},
 	{"noise", func(w *World, p Picker) error {
 		pct := func(l string) float64 { return float64(p.Int(l, 0, 20)) / 100 }
-		w.Noise = Noise{Duplicate: pct("duplicate"), Reorder: pct("reorder"), Drop: pct("drop")}
+		w.Noise = Noise{Duplicate: pct("duplicate"), Reorder: pct("reorder"), Drop: pct("drop"), Lag: float64(p.Int("lag", 0, 9)) / 10}
+		w.Faults[FaultWatch]++
 		w.tracef("%s fault: watch noise %+v", w.C.Now().Format("15:04:05"), w.Noise)
 		return rounds(w, p)
 	}},
@@ -212,9 +333,50 @@ const LivenessBound = 600
 func (w *World) StopFaults() error {
 	w.tracef("%s faults stop", w.C.Now().Format("15:04:05"))
 	w.Noise = Noise{}
+	w.calm = true
+	for _, s := range w.scheduled {
+		if err := w.Fault(s.what, s.fn); err != nil {
+			return err
+		}
+	}
+	w.scheduled = nil
 	for _, n := range w.unhealthyNodes() {
 		if err := w.C.SetNodeReady(n); err != nil {
 			return err
+		}
+	}
+	for i := 1; i <= w.nodes; i++ {
+		if err := w.C.UnfenceNode(fmt.Sprintf("node-%02d", i)); err != nil {
+			return err
+		}
+	}
+	if err := w.removeForeign(); err != nil {
+		return err
+	}
+	w.C.StopInjecting()
+	// A claim whose volume is lost never binds again: its user deletes it, and the StatefulSet
+	// makes a new one.
+	for _, c := range w.C.PVCs(Namespace) {
+		if c.Status.Phase == "Lost" && c.DeletionTimestamp == nil {
+			if err := w.C.Delete(sim.KindPVC, Namespace, c.Name); err != nil {
+				return err
+			}
+		}
+	}
+	// The API server refused a workload: its fleet says SpecRefused and waits for a spec that
+	// renders something the API server takes, so its user changes the spec.
+	for _, r := range w.C.Requests() {
+		if r.Err == nil || !apierrors.IsInvalid(r.Err) || r.Action != machine.Apply {
+			continue
+		}
+		if f := w.C.Fleet(Namespace, r.Name); f != nil && f.DeletionTimestamp == nil && f.CreationTimestamp.Time.Before(r.Time.Add(time.Second)) {
+			next := "celld:v3"
+			if f.Spec.Image == next {
+				next = "celld:v2"
+			}
+			if err := w.SetImage(r.Name, next); err != nil {
+				return err
+			}
 		}
 	}
 	healthy := 0
@@ -244,9 +406,53 @@ func (w *World) Converge() error {
 		if err := w.Step(1); err != nil {
 			return err
 		}
-		if i%10 == 9 && w.Check.Converged() == nil {
-			return nil
+		if i%10 == 9 {
+			if w.Check.J.Settled() == nil && w.Check.Converged() == nil {
+				return nil
+			}
+			if err := w.unstick(); err != nil {
+				return err
+			}
 		}
 	}
 	return w.Check.Converged()
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// unstick is the user following Kubernetes' procedure for a StatefulSet stuck on a bad template
+// (revert it, then delete the Pods that ran it): the operator heals only one member at a time,
+// and only while the others are ready, so with two members stuck it never starts on them.
+func (w *World) unstick() error {
+	stuck := map[string][]string{}
+	for _, p := range w.C.Pods(Namespace) {
+		f := p.Labels["app.kubernetes.io/instance"]
+		broken := len(p.Spec.Containers) > 0 && p.Spec.Containers[0].Image == BrokenImage
+		if s := w.C.StatefulSet(Namespace, f); s != nil && s.Status.UpdateRevision != "" {
+			rev := p.Labels["controller-revision-hash"]
+			broken = broken || (rev != "" && rev != s.Status.UpdateRevision && !podReady(p))
+		}
+		if broken && p.DeletionTimestamp == nil {
+			stuck[f] = append(stuck[f], p.Name)
+		}
+	}
+	for _, f := range fleetNames {
+		if len(stuck[f]) < 2 {
+			continue
+		}
+		for _, name := range stuck[f] {
+			w.tracef("%s user deletes pod %s, stuck on the broken image", w.C.Now().Format("15:04:05"), name)
+			if err := w.C.Delete(sim.KindPod, Namespace, name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -281,3 +281,13 @@ func (w *World) Describe(name string) string {
 	}
 	return b.String()
 }
+
+// ready reports the fleet's Ready condition, as a person reading the status sees it.
+func ready(f *v1alpha1.CelldFleet) bool {
+	for _, c := range f.Status.Conditions {
+		if c.Type == v1alpha1.ConditionReady {
+			return c.Status == "True"
+		}
+	}
+	return false
+}

@@ -33,6 +33,9 @@ type Noise struct {
 	// Duplicate, Reorder and Drop are the chances (0..1) that an event is delivered twice, swapped
 	// with its neighbour, or lost until the next resync.
 	Duplicate, Reorder, Drop float64
+	// Lag is the chance (0..1) that an event is held back one more round: at 0.9 a cache lags
+	// about ten rounds, and events of different rounds arrive interleaved.
+	Lag float64
 }
 
 // World is one simulated cluster, its operator, and the contract checker watching both.
@@ -45,6 +48,21 @@ type World struct {
 	dropped bool
 	nodes   int
 	rounds  int
+	// pending are events the watch holds back (Noise.Lag).
+	pending []events.Event
+	// Adversarial: the operator acts on intermediate states (controllers run only a few steps
+	// between its passes), the clock moves unevenly, and the operator restarts at random. Off,
+	// every round settles the cluster first: the scripted scenarios read better that way.
+	Adversarial bool
+	// calm: faults stopped; controllers settle before the operator acts, the watch is clean.
+	calm bool
+	// Faults counts, per fault kind, how often it occurred.
+	Faults map[string]int
+	// scheduled are faults that unfold over time (a machine dies, its node goes unknown after
+	// the node monitor's grace period, and is deleted later).
+	scheduled []scheduledFault
+	// foreign are objects made by hand under the fleets' names, removed when faults stop.
+	foreign []foreignObject
 	// Trace receives a line per user action, fault and decision; nil discards.
 	Trace func(line string)
 }
@@ -52,8 +70,9 @@ type World struct {
 // NewWorld builds a cluster with nodes spread over three zones and an operator on it. seed makes
 // the event noise reproducible.
 func NewWorld(nodes int, seed uint64) *World {
-	c := sim.New(sim.Options{OrphanPodGCAfter: 40 * time.Second})
-	w := &World{C: c, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	c := sim.New(sim.Options{OrphanPodGCAfter: 40 * time.Second, EvictAfter: 60 * time.Second})
+	c.BreakImage(BrokenImage)
+	w := &World{C: c, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), Faults: map[string]int{}}
 	for i := 0; i < nodes; i++ {
 		w.AddNode()
 	}
@@ -83,21 +102,52 @@ func (w *World) AddNode() string {
 	return name
 }
 
-// Step runs n rounds: time passes, the cluster's controllers settle, the operator sees what
-// changed (through the noise) and acts; the contract is checked after every round.
+// Step runs n rounds. In a round time passes by an uneven amount; unless faults stopped, the
+// cluster's controllers and kubelets run only a few steps (the operator sees the cluster in the
+// middle of a change: a rollout half done, a Pod terminating, a claim pending), the watch
+// delivers what it lets through, the operator may restart, and the operator's loop acts on its
+// caches. The judges judge after every round.
 func (w *World) Step(n int) error {
 	for i := 0; i < n; i++ {
 		w.rounds++
-		w.C.Advance(Round)
-		w.C.Settle()
+		if w.quiet() {
+			w.C.Advance(Round)
+		} else {
+			w.C.Advance(time.Duration(1+w.rng.IntN(2*int(Round/time.Second))) * time.Second)
+		}
+		if err := w.runScheduled(); err != nil {
+			return err
+		}
+		w.controllers()
 		w.Op.Feed(w.noisy(w.C.Drain()))
-		decisions := w.Op.Sync(w.C)
-		w.C.Settle()
-		if err := w.Check.After(decisions); err != nil {
+		if !w.quiet() && w.rng.IntN(50) == 0 {
+			w.Faults[FaultRestart]++
+			w.Restart()
+		}
+		passes := w.Op.Sync(w.C)
+		w.controllers()
+		w.observeFaults()
+		if err := w.Check.After(passes); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func (w *World) quiet() bool { return w.calm || !w.Adversarial }
+
+// controllers runs the cluster's controllers: to a fixed point once faults stopped, otherwise a
+// random number of steps, often none.
+func (w *World) controllers() {
+	if w.quiet() || w.rng.IntN(5) == 0 {
+		w.C.Settle()
+		return
+	}
+	for range w.rng.IntN(4) {
+		if !w.C.Tick() {
+			return
+		}
+	}
 }
 
 // Rounds counts the rounds run.
@@ -107,6 +157,20 @@ func (w *World) Rounds() int { return w.rounds }
 // relist repairs it.
 func (w *World) noisy(evs []events.Event) []events.Event {
 	n := w.Noise
+	if n.Lag > 0 {
+		// Held events wait in pending; what is let through this round may be older or newer
+		// than what is still held: reordered across batches.
+		all := append(w.pending, evs...)
+		w.pending = nil
+		evs = nil
+		for _, ev := range all {
+			if w.rng.Float64() < n.Lag {
+				w.pending = append(w.pending, ev)
+			} else {
+				evs = append(evs, ev)
+			}
+		}
+	}
 	if n.Duplicate == 0 && n.Reorder == 0 && n.Drop == 0 {
 		return evs
 	}
@@ -133,16 +197,22 @@ func (w *World) noisy(evs []events.Event) []events.Event {
 	return out
 }
 
-// Resync delivers a full relist to the operator, as an informer's periodic resync does.
+// Resync delivers a full relist to the operator, as an informer's periodic resync does; what
+// the watch held back is delivered first.
 func (w *World) Resync() {
 	w.dropped = false
+	w.Op.Feed(w.pending)
+	w.pending = nil
 	w.Op.Feed(w.C.Resync())
 }
 
-// Restart restarts the operator: everything in memory is lost.
+// Restart restarts the operator: everything in memory is lost, and its new caches list the
+// cluster (the old watch's held events are lost with it).
 func (w *World) Restart() {
 	w.tracef("%s operator restarted", w.C.Now().Format("15:04:05"))
+	w.pending = nil
 	w.Op.Restart(w.C)
+	w.Check.J.Restarted()
 }
 
 // FleetSpec describes a fleet to create.

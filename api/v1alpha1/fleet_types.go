@@ -84,6 +84,8 @@ const FleetFinalizer = "celld.io/fleet-protection"
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`,description="Lifecycle state"
 // +kubebuilder:printcolumn:name="Blocked-By",type=string,JSONPath=`.status.blockedBy`,priority=1,description="What the fleet waits for"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 52",message="metadata.name must be at most 52 characters: a member Pod carries the label controller-revision-hash=<name>-<hash of up to 10 characters>, and a label value is at most 63 characters"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label starting with a letter (lowercase letters, digits and hyphens, no dots): it names the fleet's Services, which must be DNS-1035 labels"
 type CelldFleet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -131,7 +133,7 @@ type CelldFleetSpec struct {
 
 	// resources of the celld container. Requests are the base of capacity recommendations.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources ResourceRequirements `json:"resources,omitempty"`
 
 	// serviceAccountName is the ServiceAccount members run as; it carries the runtime IAM role
 	// that reaches the bucket. The namespace's default ServiceAccount when empty.
@@ -190,6 +192,10 @@ type BucketSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9.-]*[a-z0-9]$`
 	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="spec.bucket.name must not contain two adjacent dots"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('.-') && !self.contains('-.')",message="spec.bucket.name must not have a dot next to a hyphen: each dot-separated label starts and ends with a letter or digit (S3 bucket naming rules)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+$')",message="spec.bucket.name must not be formatted as an IP address (S3 bucket naming rules)"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('xn--') && !self.startsWith('sthree-') && !self.startsWith('amzn-s3-demo-')",message="spec.bucket.name must not start with xn--, sthree- or amzn-s3-demo- (S3 bucket naming rules)"
+	// +kubebuilder:validation:XValidation:rule="!self.endsWith('-s3alias') && !self.endsWith('--ol-s3') && !self.endsWith('.mrap') && !self.endsWith('--x-s3') && !self.endsWith('--table-s3')",message="spec.bucket.name must not end with -s3alias, --ol-s3, .mrap, --x-s3 or --table-s3 (S3 bucket naming rules)"
 	Name string `json:"name"`
 
 	// region of the bucket, for example us-east-1.
@@ -198,11 +204,44 @@ type BucketSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9-]+$`
 	Region string `json:"region"`
 
-	// endpoint of an S3-compatible store; the provider's default when empty.
+	// endpoint of an S3-compatible store; the provider's default (Amazon S3) when empty. Every
+	// spelling of one store is one store: the bucket is identified by the endpoint's host (case,
+	// trailing dot, port, scheme, path and user info aside) and its name.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +kubebuilder:validation:Pattern=`^[hH][tT][tT][pP][sS]?://[^\s/?#]+([/?#][^\s]*)?$`
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getHostname() != ''",message="spec.bucket.endpoint must be an http or https URL with a host, for example https://s3.example.com"
 	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// ResourceRequirements are the celld container's compute resources, as a Pod's container has them,
+// bounded so that every value admitted decodes as a quantity.
+type ResourceRequirements struct {
+	// limits are the most of each resource the container may use, for example cpu: 2.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, isQuantity(string(self[k])))",message="spec.resources.limits must be quantities, for example 500m or 2Gi"
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+	// requests are the resources the container is scheduled with, for example cpu: 500m.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, isQuantity(string(self[k])))",message="spec.resources.requests must be quantities, for example 500m or 2Gi"
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// claims name the Pod's resource claims the container uses.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	Claims []corev1.ResourceClaim `json:"claims,omitempty"`
+}
+
+// Container is the resources as a container spec carries them.
+func (r *ResourceRequirements) Container() corev1.ResourceRequirements {
+	c := corev1.ResourceRequirements{Limits: r.Limits.DeepCopy(), Requests: r.Requests.DeepCopy()}
+	for _, x := range r.Claims {
+		c.Claims = append(c.Claims, *x.DeepCopy())
+	}
+	return c
 }
 
 // StorageSpec is a PersistentFleet member's retained disk.
@@ -213,7 +252,7 @@ type StorageSpec struct {
 	StorageClassName string `json:"storageClassName"`
 
 	// size of each member's disk, for example 100Gi.
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.storage.size must be a positive quantity, for example 100Gi"
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0')) && quantity(string(self)).isLessThan(quantity('1Pi'))",message="spec.storage.size must be a positive quantity below 1Pi, for example 100Gi"
 	Size resource.Quantity `json:"size"`
 }
 
@@ -221,7 +260,7 @@ type StorageSpec struct {
 type ScratchSpec struct {
 	// sizeLimit of the emptyDir; unlimited when empty.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.scratch.sizeLimit must be a positive quantity, for example 10Gi"
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0')) && quantity(string(self)).isLessThan(quantity('1Pi'))",message="spec.scratch.sizeLimit must be a positive quantity below 1Pi, for example 10Gi"
 	SizeLimit *resource.Quantity `json:"sizeLimit,omitempty"`
 }
 
@@ -275,7 +314,9 @@ type CapacitySpec struct {
 	// +optional
 	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('168h')",message="spec.capacity.scaleInStabilization must be at most 168h (one week), for example 5m"
 	ScaleInStabilization *metav1.Duration `json:"scaleInStabilization,omitempty"`
 }
 
@@ -314,8 +355,10 @@ type HealingSpec struct {
 	// +optional
 	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="spec.healing.unreachableGracePeriod must be at least 10s: a shorter grace replaces a member on a heartbeat blip"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('168h')",message="spec.healing.unreachableGracePeriod must be at most 168h (one week), for example 5m"
 	UnreachableGracePeriod *metav1.Duration `json:"unreachableGracePeriod,omitempty"`
 }
 

@@ -78,13 +78,20 @@ const (
 
 // CapacityDecision is one entry of the capacity-policy history.
 type CapacityDecision struct {
-	// time the decision was made.
+	// time the decision was made, RFC 3339 in UTC or with an offset, T and Z in upper case.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	Time metav1.Time `json:"time"`
 	// kind of decision.
 	Kind DecisionKind `json:"kind"`
 	// from is the size before the decision.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
 	From int32 `json:"from"`
 	// to is the size after it (for ScaleInRequested, the requested target).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
 	To int32 `json:"to"`
 	// source of the request.
 	Source DecisionSource `json:"source"`

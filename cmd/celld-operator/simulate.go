@@ -26,6 +26,7 @@ func init() {
 
 func simulate(w io.Writer, seed uint64, steps int, quiet bool) error {
 	world := proptest.NewWorld(10, seed)
+	world.Adversarial = true
 	if !quiet {
 		world.Trace = func(l string) { fmt.Fprintln(w, l) }
 	}

@@ -22,12 +22,13 @@ import (
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/reservation"
 )
 
 // FieldManager is the one field manager of everything the operator writes.
-const FieldManager = "celld-operator"
+const FieldManager = events.FieldManager
 
 // Applier turns the machine's actions into API requests. It holds no state between actions: each
 // action carries its own preconditions.
@@ -40,34 +41,42 @@ type Applier struct {
 // Target is the fleet a sync's actions are about: the cached object, replaced by what the API
 // server answers to the operator's own writes to it, so a later action of the same sync (status
 // after a finalizer) carries the current resourceVersion instead of conflicting with itself.
-type Target struct {
-	Fleet *v1alpha1.CelldFleet
+type Target = loop.Target
+
+// Do confirms an action's premise on fresh reads, as the loop does, and applies it. A Requeue
+// is the caller's: it is not an API request.
+func (ap *Applier) Do(ctx context.Context, t *Target, a machine.Action) error {
+	if a.Premise != nil {
+		fresh, err := ap.fresh(ctx, t, a)
+		if err != nil {
+			return fmt.Errorf("confirm %s: %w", a.Key, err)
+		}
+		if err := a.Premise.Check(fresh); err != nil {
+			return fmt.Errorf("confirm %s: %w", a.Key, err)
+		}
+	}
+	return ap.send(ctx, t, a)
 }
 
-// Do applies one action. A Requeue is the caller's: it is not an API request.
-func (ap *Applier) Do(ctx context.Context, t *Target, a machine.Action) error {
+// send applies one action whose premise, if any, was confirmed.
+func (ap *Applier) send(ctx context.Context, t *Target, a machine.Action) error {
 	if a.Kind == machine.DeletePod && a.Force {
 		if p := a.Premise; p == nil || p.Node == "" || (!p.NodeGone && !p.NodeFenced) {
 			// A force-delete on a node that may be alive starts a second copy of the member.
 			return fmt.Errorf("delete pod %s: refusing to force-delete a Pod whose node is not known to be gone or fenced", a.Key)
 		}
 	}
-	var current metav1.Object
 	if a.Kind == machine.Apply {
 		// The caches may lag a person's create: the object an apply writes is read fresh, and
 		// written only when it is absent or the fleet's own. Someone else's is never taken over.
-		cur, err := ap.current(ctx, a)
+		cur, err := ap.currentFor(ctx, t, a)
 		if err != nil {
 			return fmt.Errorf("apply %s: read it first: %w", a.Key, err)
 		}
 		if cur != nil && !events.ControlledBy(cur, t.Fleet.UID) {
 			return fmt.Errorf("apply %s: %s exists and is not controlled by fleet %s/%s (uid %s): %w",
-				a.Key, refusedObject(a), t.Fleet.Namespace, t.Fleet.Name, t.Fleet.UID, machine.ErrPremiseChanged)
+				a.Key, loop.RefusedObject(a), t.Fleet.Namespace, t.Fleet.Name, t.Fleet.UID, machine.ErrPremiseChanged)
 		}
-		current = cur
-	}
-	if err := ap.confirm(ctx, t, a, current); err != nil {
-		return err
 	}
 	switch a.Kind {
 	case machine.Apply:
@@ -123,6 +132,16 @@ func isWorkload(o any) bool {
 		return true
 	}
 	return false
+}
+
+// currentFor is the object an Apply writes as read fresh for this action: the premise's read
+// when there was one (one GET serves both), a new one otherwise.
+func (ap *Applier) currentFor(ctx context.Context, t *Target, a machine.Action) (metav1.Object, error) {
+	if a.Key != "" && t.CurrentKey == a.Key {
+		cur, _ := t.Current.(metav1.Object)
+		return cur, nil
+	}
+	return ap.current(ctx, a)
 }
 
 // current reads the object an Apply writes from the API server, nil when it does not exist.
@@ -334,13 +353,13 @@ func (ap *Applier) finalizer(ctx context.Context, t *Target, add bool) error {
 	return nil
 }
 
-// confirm checks an action's premise against fresh reads (no cache): the node it was decided on,
+// fresh reads what an action's premise names, bypassing the caches: the node it was decided on,
 // the members that must still be ready, the fleet's spec and the workload as the decision saw
 // them.
-func (ap *Applier) confirm(ctx context.Context, t *Target, a machine.Action, current metav1.Object) error {
+func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (machine.Fresh, error) {
 	p := a.Premise
 	if p == nil {
-		return nil
+		return machine.Fresh{}, nil
 	}
 	fresh := machine.Fresh{Pods: map[string]*corev1.Pod{}}
 	if p.Node != "" {
@@ -349,13 +368,38 @@ func (ap *Applier) confirm(ctx context.Context, t *Target, a machine.Action, cur
 		case err == nil:
 			fresh.Node = n
 		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("confirm %s: get node %s: %w", a.Key, p.Node, err)
+			return machine.Fresh{}, fmt.Errorf("get node %s: %w", p.Node, err)
 		}
 	}
-	if len(p.Ready) > 0 {
+	if p.NoMembers {
+		// The disk's own fleet UID label names its members, whatever fleet the sync is about.
+		pvc, err := ap.Kube.CoreV1().PersistentVolumeClaims(a.Namespace).Get(ctx, a.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return machine.Fresh{}, fmt.Errorf("get claim %s: %w", a.Name, err)
+		case pvc.Labels[events.LabelFleetUID] != "":
+			list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{
+				LabelSelector: events.LabelFleetUID + "=" + pvc.Labels[events.LabelFleetUID]})
+			if err != nil {
+				return machine.Fresh{}, fmt.Errorf("list members: %w", err)
+			}
+			fresh.Members = len(list.Items)
+		}
+	}
+	if p.Claim != "" {
+		c, err := ap.Kube.CoreV1().PersistentVolumeClaims(a.Namespace).Get(ctx, p.Claim, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			fresh.Claim = c
+		case !apierrors.IsNotFound(err):
+			return machine.Fresh{}, fmt.Errorf("get claim %s: %w", p.Claim, err)
+		}
+	}
+	if len(p.Ready) > 0 || p.OnlyNotReady != "" {
 		list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machine.Selector(t.Fleet)})
 		if err != nil {
-			return fmt.Errorf("confirm %s: list members: %w", a.Key, err)
+			return machine.Fresh{}, fmt.Errorf("list members: %w", err)
 		}
 		for i := range list.Items {
 			fresh.Pods[list.Items[i].Name] = &list.Items[i]
@@ -367,21 +411,24 @@ func (ap *Applier) confirm(ctx context.Context, t *Target, a machine.Action, cur
 		case err == nil:
 			fresh.FleetGeneration = f.Generation
 		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("confirm %s: get fleet %s: %w", a.Key, p.Fleet, err)
+			return machine.Fresh{}, fmt.Errorf("get fleet %s: %w", p.Fleet, err)
 		}
 	}
 	if p.Workload {
 		if !isWorkload(a.Object) {
-			return fmt.Errorf("confirm %s: a workload premise on a %T", a.Key, a.Object)
+			return machine.Fresh{}, fmt.Errorf("a workload premise on a %T", a.Object)
 		}
-		if current != nil {
-			fresh.WorkloadExists, fresh.WorkloadGeneration = true, current.GetGeneration()
+		cur, err := ap.current(ctx, a)
+		if err != nil {
+			return machine.Fresh{}, fmt.Errorf("get workload: %w", err)
+		}
+		// The apply that follows checks who owns the object on this same read.
+		t.Current, t.CurrentKey = cur, a.Key
+		if cur != nil {
+			fresh.WorkloadExists, fresh.WorkloadGeneration = true, cur.GetGeneration()
 		}
 	}
-	if err := p.Check(fresh); err != nil {
-		return fmt.Errorf("confirm %s: %w", a.Key, err)
-	}
-	return nil
+	return fresh, nil
 }
 
 // deletePod deletes one member with its UID and resourceVersion as preconditions, so a Pod

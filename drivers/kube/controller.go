@@ -2,16 +2,12 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -21,8 +17,8 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
-	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -75,20 +71,17 @@ type Controller struct {
 	util    *utilizations
 	sampler *sampler
 
-	mu       sync.Mutex
-	machines map[string]*fleetMachine
+	loop *loop.Loop
+
+	mu sync.Mutex
 	// eventAt is when an informer event first enqueued a key not yet synced, for the
-	// event-to-action latency.
-	eventAt map[string]time.Time
+	// event-to-action latency; syncing holds it while that key's sync runs.
+	eventAt, syncing map[string]time.Time
 }
 
-type fleetMachine struct {
-	uid types.UID
-	m   *machine.Fleet
-	// refused is the API server's latest refusal of an object rendered from the fleet's spec:
-	// only a write's answer shows it, so it goes back into the next observation.
-	refused *events.Refusal
-}
+// forbiddenRetry is how long a Forbidden refusal holds the fleet, Degraded, before the refused
+// write is tried again.
+var forbiddenRetry = time.Minute
 
 // NewController builds the caches and the queue; nothing runs until Start and Run.
 func NewController(c Clients, opts Options) (*Controller, error) {
@@ -114,11 +107,13 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 		util:    newUtilizations(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: queueName, MetricsProvider: opts.Metrics.queueProvider}),
-		machines: map[string]*fleetMachine{},
-		eventAt:  map[string]time.Time{},
+		eventAt: map[string]time.Time{},
+		syncing: map[string]time.Time{},
 	}
+	ctl.loop = loop.New(driver{ctl}, opts.Log, ctl.hooks())
 	ctl.sampler = &sampler{metrics: c.Metrics, discovery: c.Discovery, inf: ctl.inf, util: ctl.util,
 		enqueue: ctl.queue.Add, log: opts.Log, counts: opts.Metrics.utilizationGet}
+	ctl.inf.OnUndecodable(ctl.undecodable)
 	if err := ctl.inf.AddHandlers(ctl.enqueueEvent); err != nil {
 		return nil, fmt.Errorf("add event handlers: %w", err)
 	}
@@ -218,145 +213,90 @@ func (c *Controller) processNext(ctx context.Context) bool {
 }
 
 // Sync observes one fleet, steps its machine and applies the decision's actions in order,
-// stopping at the first error.
+// stopping at the first error: the one loop (package loop), with the API server as its driver.
 func (c *Controller) Sync(ctx context.Context, key string) error {
-	start := time.Now()
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
+	if _, _, err := cache.SplitMetaNamespaceKey(key); err != nil {
 		c.log.Error().Err(err).Str("key", key).Msg("dropping a malformed key")
 		return nil
 	}
 	c.mu.Lock()
-	eventAt, fromEvent := c.eventAt[key]
+	if at, ok := c.eventAt[key]; ok {
+		c.syncing[key] = at
+	}
 	delete(c.eventAt, key)
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.syncing, key)
+		c.mu.Unlock()
+	}()
+	_, err := c.loop.Sync(ctx, key, time.Now())
+	return err
+}
 
-	obs, err := c.inf.Observe(ns, name, start, c.util.get(key))
-	if err != nil {
-		c.log.Error().Err(err).Str("namespace", ns).Str("fleet", name).Msg("observe")
-		return err
-	}
-	obs.Refused = c.refusal(key)
-	if obs.Fleet != nil && obs.Fleet.DeletionTimestamp != nil {
-		if obs.Uninstalling, err = uninstalling(ctx, c.meta); err != nil {
-			c.log.Error().Err(err).Str("namespace", ns).Str("fleet", name).Msg("the fleet is being deleted; whether with its CRD is unknown, so nothing is done yet")
-			return err
-		}
-		if obs.Uninstalling {
-			c.log.Warn().Str("namespace", ns).Str("fleet", name).Msg("the fleet goes with its CustomResourceDefinition (an uninstall): its disks are kept")
-		}
-	}
-	view := events.Normalize(ns, name, obs)
-	fm := c.machineFor(key, obs.Fleet)
-	d := fm.Step(&view)
-	c.metrics.decision.Observe(time.Since(start).Seconds())
-	if obs.Fleet == nil {
-		c.forget(key)
-		return nil
-	}
-
-	log := c.log.With().Str("namespace", ns).Str("fleet", name).Str("state", string(d.To)).Logger()
-	c.metrics.states.set(key, d.To)
-	for _, t := range d.Transitions {
-		c.metrics.transitions.WithLabelValues(string(t.From), string(t.To)).Inc()
-		log.Info().Str("from", string(t.From)).Str("to", string(t.To)).Str("trigger", string(t.Trigger)).Msg("state changed")
-	}
-	for _, u := range d.Unhandled {
-		c.metrics.unhandled.WithLabelValues(string(u.From), string(u.Trigger)).Inc()
-		log.Error().Str("in", string(u.From)).Str("trigger", string(u.Trigger)).Msg("the lifecycle table has no row for this trigger; the fleet stays where it is")
-	}
-	target := &Target{Fleet: obs.Fleet}
-	acted := false
-	for _, a := range d.Actions {
-		alog := log.With().Str("action", string(a.Kind)).Str("key", a.Key).Logger()
-		if a.Kind == machine.Requeue {
-			c.queue.AddAfter(key, a.After)
-			alog.Debug().Dur("after", a.After).Msg("requeue")
-			continue
-		}
-		if err := c.ap.Do(ctx, target, a); err != nil {
-			c.metrics.actions.WithLabelValues(string(a.Kind), "error").Inc()
-			if a.Kind == machine.Apply && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) {
-				c.refuse(key, &events.Refusal{Generation: obs.Fleet.Generation, Object: refusedObject(a), Message: refusalMessage(err)})
+// hooks count and time what the loop does.
+func (c *Controller) hooks() loop.Hooks {
+	return loop.Hooks{
+		Decided: func(key string, d machine.Decision, took time.Duration) {
+			c.metrics.decision.Observe(took.Seconds())
+			c.metrics.states.set(key, d.To)
+			for _, t := range d.Transitions {
+				c.metrics.transitions.WithLabelValues(string(t.From), string(t.To)).Inc()
 			}
-			ev := alog.Error()
-			if apierrors.IsConflict(err) || errors.Is(err, machine.ErrPremiseChanged) {
-				// A cache behind the API server: the next sync sees the newer object.
-				ev = alog.Info()
+			for _, u := range d.Unhandled {
+				c.metrics.unhandled.WithLabelValues(string(u.From), string(u.Trigger)).Inc()
+				ns, name, _ := cache.SplitMetaNamespaceKey(key)
+				c.log.Error().Str("namespace", ns).Str("fleet", name).Str("in", string(u.From)).Str("trigger", string(u.Trigger)).
+					Msg("the lifecycle table has no row for this trigger; the fleet stays where it is")
 			}
-			ev.Err(err).Msg("action failed; requeued")
-			return err
-		}
-		c.metrics.actions.WithLabelValues(string(a.Kind), "ok").Inc()
-		if a.Kind == machine.DeletePod {
-			c.metrics.heals.WithLabelValues(a.Reason).Inc()
-		}
-		if !acted && fromEvent {
-			c.metrics.eventToAction.Observe(time.Since(eventAt).Seconds())
-		}
-		acted = true
-		alog.Info().Msg(a.String())
-	}
-	log.Debug().Dur("took", time.Since(start)).Int("actions", len(d.Actions)).Msg("synced")
-	return nil
-}
-
-// machineFor is the machine of the fleet at key, a fresh one when the fleet was recreated under
-// the same name: what the old machine remembers is about another fleet.
-func (c *Controller) machineFor(key string, f *v1alpha1.CelldFleet) *machine.Fleet {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	fm := c.machines[key]
-	if f == nil {
-		if fm != nil {
-			return fm.m
-		}
-		return machine.New()
-	}
-	if fm == nil || fm.uid != f.UID {
-		fm = &fleetMachine{uid: f.UID, m: machine.New()}
-		c.machines[key] = fm
-	}
-	return fm.m
-}
-
-func (c *Controller) refusal(key string) *events.Refusal {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if fm := c.machines[key]; fm != nil {
-		return fm.refused
-	}
-	return nil
-}
-
-func (c *Controller) refuse(key string, r *events.Refusal) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if fm := c.machines[key]; fm != nil {
-		fm.refused = r
+		},
+		Acted: func(key string, a machine.Action, err error) {
+			if err != nil {
+				c.metrics.actions.WithLabelValues(string(a.Kind), "error").Inc()
+				return
+			}
+			c.metrics.actions.WithLabelValues(string(a.Kind), "ok").Inc()
+			if a.Kind == machine.DeletePod {
+				c.metrics.heals.WithLabelValues(a.Reason).Inc()
+			}
+			// The first action a sync sends after an informer event ends that event's latency.
+			c.mu.Lock()
+			at, ok := c.syncing[key]
+			delete(c.syncing, key)
+			c.mu.Unlock()
+			if ok {
+				c.metrics.eventToAction.Observe(time.Since(at).Seconds())
+			}
+		},
+		Requeue: func(key string, after time.Duration) { c.queue.AddAfter(key, after) },
+		Forgot: func(key string) {
+			c.metrics.states.set(key, "")
+			c.util.drop(key)
+		},
 	}
 }
 
-// refusedObject names the refused object as a person looks it up: Kind/name.
-func refusedObject(a machine.Action) string {
-	kind, _, _ := strings.Cut(strings.TrimPrefix(a.Key, "apply/"), "/")
-	return kind + "/" + a.Name
-}
+// driver is the loop's driver over the informer caches and the API server.
+type driver struct{ c *Controller }
 
-// refusalMessage is the API server's own words for a refusal, without the request's wrapping.
-func refusalMessage(err error) string {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		return status.Status().Message
+func (d driver) Observe(ctx context.Context, namespace, name string, now time.Time) (*events.Observation, error) {
+	obs, err := d.c.inf.Observe(namespace, name, now, d.c.util.get(namespace+"/"+name))
+	if err != nil || obs.Fleet == nil || obs.Fleet.DeletionTimestamp == nil {
+		return obs, err
 	}
-	return err.Error()
+	if obs.Uninstalling, err = uninstalling(ctx, d.c.meta); err != nil {
+		return nil, fmt.Errorf("the fleet is being deleted; whether with its CRD is unknown, so nothing is done yet: %w", err)
+	}
+	if obs.Uninstalling {
+		d.c.log.Warn().Str("namespace", namespace).Str("fleet", name).Msg("the fleet goes with its CustomResourceDefinition (an uninstall): its disks are kept")
+	}
+	return obs, nil
 }
 
-// forget drops what the controller keeps about a fleet that no longer exists.
-func (c *Controller) forget(key string) {
-	c.mu.Lock()
-	delete(c.machines, key)
-	c.mu.Unlock()
-	c.metrics.states.set(key, "")
-	c.util.drop(key)
+func (d driver) Fresh(ctx context.Context, t *loop.Target, a machine.Action) (machine.Fresh, error) {
+	return d.c.ap.fresh(ctx, t, a)
+}
+
+func (d driver) Do(ctx context.Context, t *loop.Target, a machine.Action) error {
+	return d.c.ap.send(ctx, t, a)
 }

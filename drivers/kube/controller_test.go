@@ -81,7 +81,7 @@ func TestFirstSyncRequests(t *testing.T) {
 	if err := ctl.Sync(context.Background(), "team/alpha"); err != nil {
 		t.Fatal(err)
 	}
-	if len(ctl.machines) != 0 {
+	if ctl.loop.Remembered() != 0 {
 		t.Errorf("the machine of a gone fleet is kept")
 	}
 }

@@ -6,13 +6,15 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/bucket"
 	"github.com/celld/celld-operator/events"
 )
 
 // Cache indexes: how a sync finds a fleet's objects without scanning a cache, and how a handler
 // finds the fleets an object matters to.
 const (
-	// byBucket: fleets and reservations by spec.bucket.name.
+	// byBucket: fleets and reservations by the canonical name of spec.bucket; a sync then compares
+	// whole identities.
 	byBucket = "bucket"
 	// byStorageClass: fleets by spec.storage.storageClassName.
 	byStorageClass = "storageClass"
@@ -33,7 +35,7 @@ func (i *Informers) addIndexers() {
 	must(i.Fleets.AddIndexers(cache.Indexers{
 		byBucket: func(obj any) ([]string, error) {
 			if f, ok := obj.(*v1alpha1.CelldFleet); ok {
-				return []string{f.Spec.Bucket.Name}, nil
+				return []string{bucket.Of(f.Spec.Bucket).Name}, nil
 			}
 			return nil, nil
 		},
@@ -53,7 +55,7 @@ func (i *Informers) addIndexers() {
 	must(i.Reservations.AddIndexers(cache.Indexers{
 		byBucket: func(obj any) ([]string, error) {
 			if r, ok := obj.(*v1alpha1.CelldReservation); ok {
-				return []string{r.Spec.Bucket.Name}, nil
+				return []string{bucket.Of(r.Spec.Bucket).Name}, nil
 			}
 			return nil, nil
 		},

@@ -2,11 +2,13 @@ package kube
 
 import (
 	"context"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -14,11 +16,13 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
 	"github.com/celld/celld-operator/api/generated/informers/externalversions"
 	celldlisters "github.com/celld/celld-operator/api/generated/listers/celld/v1alpha1"
+	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
 )
 
@@ -45,6 +49,25 @@ type Informers struct {
 	nodeLister   corelisters.NodeLister
 	classLister  storagelisters.StorageClassLister
 	starters     []func(stop <-chan struct{})
+
+	reportMu sync.Mutex
+	onReport func(Undecodable)
+}
+
+// OnUndecodable sets what is told of every celld.io object that does not decode.
+func (i *Informers) OnUndecodable(f func(Undecodable)) {
+	i.reportMu.Lock()
+	i.onReport = f
+	i.reportMu.Unlock()
+}
+
+func (i *Informers) report(u Undecodable) {
+	i.reportMu.Lock()
+	f := i.onReport
+	i.reportMu.Unlock()
+	if f != nil {
+		f(u)
+	}
 }
 
 // ManagedSelector selects the member Pods the operator caches.
@@ -73,9 +96,26 @@ func NewInformers(kube kubernetes.Interface, celld versioned.Interface, meta met
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector }))
 	cluster := informers.NewSharedInformerFactoryWithOptions(kube, 0, strip)
 
-	fi := fleetFactory.Celld().V1alpha1().CelldFleets()
-	i.Fleets, i.fleetLister = fi.Informer(), fi.Lister()
-	i.Reservations = reservationFactory.Celld().V1alpha1().CelldReservations().Informer()
+	if rc, ok := celld.CelldV1alpha1().RESTClient().(*rest.RESTClient); ok && rc != nil {
+		// A real API server: fleets and reservations are decoded one by one (see tolerantLW).
+		i.Fleets = newTolerantInformer(rc, "celldfleets", "CelldFleet", namespace,
+			func() runtime.Object { return &v1alpha1.CelldFleet{} }, func() runtime.Object { return &v1alpha1.CelldFleetList{} }, i.report)
+		i.Reservations = newTolerantInformer(rc, "celldreservations", "CelldReservation", "",
+			func() runtime.Object { return &v1alpha1.CelldReservation{} }, func() runtime.Object { return &v1alpha1.CelldReservationList{} }, i.report)
+		// A reservation keeps the managedFields entries that wrote its spec: they tell the
+		// operator's own reservations from anyone else's (madeByOperator).
+		must(i.Fleets.SetTransform(dropManagedFields))
+		must(i.Reservations.SetTransform(keepSpecWriters))
+		for _, inf := range []cache.SharedIndexInformer{i.Fleets, i.Reservations} {
+			informer := inf
+			i.starters = append(i.starters, func(stop <-chan struct{}) { go informer.Run(stop) })
+		}
+		i.fleetLister = celldlisters.NewCelldFleetLister(i.Fleets.GetIndexer())
+	} else {
+		fi := fleetFactory.Celld().V1alpha1().CelldFleets()
+		i.Fleets, i.fleetLister = fi.Informer(), fi.Lister()
+		i.Reservations = reservationFactory.Celld().V1alpha1().CelldReservations().Informer()
+	}
 	sts := workloads.Apps().V1().StatefulSets()
 	i.StatefulSets, i.stsLister = sts.Informer(), sts.Lister()
 	deploy := workloads.Apps().V1().Deployments()

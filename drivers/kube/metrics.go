@@ -32,6 +32,7 @@ type Metrics struct {
 	states         *stateCollector
 	queueProvider  workqueue.MetricsProvider
 	utilizationGet *prometheus.CounterVec
+	undecodable    *prometheus.CounterVec
 }
 
 // NewMetrics registers every metric on a new registry.
@@ -85,10 +86,14 @@ func NewMetrics() *Metrics {
 			Namespace: metricsNamespace, Name: "utilization_samples_total",
 			Help: "Samples of member usage read from the metrics API, by result (ok, error, unavailable).",
 		}, []string{"result"}),
+		undecodable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "undecodable_objects_total",
+			Help: "celld.io objects read that the operator's types cannot decode, by kind and what was done: status_dropped (served without its status) or skipped (not served until fixed).",
+		}, []string{"kind", "handling"}),
 		states: newStateCollector(),
 	}
 	m.queueProvider = newQueueMetrics(reg)
-	reg.MustRegister(m.transitions, m.unhandled, m.actions, m.writes, m.writesRefused, m.requests, m.faults, m.heals, m.decision, m.eventToAction, m.utilizationGet, m.states,
+	reg.MustRegister(m.transitions, m.unhandled, m.actions, m.writes, m.writesRefused, m.requests, m.faults, m.heals, m.decision, m.eventToAction, m.utilizationGet, m.undecodable, m.states,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -47,8 +47,9 @@ type Cluster struct {
 	// resync can tell of deletions a dropped event never delivered.
 	tombstones map[Kind]map[string]object
 
-	queue []events.Event
-	util  map[string]*events.Utilization
+	queue   []events.Event
+	util    map[string]*events.Utilization
+	samples []UtilizationSample
 
 	// Kubelet and volume state that Kubernetes keeps outside the objects.
 	runtime   map[types.UID]*podRuntime
@@ -59,6 +60,9 @@ type Cluster struct {
 
 	broken    map[string]bool
 	conflicts int
+	refusals  int
+	// zombies are member processes on partitioned nodes whose Pods were removed from the API.
+	zombies []Zombie
 
 	requests []Request
 	recorded []RecordedEvent
@@ -113,6 +117,7 @@ func (c *Cluster) Tick() bool {
 	changed := false
 	for _, step := range []func() bool{
 		c.evictFromUnhealthyNodes,
+		c.reapZombies,
 		c.collectOrphanPods,
 		c.collectOutOfServicePods,
 		c.collectGarbage,

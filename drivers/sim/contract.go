@@ -80,6 +80,17 @@ type PodDeletion struct {
 	WasTerminating     bool
 	// OtherNotReady counts the fleet's other member Pods that were not ready or terminating.
 	OtherNotReady int
+	// Grace is the fleet's healing grace period at the deletion (its spec's, or 5m when unset).
+	Grace time.Duration
+	// NotReadySince is when the Pod's Ready condition last changed, its creation when it has none.
+	NotReadySince time.Time
+	// ClaimLost: the Pod's data claim was missing, lost or being deleted.
+	ClaimLost bool
+	// RevisionBehind: a StatefulSet member on a revision other than its set's update revision.
+	RevisionBehind bool
+	// Deployment: the Pod belonged to a Deployment (no stable identity: its replacement gets
+	// another name).
+	Deployment bool
 }
 
 // DiskDeletion is a delete of a PersistentVolumeClaim the cluster accepted from the operator.
@@ -229,8 +240,21 @@ func (c *Cluster) podDeletionOf(p *corev1.Pod, a machine.Action) PodDeletion {
 	if d.NodeState != NodeReady && d.NodeState != NodeNone {
 		d.NodeUnhealthySince = c.nodeUnhealthySince(p.Spec.NodeName)
 	}
+	d.ClaimLost = c.claimLost(p)
+	d.RevisionBehind = c.revisionBehind(p)
+	d.Deployment = p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != ""
+	d.NotReadySince = p.CreationTimestamp.Time
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			d.NotReadySince = cond.LastTransitionTime.Time
+		}
+	}
+	d.Grace = 5 * time.Minute
 	if f, ok := c.byUID[uid].(*v1alpha1.CelldFleet); ok {
 		d.FleetDeleting = f.DeletionTimestamp != nil
+		if g := f.Spec.Healing.UnreachableGracePeriod; g != nil {
+			d.Grace = g.Duration
+		}
 	}
 	for _, q := range c.members(p.Namespace, uid, nil) {
 		if q.UID != p.UID && unavailable(q) {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -58,6 +59,13 @@ func (c *Cluster) do(a machine.Action, req *Request) error {
 // writes racing another writer do.
 func (c *Cluster) InjectConflicts(n int) { c.conflicts += n }
 
+// StopInjecting cancels the conflicts and refusals injected and not yet spent.
+func (c *Cluster) StopInjecting() { c.conflicts, c.refusals = 0, 0 }
+
+// InjectRefusals makes the next n workload applies fail as Invalid, as an admission webhook or a
+// validation the operator's render does not know of refuses them.
+func (c *Cluster) InjectRefusals(n int) { c.refusals += n }
+
 func (c *Cluster) conflict(k Kind, name string) error {
 	if c.conflicts <= 0 {
 		return nil
@@ -99,6 +107,11 @@ func (c *Cluster) doApply(a machine.Action, req *Request) error {
 		}
 	}
 	workload := k == KindStatefulSet || k == KindDeployment
+	if workload && c.refusals > 0 {
+		c.refusals--
+		return invalid(o, field.ErrorList{field.Invalid(field.NewPath("spec", "template", "spec", "containers").Index(0).Child("image"),
+			"", "the API server refuses this object (injected)")})
+	}
 	var before workloadState
 	if workload {
 		before = c.workloadStateOf(k, req.Namespace, req.Name)
@@ -172,17 +185,48 @@ func (c *Cluster) doDeletePod(a machine.Action, req *Request) error {
 // checkPremise confirms an action's premise on the cluster's truth, as the driver confirms it
 // with fresh reads.
 func (c *Cluster) checkPremise(a machine.Action) error {
+	if a.Premise == nil {
+		return nil
+	}
+	return a.Premise.Check(c.Fresh(a))
+}
+
+// Fresh reads what an action's premise names from the cluster's truth, as the real driver reads
+// it from the API server, bypassing its caches. The objects are copies.
+func (c *Cluster) Fresh(a machine.Action) machine.Fresh {
 	p := a.Premise
 	if p == nil {
-		return nil
+		return machine.Fresh{}
 	}
 	fresh := machine.Fresh{Pods: map[string]*corev1.Pod{}}
 	if p.Node != "" {
-		fresh.Node = c.node(p.Node)
+		if n := c.node(p.Node); n != nil {
+			fresh.Node = n.DeepCopy()
+		}
+	}
+	if p.NoMembers {
+		if pvc := c.claim(a.Namespace, a.Name); pvc != nil {
+			if uid := pvc.Labels[events.LabelFleetUID]; uid != "" {
+				fresh.Members = len(c.members(a.Namespace, types.UID(uid), nil))
+			}
+		}
+	}
+	if p.Claim != "" {
+		if pvc := c.claim(a.Namespace, p.Claim); pvc != nil {
+			fresh.Claim = pvc.DeepCopy()
+		}
 	}
 	for _, name := range p.Ready {
 		if pod := c.pod(a.Namespace, name); pod != nil {
-			fresh.Pods[name] = pod
+			fresh.Pods[name] = pod.DeepCopy()
+		}
+	}
+	if p.OnlyNotReady != "" {
+		// Every member, as the real driver lists them by the fleet's selector.
+		if f := c.fleet(a.Namespace, p.Fleet); f != nil {
+			for _, pod := range c.members(a.Namespace, f.UID, nil) {
+				fresh.Pods[pod.Name] = pod.DeepCopy()
+			}
 		}
 	}
 	if p.FleetGeneration != 0 {
@@ -197,7 +241,7 @@ func (c *Cluster) checkPremise(a machine.Action) error {
 			}
 		}
 	}
-	return p.Check(fresh)
+	return fresh
 }
 
 func (c *Cluster) doDeleteDisk(a machine.Action, req *Request) error {

@@ -70,6 +70,9 @@ func (c *Cluster) runPod(p *corev1.Pod) bool {
 		// Nobody runs this Pod's containers any more: it cannot finish terminating, and it is not
 		// ready whatever its member was doing.
 		rt.down = true
+		if notReadyAlready(p) {
+			return false
+		}
 		next := p.DeepCopy()
 		setPodCondition(next, corev1.PodReady, false, c.now)
 		setPodCondition(next, corev1.ContainersReady, false, c.now)
@@ -81,10 +84,20 @@ func (c *Cluster) runPod(p *corev1.Pod) bool {
 			return true
 		}
 		// The member got SIGTERM: it is leaving and no longer serves.
+		if notReadyAlready(p) {
+			return false
+		}
 		next := p.DeepCopy()
 		setPodCondition(next, corev1.PodReady, false, c.now)
 		setPodCondition(next, corev1.ContainersReady, false, c.now)
 		return c.put(next)
+	}
+	if p.Status.Phase != corev1.PodPending && !rt.down {
+		// The common case, a member that runs on: nothing to copy when nothing changes.
+		if ready := !c.now.Before(rt.readyAt) && !c.brokenPod(p); conditionIs(p, corev1.PodReady, ready) &&
+			conditionIs(p, corev1.ContainersReady, ready) && containersReady(p, ready) {
+			return false
+		}
 	}
 	next := p.DeepCopy()
 	if next.Status.Phase == corev1.PodPending {
@@ -160,4 +173,32 @@ func (c *Cluster) crash(p *corev1.Pod) bool {
 		cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.now)}}
 	}
 	return c.put(next)
+}
+
+// conditionIs reports whether the Pod has condition t with the status ok says.
+func conditionIs(p *corev1.Pod, t corev1.PodConditionType, ok bool) bool {
+	want := corev1.ConditionFalse
+	if ok {
+		want = corev1.ConditionTrue
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status == want
+		}
+	}
+	return false
+}
+
+// notReadyAlready: the Pod already says it is not ready, as a stopped member must.
+func notReadyAlready(p *corev1.Pod) bool {
+	return conditionIs(p, corev1.PodReady, false) && conditionIs(p, corev1.ContainersReady, false)
+}
+
+func containersReady(p *corev1.Pod, ready bool) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Ready != ready {
+			return false
+		}
+	}
+	return true
 }

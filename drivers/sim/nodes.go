@@ -93,6 +93,7 @@ func (c *Cluster) LoseNode(name string) error {
 	}
 	c.remove(n)
 	c.nodeGone[name] = c.now
+	c.killZombies(name)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"sort"
+	"time"
 
 	"github.com/celld/celld-operator/events"
 )
@@ -67,6 +68,8 @@ func (c *Cluster) SetUtilization(namespace, name string, u events.Utilization) {
 	}
 	k := key(namespace, name)
 	c.util[k] = &u
+	c.samples = append(c.samples, UtilizationSample{Time: u.Time, Namespace: namespace, Name: name,
+		Percent: u.Percent, Members: u.Members, Unavailable: u.Unavailable})
 	cp := u
 	c.queue = append(c.queue, events.Event{Kind: events.UtilizationObserved, Time: c.now, Fleet: k, Utilization: &cp})
 }
@@ -78,4 +81,18 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// UtilizationSample is one utilization observation the cluster delivered, as plain values.
+type UtilizationSample struct {
+	Time            time.Time
+	Namespace, Name string
+	Percent         int32
+	Members         int32
+	Unavailable     bool
+}
+
+// UtilizationSamples lists every utilization observation delivered, oldest first.
+func (c *Cluster) UtilizationSamples() []UtilizationSample {
+	return append([]UtilizationSample(nil), c.samples...)
 }

@@ -4,8 +4,10 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/reservation"
 )
@@ -38,8 +40,11 @@ func (c *Cluster) doBindReservation(a machine.Action, req *Request) error {
 			cur.Namespace, cur.Name, cur.Spec.Bucket.Name, cur.Spec.FleetName, cur.Spec.FleetUID, r.Spec.FleetUID,
 			apierrors.NewAlreadyExists(kinds[KindReservation].resource, r.Name))
 	}
-	// The status subresource makes the server drop status on create.
+	// The status subresource makes the server drop status on create; the server records who
+	// wrote the spec, which is how the operator knows its own reservations.
 	r.Status = v1alpha1.CelldReservationStatus{}
+	r.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: events.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
+		APIVersion: v1alpha1.SchemeGroupVersion.String(), FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}
 	if err := c.create(r); err != nil {
 		return err
 	}

@@ -120,6 +120,15 @@ func (c *Cluster) Delete(k Kind, namespace, name string) error {
 	return nil
 }
 
+// ForceDelete deletes an object with a zero grace period, as `kubectl delete --force
+// --grace-period=0` does: a Pod leaves the API at once, whether or not its process stopped.
+func (c *Cluster) ForceDelete(k Kind, namespace, name string) error {
+	if _, err := c.delete(k, namespace, name, deletion{grace: ptr(int64(0))}); err != nil {
+		return fmt.Errorf("force delete %s %s/%s: %w", k, namespace, name, err)
+	}
+	return nil
+}
+
 // Get returns a copy of a stored object (nil when it does not exist).
 func (c *Cluster) Get(k Kind, namespace, name string) any {
 	if o := c.get(k, namespace, name); o != nil {

@@ -92,7 +92,10 @@ func (c *Cluster) put(obj object) bool {
 	if equality.Semantic.DeepEqual(old, obj) {
 		return false
 	}
-	if kinds[k].generation && !equality.Semantic.DeepEqual(structField(old, "Spec").Interface(), structField(obj, "Spec").Interface()) {
+	// The API server's BeforeDelete moves metadata.generation on when it sets the deletion
+	// timestamp, as a spec change does: a deletion is a change of intent.
+	deleting := old.GetDeletionTimestamp() == nil && obj.GetDeletionTimestamp() != nil && old.GetGeneration() > 0
+	if deleting || (kinds[k].generation && !equality.Semantic.DeepEqual(structField(old, "Spec").Interface(), structField(obj, "Spec").Interface())) {
 		obj.SetGeneration(old.GetGeneration() + 1)
 	}
 	if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !graceful(obj) {
@@ -116,6 +119,9 @@ func graceful(o object) bool {
 // as the final state of a watch's delete does.
 func (c *Cluster) remove(obj object) {
 	k := mustKind(obj)
+	if p, ok := obj.(*corev1.Pod); ok {
+		c.noteRemovedPod(p)
+	}
 	delete(c.objs[k], keyOf(obj))
 	delete(c.byUID, obj.GetUID())
 	delete(c.runtime, obj.GetUID())
@@ -163,6 +169,7 @@ func (c *Cluster) delete(k Kind, namespace, name string, opts deletion) (bool, e
 	next := copyOf(obj)
 	now := metav1.NewTime(c.now)
 	next.SetDeletionTimestamp(&now)
+
 	zero := int64(0)
 	next.SetDeletionGracePeriodSeconds(&zero)
 	return c.put(next), nil

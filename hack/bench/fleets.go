@@ -47,7 +47,7 @@ func newFleet(ns, name string, members int32) *v1alpha1.CelldFleet {
 			Profile: v1alpha1.ProfilePersistentFleet,
 			Members: members,
 			Image:   image,
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			Resources: v1alpha1.ResourceRequirements{Requests: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi"),
 			}},
 			Storage:  &v1alpha1.StorageSpec{StorageClassName: "kwok-volume", Size: resource.MustParse("1Gi")},

@@ -44,9 +44,9 @@ var Table = []Mutant{
 		// (lostCount == 1 -> >= 1 was tried first: it is equivalent, since a lost member is never
 		// a ready one, so the check of the others already refuses it.)
 		Name: "heal-ignores-missing-members", File: "machine/facts.go",
-		Original:    "w.ObservedGeneration >= w.Generation && int32(len(v.Members)) >= w.Replicas &&",
-		Replacement: "w.ObservedGeneration >= w.Generation &&",
-		Mistake:     "the others counted among the Pods that exist: a member not yet recreated is not missed",
+		Original:    "if !present[ord] && ord < m.Ordinal {",
+		Replacement: "if !present[ord] && ord > m.Ordinal {",
+		Mistake:     "the ordinal comparison inverted: a member missing below the one replaced is not missed",
 		Threatens:   "clauses 1, 3: heal only while every other member is ready (one at a time)",
 	},
 	{
@@ -331,8 +331,8 @@ var Table = []Mutant{
 	},
 	{
 		Name: "premise-heal-without-ready", File: "machine/plan.go",
-		Original:    "premise := &Premise{Ready: p.readyMembers(m.Name)}",
-		Replacement: "premise := &Premise{}",
+		Original:    "premise := &Premise{Ready: p.readyMembers(m.Name), OnlyNotReady: m.Name,",
+		Replacement: "premise := &Premise{OnlyNotReady: m.Name,",
 		Mistake:     "a heal sent without asking that the other members still be ready",
 		Threatens:   "premise of a heal; clauses 1, 3",
 	},
@@ -360,8 +360,8 @@ var Table = []Mutant{
 	},
 	{
 		Name: "status-read-back-to-decide", File: "machine/fleet.go",
-		Original:    "if s == v1alpha1.StateDeleting || s == v1alpha1.StateProvisioning {",
-		Replacement: "if s == v1alpha1.StateDeleting || s == v1alpha1.StateProvisioning || fx.view.Fleet.Status.State == v1alpha1.StateShrinkingOne {",
+		Original:    "\tswitch s {\n\tcase v1alpha1.StateDeleting:\n\t\treturn TriggerNone",
+		Replacement: "\tswitch s {\n\tcase v1alpha1.StateDeleting, fx.view.Fleet.Status.State:\n\t\treturn TriggerNone",
 		Mistake:     "the published state read back to avoid deciding twice",
 		Threatens:   "clause 5: any stored status gives the same decisions",
 	},

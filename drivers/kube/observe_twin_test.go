@@ -1,0 +1,135 @@
+package kube
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/proptest"
+)
+
+// TestObserveTwinsAgree: the informer caches' observation (Informers.Observe) and the
+// simulator's (events.Store.Observe, what the property tests feed the loop) gather the same
+// objects for every fleet, on the objects random lifecycle sequences leave in the simulator:
+// foreign workloads and disks under a fleet's name, rivals for a bucket, terminating members,
+// lost nodes. The property tests prove the contract on the second; this proves it is the first.
+func TestObserveTwinsAgree(t *testing.T) {
+	compared := 0
+	for seed := uint64(1); seed <= 6; seed++ {
+		w := proptest.NewWorld(10, seed)
+		w.Adversarial = true
+		p := proptest.NewSeeded(seed)
+		for step := 0; step < 25; step++ {
+			op := proptest.Ops[p.Int("op", 0, len(proptest.Ops)-1)]
+			if step == 0 {
+				op = proptest.Ops[0]
+			}
+			if err := op.Do(w, p); err != nil {
+				t.Fatalf("seed %d step %d %s: %v", seed, step, op.Name, err)
+			}
+			compared += compareObservations(t, w)
+		}
+	}
+	if compared < 100 {
+		t.Fatalf("only %d observations compared", compared)
+	}
+}
+
+func compareObservations(t *testing.T, w *proptest.World) int {
+	t.Helper()
+	var objs []any
+	for _, ev := range w.C.Resync() {
+		if ev.Object == nil || strings.HasSuffix(string(ev.Kind), "Gone") {
+			continue
+		}
+		objs = append(objs, ev.Object)
+	}
+	inf := testInformers(t, objs...)
+	store := events.NewStore()
+	for _, ev := range w.C.Resync() {
+		store.Apply(ev)
+	}
+	store.MarkSynced()
+	n := 0
+	for _, key := range store.Fleets() {
+		ns, name, _ := strings.Cut(key, "/")
+		want := store.Observe(ns, name)
+		got, err := inf.Observe(ns, name, want.Now, want.Utilization)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Cache sync is the informers' business (the test's caches never start), and the
+		// informers keep only the members' nodes, which is all the machine looks up.
+		got.NodesSynced, got.StorageClassKnown = want.NodesSynced, want.StorageClassKnown
+		members := map[string]*corev1.Node{}
+		for _, p := range want.Pods {
+			if n := want.Nodes[p.Spec.NodeName]; n != nil {
+				members[n.Name] = n
+			}
+		}
+		want.Nodes = members
+		if g, w := describeObservation(got), describeObservation(want); g != w {
+			t.Fatalf("%s: the informers observe\n%s\nthe simulator's store observes\n%s", key, g, w)
+		}
+		n++
+	}
+	return n
+}
+
+// describeObservation names every object an observation holds by kind, namespace, name, UID and
+// resourceVersion: which objects belong to a fleet, in which version, is what the twins must
+// agree on.
+func describeObservation(o *events.Observation) string {
+	var b strings.Builder
+	add := func(label string, x metav1.Object) {
+		if x == nil || reflect.ValueOf(x).IsNil() {
+			fmt.Fprintf(&b, "%s: none\n", label)
+			return
+		}
+		fmt.Fprintf(&b, "%s: %s/%s uid=%s rv=%s\n", label, x.GetNamespace(), x.GetName(), x.GetUID(), x.GetResourceVersion())
+	}
+	fmt.Fprintf(&b, "now %s synced %t/%t sa-missing %t unowned %v\n", o.Now, o.NodesSynced, o.StorageClassKnown, o.ServiceAccountMissing, o.Unowned)
+	if o.Utilization != nil {
+		fmt.Fprintf(&b, "utilization %+v\n", *o.Utilization)
+	}
+	if o.Fleet != nil {
+		add("fleet", o.Fleet)
+	}
+	for _, x := range o.Reservations {
+		add("reservation", x)
+	}
+	for _, x := range o.Rivals {
+		add("rival", x)
+	}
+	add("statefulset", o.StatefulSet)
+	add("deployment", o.Deployment)
+	for _, x := range o.Services {
+		add("service", x)
+	}
+	for _, x := range o.Policies {
+		add("policy", x)
+	}
+	add("pdb", o.PDB)
+	for _, x := range o.Pods {
+		add("pod", x)
+	}
+	for _, x := range o.PVCs {
+		add("claim", x)
+	}
+	nodes := make([]string, 0, len(o.Nodes))
+	for n := range o.Nodes {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		add("node", o.Nodes[n])
+	}
+	add("storageclass", o.StorageClass)
+	return b.String()
+}

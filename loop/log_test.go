@@ -1,0 +1,5 @@
+package loop
+
+import "github.com/rs/zerolog"
+
+func nopLog() zerolog.Logger { return zerolog.Nop() }

@@ -1,0 +1,259 @@
+// Package loop is the operator's one reconcile loop: it turns a fleet's key into a decision and
+// applies the decision's actions in order, stopping at the first failure. drivers/kube runs it
+// against the API server and proptest runs it against the simulator, so the property tests
+// exercise the loop that ships. It does no I/O of its own: a Driver observes and acts.
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/machine"
+)
+
+// Driver is what the loop needs of a cluster.
+type Driver interface {
+	// Observe gathers what the driver's caches hold about one fleet at now. A fleet that does not
+	// exist observes with a nil Fleet.
+	Observe(ctx context.Context, namespace, name string, now time.Time) (*events.Observation, error)
+	// Fresh reads, bypassing every cache, what an action's premise names.
+	Fresh(ctx context.Context, t *Target, a machine.Action) (machine.Fresh, error)
+	// Do sends one action's request. It may replace t.Fleet with the server's answer to a write
+	// of the fleet, so a later action of the same sync carries the current resourceVersion.
+	Do(ctx context.Context, t *Target, a machine.Action) error
+}
+
+// Target is the fleet a sync's actions are about.
+type Target struct {
+	Fleet *v1alpha1.CelldFleet
+	// Current is what the driver's fresh read for the premise of the action CurrentKey found of
+	// the object it writes (nil: absent), so sending it needs no second read. The driver's own.
+	Current    any
+	CurrentKey string
+}
+
+// Hooks let a driver count and time what the loop does. Every field may be nil.
+type Hooks struct {
+	// Decided is called once the machine decided, before any action.
+	Decided func(key string, d machine.Decision, took time.Duration)
+	// Acted is called after every action sent, err nil when it succeeded.
+	Acted func(key string, a machine.Action, err error)
+	// Requeue asks for the key to be synced again after the given delay.
+	Requeue func(key string, after time.Duration)
+	// Forgot is called when the fleet no longer exists and the loop dropped its memory of it.
+	Forgot func(key string)
+}
+
+// Loop holds one machine per fleet and the API server's latest refusal of each.
+type Loop struct {
+	driver Driver
+	log    zerolog.Logger
+	hooks  Hooks
+
+	mu       sync.Mutex
+	machines map[string]*fleetMachine
+}
+
+type fleetMachine struct {
+	uid types.UID
+	m   *machine.Fleet
+	// refused is the API server's latest refusal of an object rendered from the fleet's spec.
+	refused *events.Refusal
+	// refusedUntil ends a refusal that may pass on its own (Forbidden: a namespace being
+	// deleted, a permission or policy not yet in place); zero holds it until the spec changes.
+	refusedUntil time.Time
+}
+
+// ForbiddenRetry is how long a Forbidden refusal holds the fleet, Degraded, before the refused
+// write is tried again.
+var ForbiddenRetry = time.Minute
+
+// New returns a loop with no memory: a process start or a leader change.
+func New(d Driver, log zerolog.Logger, hooks Hooks) *Loop {
+	return &Loop{driver: d, log: log, hooks: hooks, machines: map[string]*fleetMachine{}}
+}
+
+// Result is what one sync did.
+type Result struct {
+	Decision machine.Decision
+	// Applied counts the actions that succeeded, requeues included, before the first failure.
+	Applied int
+	// Exists is false when the fleet is gone.
+	Exists bool
+}
+
+// Sync observes one fleet at now, steps its machine and applies the decision's actions in order,
+// stopping at the first error, which it returns.
+func (l *Loop) Sync(ctx context.Context, key string, now time.Time) (Result, error) {
+	start := time.Now()
+	ns, name, ok := strings.Cut(key, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		l.log.Error().Str("key", key).Msg("dropping a malformed key")
+		return Result{}, nil
+	}
+	obs, err := l.driver.Observe(ctx, ns, name, now)
+	if err != nil {
+		l.log.Error().Err(err).Str("namespace", ns).Str("fleet", name).Msg("observe")
+		return Result{}, err
+	}
+	obs.Refused = l.refusal(key, now)
+	view := events.Normalize(ns, name, obs)
+	d := l.machineFor(key, obs.Fleet).Step(&view)
+	res := Result{Decision: d, Exists: obs.Fleet != nil}
+	if l.hooks.Decided != nil {
+		l.hooks.Decided(key, d, time.Since(start))
+	}
+	if obs.Fleet == nil {
+		l.forget(key)
+		return res, nil
+	}
+
+	log := l.log.With().Str("namespace", ns).Str("fleet", name).Str("state", string(d.To)).Logger()
+	for _, t := range d.Transitions {
+		log.Info().Str("from", string(t.From)).Str("to", string(t.To)).Str("trigger", string(t.Trigger)).Msg("state changed")
+	}
+	target := &Target{Fleet: obs.Fleet}
+	for _, a := range d.Actions {
+		alog := log.With().Str("action", string(a.Kind)).Str("key", a.Key).Logger()
+		if a.Kind == machine.Requeue {
+			if l.hooks.Requeue != nil {
+				l.hooks.Requeue(key, a.After)
+			}
+			alog.Debug().Dur("after", a.After).Msg("requeue")
+			res.Applied++
+			continue
+		}
+		err := l.do(ctx, target, a)
+		if l.hooks.Acted != nil {
+			l.hooks.Acted(key, a, err)
+		}
+		if err != nil {
+			// Only a write's answer shows that the API server refuses an object rendered from the
+			// spec, so it goes back into the next observation.
+			if a.Kind == machine.Apply || a.Kind == machine.BindReservation {
+				r := &events.Refusal{Generation: obs.Fleet.Generation, Object: RefusedObject(a), Message: refusalMessage(err)}
+				switch {
+				case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+					l.refuse(key, r, time.Time{})
+				case apierrors.IsForbidden(err):
+					// It may pass on its own: Degraded now, and another try later rather than a
+					// silent backoff loop.
+					l.refuse(key, r, now.Add(ForbiddenRetry))
+					if l.hooks.Requeue != nil {
+						l.hooks.Requeue(key, ForbiddenRetry)
+					}
+				}
+			}
+			ev := alog.Error()
+			if errors.Is(err, machine.ErrPremiseChanged) || apierrors.IsConflict(err) {
+				// A cache behind the API server: the next sync sees the newer object.
+				ev = alog.Info()
+			}
+			ev.Err(err).Msg("action failed; requeued")
+			return res, err
+		}
+		res.Applied++
+		alog.Info().Msg(a.String())
+	}
+	log.Debug().Dur("took", time.Since(start)).Int("actions", len(d.Actions)).Msg("synced")
+	return res, nil
+}
+
+// do confirms an action's premise on fresh reads, then sends it: a cache that missed a change
+// never costs a member or a step.
+func (l *Loop) do(ctx context.Context, t *Target, a machine.Action) error {
+	if a.Premise != nil {
+		fresh, err := l.driver.Fresh(ctx, t, a)
+		if err != nil {
+			return fmt.Errorf("confirm %s: %w", a.Key, err)
+		}
+		if err := a.Premise.Check(fresh); err != nil {
+			return fmt.Errorf("confirm %s: %w", a.Key, err)
+		}
+	}
+	return l.driver.Do(ctx, t, a)
+}
+
+// machineFor is the machine of the fleet at key, a fresh one when the fleet was recreated under
+// the same name: what the old machine remembers is about another fleet.
+func (l *Loop) machineFor(key string, f *v1alpha1.CelldFleet) *machine.Fleet {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fm := l.machines[key]
+	if f == nil {
+		if fm != nil {
+			return fm.m
+		}
+		return machine.New()
+	}
+	if fm == nil || fm.uid != f.UID {
+		fm = &fleetMachine{uid: f.UID, m: machine.New()}
+		l.machines[key] = fm
+	}
+	return fm.m
+}
+
+func (l *Loop) refusal(key string, now time.Time) *events.Refusal {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if fm := l.machines[key]; fm != nil {
+		if !fm.refusedUntil.IsZero() && now.After(fm.refusedUntil) {
+			fm.refused, fm.refusedUntil = nil, time.Time{}
+		}
+		return fm.refused
+	}
+	return nil
+}
+
+func (l *Loop) refuse(key string, r *events.Refusal, until time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if fm := l.machines[key]; fm != nil {
+		fm.refused, fm.refusedUntil = r, until
+	}
+}
+
+// forget drops what the loop keeps about a fleet that no longer exists.
+func (l *Loop) forget(key string) {
+	l.mu.Lock()
+	delete(l.machines, key)
+	l.mu.Unlock()
+	if l.hooks.Forgot != nil {
+		l.hooks.Forgot(key)
+	}
+}
+
+// RefusedObject names the refused object as a person looks it up: Kind/name.
+func RefusedObject(a machine.Action) string {
+	if a.Kind == machine.BindReservation {
+		return "CelldReservation/" + a.Name
+	}
+	kind, _, _ := strings.Cut(strings.TrimPrefix(a.Key, "apply/"), "/")
+	return kind + "/" + a.Name
+}
+
+// refusalMessage is the API server's own words for a refusal, without the request's wrapping.
+func refusalMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Message
+	}
+	return err.Error()
+}
+
+// Remembered counts the fleets whose machine the loop holds.
+func (l *Loop) Remembered() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.machines)
+}

@@ -1,0 +1,119 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/machine"
+)
+
+// fake observes one Bucket fleet with nothing of its own yet, and answers actions as told.
+type fake struct {
+	fleet    *v1alpha1.CelldFleet
+	observed []*events.Observation
+	sent     []machine.ActionKind
+	keys     []string
+	// fail answers an action of that kind with the error.
+	fail map[machine.ActionKind]error
+	// generation is what a fresh read of the fleet says.
+	generation int64
+}
+
+func (f *fake) Observe(_ context.Context, _, _ string, now time.Time) (*events.Observation, error) {
+	o := &events.Observation{Now: now, Fleet: f.fleet, Nodes: map[string]*corev1.Node{}, NodesSynced: true}
+	f.observed = append(f.observed, o)
+	return o, nil
+}
+
+func (f *fake) Fresh(_ context.Context, _ *Target, a machine.Action) (machine.Fresh, error) {
+	return machine.Fresh{FleetGeneration: f.generation, Pods: map[string]*corev1.Pod{}}, nil
+}
+
+func (f *fake) Do(_ context.Context, _ *Target, a machine.Action) error {
+	f.sent = append(f.sent, a.Kind)
+	f.keys = append(f.keys, a.Key)
+	return f.fail[a.Kind]
+}
+
+func newFake() *fake {
+	return &fake{generation: 1, fail: map[machine.ActionKind]error{}, fleet: &v1alpha1.CelldFleet{
+		ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team", UID: "uid-alpha", ResourceVersion: "7", Generation: 1},
+		Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfileBucket, Members: 3, Image: "celld:1",
+			Bucket: v1alpha1.BucketSpec{Name: "alpha-data", Region: "eu-west-1"}, Workload: v1alpha1.WorkloadDeployment},
+	}}
+}
+
+func TestSyncAppliesInOrderAndStopsAtTheFirstFailure(t *testing.T) {
+	f := newFake()
+	var acted []machine.ActionKind
+	l := New(f, nopLog(), Hooks{Acted: func(_ string, a machine.Action, _ error) { acted = append(acted, a.Kind) }})
+	res, err := l.Sync(context.Background(), "team/alpha", time.Unix(100, 0))
+	if err != nil || !res.Exists || len(f.sent) == 0 || res.Applied != len(res.Decision.Actions) {
+		t.Fatalf("first sync: err %v, applied %d of %d, sent %v", err, res.Applied, len(res.Decision.Actions), f.sent)
+	}
+	boom := errors.New("boom")
+	f.fail[machine.AddFinalizer] = boom
+	f.sent = nil
+	res, err = l.Sync(context.Background(), "team/alpha", time.Unix(105, 0))
+	if !errors.Is(err, boom) {
+		t.Fatalf("want the finalizer's error, got %v", err)
+	}
+	if last := f.sent[len(f.sent)-1]; last != machine.AddFinalizer || res.Applied != len(f.sent)-1 {
+		t.Fatalf("sent %v, applied %d: want to stop at the finalizer", f.sent, res.Applied)
+	}
+	if len(acted) == 0 || acted[len(acted)-1] != machine.AddFinalizer {
+		t.Fatalf("the Acted hook missed the failure: %v", acted)
+	}
+}
+
+func TestSyncConfirmsPremisesOnFreshReads(t *testing.T) {
+	f := newFake()
+	f.generation = 2 // the user changed the spec after the cache saw it
+	l := New(f, nopLog(), Hooks{})
+	_, err := l.Sync(context.Background(), "team/alpha", time.Unix(100, 0))
+	if !errors.Is(err, machine.ErrPremiseChanged) {
+		t.Fatalf("want the workload write refused by its premise, got %v", err)
+	}
+	for _, k := range f.keys {
+		if strings.HasPrefix(k, "apply/Deployment") {
+			t.Fatalf("the workload was written though its premise no longer held: %v", f.keys)
+		}
+	}
+}
+
+func TestSyncRemembersRefusalsAndForgetsGoneFleets(t *testing.T) {
+	f := newFake()
+	gone := ""
+	l := New(f, nopLog(), Hooks{Forgot: func(k string) { gone = k }})
+	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "alpha",
+		field.ErrorList{field.Invalid(field.NewPath("spec"), "", "refused")})
+	f.fail[machine.Apply] = invalid
+	if _, err := l.Sync(context.Background(), "team/alpha", time.Unix(100, 0)); !apierrors.IsInvalid(err) {
+		t.Fatalf("want the refusal, got %v", err)
+	}
+	f.fail = map[machine.ActionKind]error{}
+	if _, err := l.Sync(context.Background(), "team/alpha", time.Unix(105, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.observed[len(f.observed)-1].Refused; r == nil || r.Generation != 1 {
+		t.Fatalf("the next observation lacks the refusal: %+v", r)
+	}
+	f.fleet = nil
+	if res, err := l.Sync(context.Background(), "team/alpha", time.Unix(110, 0)); err != nil || res.Exists {
+		t.Fatalf("a gone fleet: %v %v", res.Exists, err)
+	}
+	if gone != "team/alpha" || l.Remembered() != 0 {
+		t.Fatalf("forgot %q, remembers %d", gone, l.Remembered())
+	}
+}
