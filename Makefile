@@ -5,11 +5,12 @@ BIN := bin/celld-operator
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 FUZZ_SEQUENCES ?= 20000
 CHAOS_KILLS ?= 200
+MUTANTS_JOBS ?= 1
 # Fault injection is compiled only with -tags faults (the e2e tests build the operator so); these
 # packages have code and tests under that tag.
 FAULT_PKGS := ./drivers/kube ./cmd/celld-operator
 
-.PHONY: help build test unit e2e chaos fuzz diagram generate verify lint cluster demo demo-stop bench clean
+.PHONY: help build test unit e2e chaos fuzz mutants diagram generate verify lint cluster demo demo-stop bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -33,6 +34,9 @@ chaos: ## long crash chaos: fleet lifecycles while the operator is SIGKILLed CHA
 
 fuzz: ## a long property run: FUZZ_SEQUENCES random lifecycle sequences (default 20000) across all cores
 	hack/fuzz.sh $(FUZZ_SEQUENCES)
+
+mutants: ## mutation score: every mistake of hack/mutants/table.go must fail the tests that need no control plane (MUTANTS_RUN=regexp, MUTANTS_JOBS=N)
+	$(GO) run ./hack/mutants -run '$(MUTANTS_RUN)' -j $(MUTANTS_JOBS)
 
 diagram: ## print the lifecycle diagram (DOT) and refresh the golden files
 	$(GO) test ./machine -run TestDiagramGolden -update

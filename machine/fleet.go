@@ -1,7 +1,9 @@
 package machine
 
 import (
+	"context"
 	"fmt"
+	"testing"
 
 	"github.com/qmuntal/stateless"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +24,10 @@ type Fleet struct {
 	// same nothing, without deciding again.
 	quiet   *Decision
 	quietFP uint64
+	// fired is the row the last Fire took (a reentry too), nil when it took none.
+	fired *Transition
+	// unhandled is the last trigger fired that the table has no row for.
+	unhandled Trigger
 }
 
 type memoKey struct {
@@ -35,10 +41,27 @@ type memoKey struct {
 func New() *Fleet {
 	m := &Fleet{memo: map[memoKey]bool{}}
 	m.sm = newStateMachine(&m.state)
+	m.sm.OnTransitioned(func(_ context.Context, t stateless.Transition) {
+		m.fired = &Transition{From: t.Source.(v1alpha1.FleetState), To: t.Destination.(v1alpha1.FleetState), Trigger: t.Trigger.(Trigger)}
+	})
+	m.sm.OnUnhandledTrigger(func(_ context.Context, s stateless.State, tr stateless.Trigger, unmetGuards []string) error {
+		if len(unmetGuards) > 0 {
+			// A guard that does not hold leaves the state as it is: the fleet waits, and its
+			// status says for what.
+			return nil
+		}
+		m.unhandled = tr.(Trigger)
+		return nil
+	})
 	return m
 }
 
-// Transition is one state change a step went through.
+// PanicOnUnhandledTrigger makes a trigger the lifecycle table has no row for (not even an
+// ignore) a panic: a hole in the table must fail the tests that reach it. In production the
+// decision reports it in Decision.Unhandled instead, for the driver to log and count.
+var PanicOnUnhandledTrigger = testing.Testing()
+
+// Transition is one state change a step went through (a reentry, From == To, too).
 type Transition struct {
 	From, To v1alpha1.FleetState
 	Trigger  Trigger
@@ -59,17 +82,29 @@ func (m *Fleet) Step(v *events.View) Decision {
 	observed := derive(v, fx)
 	m.state = observed
 	d := Decision{From: observed}
-	for _, tr := range []Trigger{completion(observed, fx), request(observed, fx)} {
+	triggers := []Trigger{completion(observed, fx), request(observed, fx)}
+	if v.Deleting && observed != v1alpha1.StateDeleting {
+		// Deletion preempts whatever was in flight: it is the one trigger of this step.
+		triggers = []Trigger{TriggerDeletionRequested}
+	}
+	for _, tr := range triggers {
 		if tr == TriggerNone {
 			continue
 		}
 		from := m.state
+		m.fired, m.unhandled = nil, TriggerNone
 		// Guards and transitions are pure; an error here is a programming error in the table.
 		if err := m.sm.Fire(tr, fx); err != nil {
 			panic(fmt.Sprintf("machine: fire %s in %s: %v", tr, from, err))
 		}
-		if m.state != from {
-			d.Transitions = append(d.Transitions, Transition{From: from, To: m.state, Trigger: tr})
+		if m.unhandled != TriggerNone {
+			if PanicOnUnhandledTrigger {
+				panic(fmt.Sprintf("machine: the lifecycle table has no row for %s in %s", tr, from))
+			}
+			d.Unhandled = append(d.Unhandled, Transition{From: from, To: from, Trigger: tr})
+		}
+		if m.fired != nil {
+			d.Transitions = append(d.Transitions, *m.fired)
 		}
 		d.Trigger = tr
 	}
@@ -98,11 +133,14 @@ func settledAfter(d Decision, fx *facts) int32 {
 	return fx.view.Workload.Settled
 }
 
-// derive is the state the observation shows: what is in flight, whoever started it.
+// derive is the state the observation shows: what is in flight, whoever started it. Healing is
+// never in flight: it is one decision (delete that Pod), entered by its trigger; what follows is
+// observed as the workload's own state. Deleting is in flight once the workload is stopped, or
+// gone with members or disks left; before that, the deletion is a trigger that enters it.
 func derive(v *events.View, fx *facts) v1alpha1.FleetState {
 	w := &v.Workload
 	switch {
-	case v.Deleting:
+	case v.Deleting && deletionInFlight(v):
 		return v1alpha1.StateDeleting
 	case !w.Exists || w.Settled < 0:
 		return v1alpha1.StateProvisioning
@@ -110,10 +148,25 @@ func derive(v *events.View, fx *facts) v1alpha1.FleetState {
 		return v1alpha1.StateShrinkingOne
 	case w.Replicas > w.Settled:
 		return v1alpha1.StateGrowing
-	case fx.candidate != nil:
-		return v1alpha1.StateHealing
 	}
 	return v1alpha1.StateSteady
+}
+
+// deletionInFlight: the workload was stopped (a fleet has at least one member otherwise), or is
+// gone while members or the fleet's disks remain.
+func deletionInFlight(v *events.View) bool {
+	if w := &v.Workload; w.Exists {
+		return w.Replicas == 0
+	}
+	if len(v.Members) > 0 {
+		return true
+	}
+	for _, d := range v.Disks {
+		if d.FleetUID == v.Fleet.UID {
+			return true
+		}
+	}
+	return false
 }
 
 // completion is the trigger that ends the change in flight, if the observation shows it ended;
@@ -126,9 +179,11 @@ func completion(s v1alpha1.FleetState, fx *facts) Trigger {
 			return TriggerProvisioned
 		}
 	case v1alpha1.StateGrowing, v1alpha1.StateShrinkingOne:
-		return TriggerRolledOut
-	case v1alpha1.StateHealing:
-		return TriggerReplaced
+		// A held fleet cannot record the settled size on its workload: completing here would
+		// complete again, with another Event, on every pass.
+		if fx.hold == "" {
+			return TriggerRolledOut
+		}
 	}
 	return TriggerNone
 }
@@ -152,7 +207,7 @@ func request(s v1alpha1.FleetState, fx *facts) Trigger {
 		return TriggerTargetAbove
 	case fx.candidate != nil:
 		return TriggerMemberLost
-	case fx.target.Members < fx.current:
+	case fx.hold == "" && fx.target.Members < fx.current:
 		return TriggerTargetBelow
 	}
 	return TriggerNone

@@ -14,8 +14,8 @@ import (
 // Trigger is what an observation calls for.
 type Trigger string
 
-// The triggers. Observation triggers (RolledOut, Replaced) say an in-flight change finished;
-// request triggers say what the fleet asks for now.
+// The triggers. The observation trigger (RolledOut) says an in-flight change finished; request
+// triggers say what the fleet asks for now.
 const (
 	TriggerNone              Trigger = ""
 	TriggerDeletionRequested Trigger = "DeletionRequested"
@@ -24,7 +24,6 @@ const (
 	TriggerTargetBelow       Trigger = "TargetBelowCurrent"
 	TriggerMemberLost        Trigger = "MemberCannotComeBack"
 	TriggerRolledOut         Trigger = "RolledOut"
-	TriggerReplaced          Trigger = "Replaced"
 )
 
 // States lists the six lifecycle states.
@@ -49,11 +48,6 @@ func onlyThatMemberNotReady(_ context.Context, args ...any) bool {
 	return fx.candidate != nil && fx.othersReady
 }
 
-func noMemberLeftToReplace(_ context.Context, args ...any) bool {
-	fx := args[0].(*facts)
-	return fx.candidate == nil && fx.allReady
-}
-
 type guard struct {
 	name string
 	fn   stateless.GuardFunc
@@ -63,7 +57,6 @@ var (
 	settledAndReady = guard{"previousChangeRolledOutAndAllReady", previousChangeRolledOutAndAllReady}
 	scaleInAllowed  = guard{"scaleInAllowedByPolicy", scaleInAllowedByPolicy}
 	othersReady     = guard{"onlyThatMemberNotReady", onlyThatMemberNotReady}
-	noLostMember    = guard{"noMemberLeftToReplace", noMemberLeftToReplace}
 )
 
 // transition is one row of the lifecycle table: the stateless configuration, the diagram and the
@@ -80,8 +73,9 @@ var table = func() []transition {
 	add := func(from v1alpha1.FleetState, tr Trigger, to v1alpha1.FleetState, g *guard) {
 		t = append(t, transition{from: from, to: to, trigger: tr, guard: g})
 	}
+	// Healing is one decision, never a state a step starts from (see derive): it has no row out.
 	for _, s := range States {
-		if s != v1alpha1.StateDeleting {
+		if s != v1alpha1.StateDeleting && s != v1alpha1.StateHealing {
 			add(s, TriggerDeletionRequested, v1alpha1.StateDeleting, nil)
 		}
 	}
@@ -95,8 +89,6 @@ var table = func() []transition {
 	add(v1alpha1.StateShrinkingOne, TriggerRolledOut, v1alpha1.StateSteady, &settledAndReady)
 	add(v1alpha1.StateShrinkingOne, TriggerTargetAbove, v1alpha1.StateGrowing, nil)
 	add(v1alpha1.StateShrinkingOne, TriggerMemberLost, v1alpha1.StateHealing, &othersReady)
-	add(v1alpha1.StateHealing, TriggerReplaced, v1alpha1.StateSteady, &noLostMember)
-	add(v1alpha1.StateHealing, TriggerTargetAbove, v1alpha1.StateGrowing, nil)
 	return t
 }()
 
@@ -104,7 +96,13 @@ var table = func() []transition {
 // (idempotently) with the newest view.
 var reentries = []transition{
 	{from: v1alpha1.StateGrowing, trigger: TriggerTargetAbove},
-	{from: v1alpha1.StateHealing, trigger: TriggerMemberLost, guard: &othersReady},
+}
+
+// ignores are triggers a state waits out: a lower target while a change is in flight is decided
+// once that change rolled out. Any other trigger without a row is a hole in the table.
+var ignores = []transition{
+	{from: v1alpha1.StateGrowing, trigger: TriggerTargetBelow},
+	{from: v1alpha1.StateShrinkingOne, trigger: TriggerTargetBelow},
 }
 
 // newStateMachine configures stateless over the state held in *state. Guards read the facts the
@@ -129,9 +127,9 @@ func newStateMachine(state *v1alpha1.FleetState) *stateless.StateMachine {
 	for _, t := range reentries {
 		sm.Configure(t.from).PermitReentry(t.trigger, wrap(t.guard)...)
 	}
-	// A trigger a state does not take, or whose guard does not hold, leaves the state as it is:
-	// the fleet waits, and its status says for what.
-	sm.OnUnhandledTrigger(func(context.Context, stateless.State, stateless.Trigger, []string) error { return nil })
+	for _, t := range ignores {
+		sm.Configure(t.from).Ignore(t.trigger)
+	}
 	return sm
 }
 
@@ -164,6 +162,10 @@ func Mermaid() string {
 		b.WriteString(l)
 		b.WriteString("\n")
 	}
+	for _, t := range ignores {
+		fmt.Fprintf(&b, "    note right of %s : ignores %s\n", t.from, t.trigger)
+	}
+	fmt.Fprintf(&b, "    note right of %s : one decision, deletes that one Pod; the next step starts from what the workload shows\n", v1alpha1.StateHealing)
 	fmt.Fprintf(&b, "    %s --> [*] : finalizer removed\n", v1alpha1.StateDeleting)
 	return b.String()
 }

@@ -142,7 +142,8 @@ func (p *planner) live() {
 		p.add(a)
 	}
 	p.history(replicas)
-	if p.to == v1alpha1.StateHealing {
+	// A Steady fleet with a member it cannot replace yet says why.
+	if p.to == v1alpha1.StateHealing || (fx.candidate != nil && !fx.othersReady && p.to == v1alpha1.StateSteady) {
 		p.heal()
 	}
 	p.explain(replicas)

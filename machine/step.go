@@ -12,8 +12,11 @@ type Decision struct {
 	Trigger  Trigger
 	// Transitions lists the state changes: one the observation explains, one this step decides.
 	Transitions []Transition
-	Actions     []Action
-	Status      v1alpha1.CelldFleetStatus
+	// Unhandled lists the triggers fired that the lifecycle table has no row for (a table bug);
+	// empty unless PanicOnUnhandledTrigger is off.
+	Unhandled []Transition
+	Actions   []Action
+	Status    v1alpha1.CelldFleetStatus
 }
 
 // Step decides for one view with a fresh machine.

@@ -243,6 +243,12 @@ func (c *Controller) hooks() loop.Hooks {
 			for _, t := range d.Transitions {
 				c.metrics.transitions.WithLabelValues(string(t.From), string(t.To)).Inc()
 			}
+			for _, u := range d.Unhandled {
+				c.metrics.unhandled.WithLabelValues(string(u.From), string(u.Trigger)).Inc()
+				ns, name, _ := cache.SplitMetaNamespaceKey(key)
+				c.log.Error().Str("namespace", ns).Str("fleet", name).Str("in", string(u.From)).Str("trigger", string(u.Trigger)).
+					Msg("the lifecycle table has no row for this trigger; the fleet stays where it is")
+			}
 		},
 		Acted: func(key string, a machine.Action, err error) {
 			if err != nil {

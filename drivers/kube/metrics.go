@@ -20,6 +20,7 @@ type Metrics struct {
 	Registry *prometheus.Registry
 
 	transitions    *prometheus.CounterVec
+	unhandled      *prometheus.CounterVec
 	actions        *prometheus.CounterVec
 	writes         *prometheus.CounterVec
 	writesRefused  *prometheus.CounterVec
@@ -43,6 +44,10 @@ func NewMetrics() *Metrics {
 			Namespace: metricsNamespace, Name: "transitions_total",
 			Help: "Lifecycle state changes, by the state left and the state entered.",
 		}, []string{"from", "to"}),
+		unhandled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "unhandled_triggers_total",
+			Help: "Triggers the lifecycle table has no row for, by state and trigger: a bug in the table (the fleet stays where it is).",
+		}, []string{"state", "trigger"}),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "actions_total",
 			Help: "Actions of the lifecycle machine applied, by kind and result (ok or error).",
@@ -88,7 +93,7 @@ func NewMetrics() *Metrics {
 		states: newStateCollector(),
 	}
 	m.queueProvider = newQueueMetrics(reg)
-	reg.MustRegister(m.transitions, m.actions, m.writes, m.writesRefused, m.requests, m.faults, m.heals, m.decision, m.eventToAction, m.utilizationGet, m.undecodable, m.states,
+	reg.MustRegister(m.transitions, m.unhandled, m.actions, m.writes, m.writesRefused, m.requests, m.faults, m.heals, m.decision, m.eventToAction, m.utilizationGet, m.undecodable, m.states,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

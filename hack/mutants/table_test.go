@@ -1,0 +1,32 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// TestTableApplies: every mutant's original occurs exactly once in its file, so a change to the
+// code cannot silently turn a mutant into a no-op; names are unique and every mutant says what
+// mistake it models and what it threatens.
+func TestTableApplies(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(Table) < 35 {
+		t.Errorf("%d mutants; want at least 35", len(Table))
+	}
+	seen := map[string]bool{}
+	for _, m := range Table {
+		if seen[m.Name] {
+			t.Errorf("mutant %s listed twice", m.Name)
+		}
+		seen[m.Name] = true
+		if m.Mistake == "" || m.Threatens == "" {
+			t.Errorf("mutant %s: say what mistake it models and what it threatens", m.Name)
+		}
+		if err := m.check(root); err != nil {
+			t.Errorf("mutant %s: %v", m.Name, err)
+		}
+	}
+}
