@@ -91,13 +91,7 @@ func TestUnreachableDeploymentMemberReplacedGracefully(t *testing.T) {
 	victim := f.members(fl)[0]
 	node := victim.Spec.NodeName
 	pods := f.recordPods()
-	t.Cleanup(func() {
-		nodeScript(t, "ready", node)
-		waitNode(t, node, 2*time.Minute, "Ready and untainted", nodeHealthy)
-	})
-	nodeScript(t, "not-ready", node)
-	n := waitNode(t, node, time.Minute, "NotReady", func(n *corev1.Node) bool { return !nodeHealthy(n) })
-	since := readyCondition(n).LastTransitionTime.Time
+	since := silenceNode(t, node)
 	t.Logf("node %s of member %s NotReady since %s", node, victim.Name, since.Format(time.RFC3339))
 
 	f.waitFleet(fl.Name, converge, "three ready members besides the terminating one, Degraded=MemberUnreachable", func(cur *v1alpha1.CelldFleet) bool {
@@ -153,13 +147,7 @@ func (f *fixture) unreachableMember(op *operator, name string) (*v1alpha1.CelldF
 		t.Fatalf("claim of %s: %v", victim.Name, err)
 	}
 	pods, claims := f.recordPods(), f.recordClaims()
-	t.Cleanup(func() {
-		nodeScript(t, "ready", node)
-		waitNode(t, node, 2*time.Minute, "Ready and untainted", nodeHealthy)
-	})
-	nodeScript(t, "not-ready", node)
-	n := waitNode(t, node, time.Minute, "NotReady", func(n *corev1.Node) bool { return !nodeHealthy(n) })
-	since := readyCondition(n).LastTransitionTime.Time
+	since := silenceNode(t, node)
 	t.Logf("node %s of member %s (%s) NotReady since %s", node, victim.Name, victim.UID, since.Format(time.RFC3339))
 
 	cur := f.waitFleet(fl.Name, time.Minute, "Degraded=MemberUnreachable naming the member, its node and the fencing taint", func(cur *v1alpha1.CelldFleet) bool {
@@ -223,6 +211,18 @@ func (f *fixture) checkOnlyVictimHealed(pods, claims *recorder, fl *v1alpha1.Cel
 			}
 		}
 	}
+}
+
+// silenceNode stops a node's heartbeats until the test ends, and returns when it turned NotReady.
+func silenceNode(t *testing.T, node string) time.Time {
+	t.Helper()
+	t.Cleanup(func() {
+		nodeScript(t, "ready", node)
+		waitNode(t, node, 2*time.Minute, "Ready and untainted", nodeHealthy)
+	})
+	nodeScript(t, "not-ready", node)
+	n := waitNode(t, node, time.Minute, "NotReady", func(n *corev1.Node) bool { return !nodeHealthy(n) })
+	return readyCondition(n).LastTransitionTime.Time
 }
 
 // fenceNode taints a node out-of-service, as its administrator does once the machine is off.
