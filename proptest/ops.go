@@ -3,6 +3,7 @@ package proptest
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"github.com/celld/celld-operator/drivers/sim"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/proptest/judge"
 )
 
 // Picker draws the random choices of a lifecycle sequence: rapid in tests (so failures shrink and
@@ -72,6 +74,11 @@ var Ops = []Op{
 		}
 		s := FleetSpec{Name: name, Members: int32(p.Int("members", 1, 5)), Bucket: buckets[p.Int("bucket", 0, len(buckets)-1)],
 			Grace: 20 * time.Second, Stabilization: time.Duration(p.Int("stabilization", 0, 2)) * 15 * time.Second}
+		// Where the bucket lives, in any of the spellings people use: two fleets naming one bucket
+		// at one store under different spellings must conflict, at two stores must not.
+		sp := judge.Spellings[p.Int("endpoint", 0, len(judge.Spellings)-1)]
+		s.Endpoint = strings.ReplaceAll(sp.Endpoint, "{bucket}", s.Bucket)
+		s.Region = []string{"us-east-1", "eu-west-1"}[p.Int("region", 0, 1)]
 		switch p.Int("profile", 0, 2) {
 		case 0:
 			s.Profile = v1alpha1.ProfilePersistentFleet

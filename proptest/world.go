@@ -221,6 +221,8 @@ type FleetSpec struct {
 	Profile v1alpha1.Profile
 	Members int32
 	Bucket  string
+	// Endpoint and Region say where the bucket lives: spellings of one store are one bucket.
+	Endpoint, Region string
 	// Workload is Deployment or OrderedStatefulSet for Bucket fleets.
 	Workload      v1alpha1.WorkloadKind
 	Stabilization time.Duration
@@ -234,7 +236,7 @@ func NewFleet(s FleetSpec) *v1alpha1.CelldFleet {
 		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: Namespace},
 		Spec: v1alpha1.CelldFleetSpec{
 			Profile: s.Profile, Members: s.Members, Image: GoodImage,
-			Bucket:   v1alpha1.BucketSpec{Name: s.Bucket, Region: "us-east-1"},
+			Bucket:   v1alpha1.BucketSpec{Name: s.Bucket, Region: orText(s.Region, "us-east-1"), Endpoint: s.Endpoint},
 			Capacity: v1alpha1.CapacitySpec{Mode: v1alpha1.CapacityManual, ScaleInStabilization: &metav1.Duration{Duration: s.Stabilization}},
 			Healing:  v1alpha1.HealingSpec{UnreachableGracePeriod: &metav1.Duration{Duration: s.Grace}},
 		},
@@ -276,4 +278,11 @@ func (w *World) Delete(name string) error {
 func (w *World) Fault(what string, fn func() error) error {
 	w.tracef("%s fault: %s", w.C.Now().Format("15:04:05"), what)
 	return fn()
+}
+
+func orText(s, alt string) string {
+	if s != "" {
+		return s
+	}
+	return alt
 }

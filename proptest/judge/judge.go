@@ -329,7 +329,7 @@ func (j *Judge) buckets() error {
 		if r.Labels["app.kubernetes.io/managed-by"] == "" {
 			continue // made by hand: not the operator's word
 		}
-		b := r.Spec.Bucket.Name
+		b := BucketKey(r.Spec.Bucket)
 		if uid, ok := j.bound[b]; ok && uid != r.Spec.FleetUID {
 			// Only a person frees a bucket, by deleting its reservation; even then, while the
 			// fleet it bound still exists, the bucket is that fleet's.
@@ -344,15 +344,15 @@ func (j *Judge) buckets() error {
 		if !owned(j.c.StatefulSet(f.Namespace, f.Name), f.UID) && !owned(j.c.Deployment(f.Namespace, f.Name), f.UID) {
 			continue
 		}
-		if uid, ok := j.bound[f.Spec.Bucket.Name]; !ok || uid != f.UID {
-			return fail(C9OneBucketOneUID, "fleet %s (uid %s) has a workload but bucket %s is bound to %q", f.Name, f.UID, f.Spec.Bucket.Name, uid)
+		if uid, ok := j.bound[BucketKey(f.Spec.Bucket)]; !ok || uid != f.UID {
+			return fail(C9OneBucketOneUID, "fleet %s (uid %s) has a workload but bucket %s is bound to %q", f.Name, f.UID, BucketKey(f.Spec.Bucket), uid)
 		}
 	}
 	return nil
 }
 
 // Bound is the fleet UID the operator reserved a bucket to, "" when none.
-func (j *Judge) Bound(bucket string) types.UID { return j.bound[bucket] }
+func (j *Judge) Bound(b v1alpha1.BucketSpec) types.UID { return j.bound[BucketKey(b)] }
 
 func owned(o interface {
 	GetOwnerReferences() []metav1.OwnerReference
@@ -383,7 +383,7 @@ func (j *Judge) Settled() error {
 			}
 			return fail(C10Liveness, "fleet %s is still being deleted: %d claims of it remain, and pods %s", f.Name, j.claims(f), strings.Join(desc, ", "))
 		}
-		if j.bound[f.Spec.Bucket.Name] != f.UID {
+		if j.bound[BucketKey(f.Spec.Bucket)] != f.UID {
 			continue // refused its bucket: nothing to converge
 		}
 		target := j.Target(f)
