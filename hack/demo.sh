@@ -5,7 +5,7 @@
 #   hack/demo.sh          # build what is missing, start everything, apply the samples (idempotent)
 #   hack/demo.sh stop     # delete the demo namespace, stop the operator and the control plane
 #
-# The operator runs from bin/celld-operator (make build) with the admin kubeconfig, manages the
+# The operator runs from bin/celld-operator (make build) on its ServiceAccount's token, manages the
 # demo namespace only (DEMO_NAMESPACE, default celld-demo), logs to .cache/demo/operator.log and
 # serves metrics on DEMO_METRICS_ADDR (default 127.0.0.1:28080).
 set -euo pipefail
@@ -22,6 +22,7 @@ DEMO_DIR="${ROOT}/.cache/demo"
 OPERATOR="${ROOT}/bin/celld-operator"
 PID_FILE="${DEMO_DIR}/operator.pid"
 LOG_FILE="${DEMO_DIR}/operator.log"
+OPERATOR_KUBECONFIG="${DEMO_DIR}/operator.kubeconfig"
 WATCH_TIMEOUT="${DEMO_WATCH_TIMEOUT:-180}"
 
 log() { printf '[demo] %s\n' "$*"; }
@@ -62,6 +63,18 @@ stop_operator() {
 	rm -f "${PID_FILE}"
 }
 
+# operator_kubeconfig writes a kubeconfig with a token of the operator's ServiceAccount: the
+# operator runs with exactly the rights deploy/rbac grants it, and deploy/'s admission policy lets
+# that identity alone write reservations.
+operator_kubeconfig() {
+	local token
+	token=$(kubectl create token celld-operator --namespace celld-system --duration=24h)
+	kubectl config view --raw --minify --flatten >"${OPERATOR_KUBECONFIG}"
+	kubectl --kubeconfig "${OPERATOR_KUBECONFIG}" config set-credentials celld-operator --token="${token}" >/dev/null
+	kubectl --kubeconfig "${OPERATOR_KUBECONFIG}" config set-context --current --user=celld-operator >/dev/null
+	chmod 600 "${OPERATOR_KUBECONFIG}"
+}
+
 start_operator() {
 	local pid
 	if pid=$(operator_pid); then
@@ -74,9 +87,10 @@ start_operator() {
 		stop_operator
 	fi
 	mkdir -p "${DEMO_DIR}"
+	operator_kubeconfig
 	printf '=== %s starting celld-operator\n' "$(date -u +%FT%TZ)" >>"${LOG_FILE}"
 	# A new session keeps the operator running after this script and its terminal exit.
-	setsid "${OPERATOR}" run --kubeconfig "${KUBECONFIG}" --namespace "${NAMESPACE}" \
+	setsid "${OPERATOR}" run --kubeconfig "${OPERATOR_KUBECONFIG}" --namespace "${NAMESPACE}" \
 		--leader-elect=false --metrics-bind-address "${METRICS_ADDR}" --metrics-secure=false \
 		--health-probe-bind-address "${PROBE_ADDR}" --log-format console \
 		</dev/null >>"${LOG_FILE}" 2>&1 &
@@ -120,7 +134,7 @@ log "control plane: cluster/build.sh (about 8 minutes the first time), then clus
 "${ROOT}/cluster/build.sh"
 "${ROOT}/cluster/up.sh"
 
-log "installing the CRDs, the operator's namespace and RBAC (deploy/; the operator itself runs here, as a process)"
+log "installing the CRDs, the operator's namespace, RBAC and admission policy (deploy/; the operator itself runs here, as a process, on its ServiceAccount's token)"
 kubectl apply --server-side --force-conflicts -f "${ROOT}/deploy/crds" -f "${ROOT}/deploy/namespace.yaml" -f "${ROOT}/deploy/rbac" >/dev/null
 kubectl wait --for=condition=Established --timeout=60s crd/celldfleets.celld.io crd/celldreservations.celld.io >/dev/null
 
@@ -161,8 +175,11 @@ cat <<EOF
   kubectl -n ${NAMESPACE} get pods,pvc,celldreservations
   kubectl -n ${NAMESPACE} describe celldfleet persistent-fleet
 
-  # lose a node (its members are replaced after spec.healing.unreachableGracePeriod, 5m); 'ready' brings it back
+  # a node stops answering: after spec.healing.unreachableGracePeriod (5m) its fleets say
+  # Degraded=MemberUnreachable and how to fence it; nothing is forced away until then
+  # (docs/node-failure.md). 'ready' brings it back; fencing it replaces its members at once:
   cluster/node.sh not-ready kwok-node-01
+  kubectl taint node kwok-node-01 node.kubernetes.io/out-of-service=nodeshutdown:NoExecute
 
   # delete a fleet: its members go, then its disks; the reservation of its bucket stays
   kubectl -n ${NAMESPACE} delete celldfleet persistent-fleet
