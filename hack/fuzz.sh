@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs the contract property test over many random lifecycle sequences, split across the
 # machine's cores (each worker with its own seed), and prints the totals.
-# Usage: hack/fuzz.sh [SEQUENCES]   (default 20000)
+# Usage: hack/fuzz.sh [SEQUENCES]   (default 20000; FUZZ_WORKERS=N sets the workers, default one a core)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 total=${1:-20000}
-workers=$(nproc)
+workers=${FUZZ_WORKERS:-$(nproc)}
 per=$(( (total + workers - 1) / workers ))
 go test -c -o .cache/proptest.test ./proptest
 dir=$(mktemp -d)
