@@ -78,6 +78,14 @@ func runSuite(m *testing.M) int {
 		return fail("cluster/up.sh did not end with the kubeconfig path: %v", err)
 	}
 
+	// A control plane kept from make demo may hold deploy/'s reservation policy, under which only
+	// the operator's ServiceAccount writes reservations: the suite's operators run as the admin,
+	// and the tests that need the policy bind it themselves.
+	if out, err := kubectlCmd(context.Background(), "delete", "--ignore-not-found", "validatingadmissionpolicybinding", "celld-reservations-operator-only"); err != nil {
+		return fail("removing a left-over reservation policy binding: %v", err)
+	} else if strings.Contains(out, "deleted") {
+		logf("removed the reservation policy binding a demo left behind")
+	}
 	logf("installing the CRDs of deploy/crds")
 	if _, err := kubectlCmd(context.Background(), "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(root, "deploy", "crds")); err != nil {
 		return fail("installing the CRDs: %v", err)

@@ -121,6 +121,11 @@ if [[ "${1:-}" == stop ]]; then
 			log "namespace ${NAMESPACE} not gone yet; it finishes on the next start"
 	fi
 	stop_operator
+	# What deploy/ installed cluster-wide goes too: its reservation policy would refuse any other
+	# operator run on this control plane as someone other than the ServiceAccount (the tests').
+	if kubectl get --raw /readyz --request-timeout=3s >/dev/null 2>&1; then
+		kubectl delete --ignore-not-found -f "${ROOT}/deploy/rbac" >/dev/null || true
+	fi
 	"${ROOT}/cluster/down.sh"
 	exit 0
 elif (($#)); then

@@ -237,10 +237,15 @@ func (j *Judge) podDeletions() error {
 		case perFleet[k] > 1:
 			return fail(C3PodDeletedOnlyToHeal, "two pods of fleet %s deleted at once (%s)", d.FleetUID, d.Name)
 		}
-		// Could it come back on its own?
+		// Could it come back on its own? A member stuck on a lost claim or a broken revision past
+		// the grace period cannot, whatever its node does meanwhile; otherwise only its node's
+		// loss (gone, fenced, or unhealthy past the grace period) explains the deletion.
 		lost := false
+		stuck := (d.ClaimLost || d.RevisionBehind) && !d.NotReadySince.IsZero() && since(d.NotReadySince) >= d.Grace
 		switch {
 		case d.NodeState == sim.NodeGone || d.NodeFenced:
+			lost = true
+		case stuck:
 			lost = true
 		case unhealthy:
 			lost = since(d.NodeUnhealthySince) >= d.Grace
@@ -252,8 +257,6 @@ func (j *Judge) podDeletions() error {
 			return fail(C3PodDeletedOnlyToHeal, "pod %s was ready on a healthy node and was deleted (%s)", d.Name, d.Reason)
 		case d.WasTerminating:
 			return fail(C3PodDeletedOnlyToHeal, "pod %s was terminating on a healthy node, which finishes it, and was deleted (%s)", d.Name, d.Reason)
-		case d.ClaimLost || d.RevisionBehind:
-			lost = !d.NotReadySince.IsZero() && since(d.NotReadySince) >= d.Grace
 		}
 		if !lost {
 			return fail(C3PodDeletedOnlyToHeal, "pod %s deleted (%s) though it could come back: node %s %s, not ready since %s (grace %s), claim lost %t, revision behind %t",
