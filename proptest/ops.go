@@ -459,7 +459,8 @@ func (w *World) unstick() error {
 		}
 		for _, name := range stuck[f] {
 			w.tracef("%s user deletes pod %s, stuck on the broken image", w.C.Now().Format("15:04:05"), name)
-			if err := w.C.Delete(sim.KindPod, Namespace, name); err != nil {
+			// The same person may have just deleted it for a blocked deletion.
+			if err := w.C.Delete(sim.KindPod, Namespace, name); err != nil && !apierrors.IsNotFound(err) {
 				return err
 			}
 		}
