@@ -24,9 +24,15 @@ import (
 
 // usersObject is an object a person made, as it was before the fleet: what must not change.
 type usersObject struct {
-	kind, name, uid, rv string
-	spec                any
-	owners              []metav1.OwnerReference
+	kind, name, uid string
+	// generation moves with every write of spec, labels aside; writers are the field managers
+	// that wrote the object outside its status (the disruption controller writes a budget's
+	// status on its own schedule, which is nobody's takeover).
+	generation int64
+	writers    []string
+	labels     map[string]string
+	spec       any
+	owners     []metav1.OwnerReference
 }
 
 func (f *fixture) readUsersObject(kind, name string) (usersObject, error) {
@@ -54,12 +60,17 @@ func (f *fixture) readUsersObject(kind, name string) (usersObject, error) {
 	default:
 		return o, fmt.Errorf("no reader for %s", kind)
 	}
-	o.uid, o.rv, o.owners = string(m.GetUID()), m.GetResourceVersion(), m.GetOwnerReferences()
+	o.uid, o.generation, o.owners, o.labels = string(m.GetUID()), m.GetGeneration(), m.GetOwnerReferences(), m.GetLabels()
+	for _, mf := range m.GetManagedFields() {
+		if mf.Subresource != "status" {
+			o.writers = append(o.writers, mf.Manager)
+		}
+	}
 	return o, nil
 }
 
 // unchanged compares an object with how the person left it: the same object (UID), never written
-// (resourceVersion), the same spec and no owner.
+// outside its status (generation, field managers, labels), the same spec and no owner.
 func (f *fixture) unchanged(before usersObject) error {
 	now, err := f.readUsersObject(before.kind, before.name)
 	switch {
@@ -67,8 +78,9 @@ func (f *fixture) unchanged(before usersObject) error {
 		return fmt.Errorf("%s/%s: %v", before.kind, before.name, err)
 	case now.uid != before.uid:
 		return fmt.Errorf("%s/%s was replaced (uid %s, was %s)", before.kind, before.name, now.uid, before.uid)
-	case now.rv != before.rv:
-		return fmt.Errorf("%s/%s was written (resourceVersion %s, was %s)", before.kind, before.name, now.rv, before.rv)
+	case now.generation != before.generation || !reflect.DeepEqual(now.writers, before.writers) || !reflect.DeepEqual(now.labels, before.labels):
+		return fmt.Errorf("%s/%s was written (generation %d, was %d; written by %v, was %v; labels %v, was %v)", before.kind, before.name,
+			now.generation, before.generation, now.writers, before.writers, now.labels, before.labels)
 	case !reflect.DeepEqual(now.spec, before.spec):
 		return fmt.Errorf("%s/%s spec changed:\n%s\nwas:\n%s", before.kind, before.name, toYAML(now.spec), toYAML(before.spec))
 	case len(now.owners) != 0:
