@@ -26,6 +26,11 @@ type Driver interface {
 	// Observe gathers what the driver's caches hold about one fleet at now. A fleet that does not
 	// exist observes with a nil Fleet.
 	Observe(ctx context.Context, namespace, name string, now time.Time) (*events.Observation, error)
+	Sender
+}
+
+// Sender is the part of a Driver that acts: what Send needs.
+type Sender interface {
 	// Fresh reads, bypassing every cache, what an action's premise names.
 	Fresh(ctx context.Context, t *Target, a machine.Action) (machine.Fresh, error)
 	// Do sends one action's request. It may replace t.Fleet with the server's answer to a write
@@ -172,8 +177,13 @@ func (l *Loop) Sync(ctx context.Context, key string, now time.Time) (Result, err
 // do confirms an action's premise on fresh reads, then sends it: a cache that missed a change
 // never costs a member or a step.
 func (l *Loop) do(ctx context.Context, t *Target, a machine.Action) error {
+	return Send(ctx, l.driver, t, a)
+}
+
+// Send confirms an action's premise on the sender's fresh reads, then sends it.
+func Send(ctx context.Context, s Sender, t *Target, a machine.Action) error {
 	if a.Premise != nil {
-		fresh, err := l.driver.Fresh(ctx, t, a)
+		fresh, err := s.Fresh(ctx, t, a)
 		if err != nil {
 			return fmt.Errorf("confirm %s: %w", a.Key, err)
 		}
@@ -181,7 +191,7 @@ func (l *Loop) do(ctx context.Context, t *Target, a machine.Action) error {
 			return fmt.Errorf("confirm %s: %w", a.Key, err)
 		}
 	}
-	return l.driver.Do(ctx, t, a)
+	return s.Do(ctx, t, a)
 }
 
 // machineFor is the machine of the fleet at key, a fresh one when the fleet was recreated under

@@ -46,16 +46,18 @@ type Target = loop.Target
 // Do confirms an action's premise on fresh reads, as the loop does, and applies it. A Requeue
 // is the caller's: it is not an API request.
 func (ap *Applier) Do(ctx context.Context, t *Target, a machine.Action) error {
-	if a.Premise != nil {
-		fresh, err := ap.fresh(ctx, t, a)
-		if err != nil {
-			return fmt.Errorf("confirm %s: %w", a.Key, err)
-		}
-		if err := a.Premise.Check(fresh); err != nil {
-			return fmt.Errorf("confirm %s: %w", a.Key, err)
-		}
-	}
-	return ap.send(ctx, t, a)
+	return loop.Send(ctx, applierSender{ap}, t, a)
+}
+
+// applierSender is the Applier as the loop's Sender.
+type applierSender struct{ ap *Applier }
+
+func (s applierSender) Fresh(ctx context.Context, t *Target, a machine.Action) (machine.Fresh, error) {
+	return s.ap.fresh(ctx, t, a)
+}
+
+func (s applierSender) Do(ctx context.Context, t *Target, a machine.Action) error {
+	return s.ap.send(ctx, t, a)
 }
 
 // send applies one action whose premise, if any, was confirmed.

@@ -110,7 +110,7 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 		eventAt: map[string]time.Time{},
 		syncing: map[string]time.Time{},
 	}
-	ctl.loop = loop.New(driver{ctl}, opts.Log, ctl.hooks())
+	ctl.loop = loop.New(driver{c: ctl, applierSender: applierSender{ctl.ap}}, opts.Log, ctl.hooks())
 	ctl.sampler = &sampler{metrics: c.Metrics, discovery: c.Discovery, inf: ctl.inf, util: ctl.util,
 		enqueue: ctl.queue.Add, log: opts.Log, counts: opts.Metrics.utilizationGet}
 	ctl.inf.OnUndecodable(ctl.undecodable)
@@ -277,7 +277,10 @@ func (c *Controller) hooks() loop.Hooks {
 }
 
 // driver is the loop's driver over the informer caches and the API server.
-type driver struct{ c *Controller }
+type driver struct {
+	c *Controller
+	applierSender
+}
 
 func (d driver) Observe(ctx context.Context, namespace, name string, now time.Time) (*events.Observation, error) {
 	obs, err := d.c.inf.Observe(namespace, name, now, d.c.util.get(namespace+"/"+name))
@@ -291,12 +294,4 @@ func (d driver) Observe(ctx context.Context, namespace, name string, now time.Ti
 		d.c.log.Warn().Str("namespace", namespace).Str("fleet", name).Msg("the fleet goes with its CustomResourceDefinition (an uninstall): its disks are kept")
 	}
 	return obs, nil
-}
-
-func (d driver) Fresh(ctx context.Context, t *loop.Target, a machine.Action) (machine.Fresh, error) {
-	return d.c.ap.fresh(ctx, t, a)
-}
-
-func (d driver) Do(ctx context.Context, t *loop.Target, a machine.Action) error {
-	return d.c.ap.send(ctx, t, a)
 }

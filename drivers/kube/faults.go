@@ -84,13 +84,7 @@ const (
 // makes is counted, failed or not; each fault is counted in m by kind.
 func InjectFaults(cfg *rest.Config, f Faults, m *Metrics) {
 	inj := newFaultInjector(f, m)
-	prev := cfg.WrapTransport
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		if prev != nil {
-			rt = prev(rt)
-		}
-		return &faultTransport{next: rt, inj: inj}
-	}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &faultTransport{next: rt, inj: inj} })
 }
 
 // faultInjector holds the decisions shared by every client's transport.
@@ -329,13 +323,7 @@ type Stall struct {
 // StallWrites makes every client built from cfg hold the writes s names. Each hold is counted in
 // m as a fault of kind "stall" when it begins.
 func StallWrites(cfg *rest.Config, s Stall, m *Metrics) {
-	prev := cfg.WrapTransport
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		if prev != nil {
-			rt = prev(rt)
-		}
-		return &stallTransport{next: rt, s: s, m: m}
-	}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &stallTransport{next: rt, s: s, m: m} })
 }
 
 type stallTransport struct {

@@ -15,13 +15,7 @@ import (
 // makes on its own: the writes are what "a converged fleet costs zero writes" is checked against,
 // the requests what "no hot loop" is.
 func CountRequests(cfg *rest.Config, m *Metrics) {
-	prev := cfg.WrapTransport
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		if prev != nil {
-			rt = prev(rt)
-		}
-		return &requestCounter{next: rt, m: m}
-	}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &requestCounter{next: rt, m: m} })
 }
 
 type requestCounter struct {
@@ -51,13 +45,7 @@ func (c *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 // a wrapper above (a retry's backoff, an injected delay) is checked when it would leave. Refused
 // writes fail with ErrNotLeading and are counted in m apart from the writes sent.
 func GuardWrites(cfg *rest.Config, lead *Leadership, m *Metrics) {
-	prev := cfg.WrapTransport
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		if prev != nil {
-			rt = prev(rt)
-		}
-		return &writeGuard{next: rt, lead: lead, m: m}
-	}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &writeGuard{next: rt, lead: lead, m: m} })
 }
 
 type writeGuard struct {
