@@ -92,6 +92,9 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 		progressing.Reason, progressing.Message = ReasonIdle, "no change in progress"
 	case stuck != "":
 		progressing.Reason, progressing.Message = ReasonMemberStuck, "no progress: "+stuck
+	case fx.candidate != nil && !fx.othersReady && fx.wait == 0 && p.to != v1alpha1.StateDeleting:
+		// Nothing the operator waits for ends on its own: only a person replacing the member does.
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonMemberLost, "no progress: "+p.blocked
 	case p.scaleDown != "" && len(fx.unfenced) == 0:
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonDeletionBlocked, "no progress until a person deletes the member: "+p.scaleDown
 	case len(fx.unfenced) > 0 && p.to == v1alpha1.StateSteady:
