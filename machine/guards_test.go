@@ -45,6 +45,8 @@ func TestPremiseRefusesWhatChanged(t *testing.T) {
 	}
 	workload := Premise{Fleet: "a", FleetGeneration: 3, Workload: true, WorkloadExists: true, WorkloadGeneration: 7, Ready: []string{"a-0", "a-1"}}
 	same := Fresh{FleetGeneration: 3, WorkloadExists: true, WorkloadGeneration: 7, Pods: pods("a-0", "a-1")}
+	scaleIn := workload
+	scaleIn.RolledOut = true
 	gone := Premise{Node: "n1", NodeGone: true, Ready: []string{"a-0"}}
 	fenced := Premise{Node: "n1", NodeFenced: true, NodeUnhealthySince: tp, Ready: []string{"a-0"}}
 	terminating := readyPod("a-1")
@@ -70,6 +72,8 @@ func TestPremiseRefusesWhatChanged(t *testing.T) {
 		{"the fence was lifted, the node still down", fenced, Fresh{Pods: pods("a-0"), Node: node(false, tp)}, true},
 		{"the node recovered and failed again", fenced, Fresh{Pods: pods("a-0"), Node: node(false, tp.Add(time.Minute), corev1.TaintNodeOutOfService)}, true},
 		{"the fenced node is gone now", fenced, Fresh{Pods: pods("a-0")}, false},
+		{"a scale-in, rolled out", scaleIn, Fresh{FleetGeneration: 3, WorkloadExists: true, WorkloadGeneration: 7, WorkloadRolledOut: true, Pods: pods("a-0", "a-1")}, false},
+		{"a scale-in, the last change not rolled out by the workload's status", scaleIn, same, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.premise.Check(tc.fresh)

@@ -135,8 +135,10 @@ func (p *planner) live() {
 			w := &v.Workload
 			a.Premise = &Premise{Fleet: f.Name, FleetGeneration: f.Generation, Workload: true, WorkloadExists: w.Exists, WorkloadGeneration: w.Generation}
 			if replicas < fx.current {
-				// A scale-in takes a member away: every member must still be ready.
+				// A scale-in takes a member away: every member must still be ready, and the last
+				// change rolled out.
 				a.Premise.Ready = p.readyMembers("")
+				a.Premise.RolledOut = true
 			}
 		}
 		p.add(a)

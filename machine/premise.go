@@ -27,6 +27,8 @@ func (p *Premise) Check(fresh Fresh) error {
 		case p.WorkloadExists && fresh.WorkloadGeneration != p.WorkloadGeneration:
 			return fmt.Errorf("the workload's spec changed since the decision (generation %d, decided on %d): %w",
 				fresh.WorkloadGeneration, p.WorkloadGeneration, ErrPremiseChanged)
+		case p.RolledOut && !fresh.WorkloadRolledOut:
+			return fmt.Errorf("the workload's last change has not rolled out by its status: %w", ErrPremiseChanged)
 		}
 	}
 	if p.Node != "" {

@@ -180,6 +180,7 @@ func (w *world) fresh(p *Premise) Fresh {
 	}
 	if w.sts != nil {
 		fr.WorkloadExists, fr.WorkloadGeneration = true, w.sts.Generation
+		fr.WorkloadRolledOut = events.WorkloadOf(w.sts).RolledOut()
 	}
 	for name, p := range w.pods {
 		fr.Pods[name] = p.DeepCopy()

@@ -428,6 +428,7 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 		t.Current, t.CurrentKey = cur, a.Key
 		if cur != nil {
 			fresh.WorkloadExists, fresh.WorkloadGeneration = true, cur.GetGeneration()
+			fresh.WorkloadRolledOut = events.WorkloadOf(cur).RolledOut()
 		}
 	}
 	return fresh, nil

@@ -238,6 +238,7 @@ func (c *Cluster) Fresh(a machine.Action) machine.Fresh {
 		if k, ok := kindOf(o); ok {
 			if w := c.get(k, a.Namespace, o.GetName()); w != nil {
 				fresh.WorkloadExists, fresh.WorkloadGeneration = true, w.GetGeneration()
+				fresh.WorkloadRolledOut = events.WorkloadOf(w).RolledOut()
 			}
 		}
 	}

@@ -415,4 +415,25 @@ var Table = []Mutant{
 		Mistake:     "the fingerprint leaves node health out: a node going down decides nothing new",
 		Threatens:   "clauses 3, 10: a member that cannot come back is healed",
 	},
+	{
+		Name: "premise-unrolled-workload-passes", File: "machine/premise.go",
+		Original:    "case p.RolledOut && !fresh.WorkloadRolledOut:",
+		Replacement: "case p.RolledOut && fresh.WorkloadRolledOut && false:",
+		Mistake:     "a scale-in goes out while the workload's status says its last change has not rolled out",
+		Threatens:   "premise: the previous change rolled out; clause 1",
+	},
+	{
+		Name: "scale-in-without-rollout-premise", File: "machine/plan.go",
+		Original:    "\t\t\t\ta.Premise.RolledOut = true\n",
+		Replacement: "\n",
+		Mistake:     "a scale-in asks nothing of the workload's rollout on the fresh read: a cache behind it lowers replicas mid-change",
+		Threatens:   "premise: the previous change rolled out; clause 1",
+	},
+	{
+		Name: "cannot-heal-names-no-member", File: "machine/plan.go",
+		Original:    "\"so that it never takes two away at once; to replace it anyway, run kubectl delete pod %s (%s)\",\n\t\tc.member.Name, c.reason, down, c.member.Name, back)",
+		Replacement: "\"so that it never takes two away at once; to replace it anyway, run kubectl delete pod %s (%s)\",\n\t\tc.member.Name, c.reason, down, p.v.Name, back)",
+		Mistake:     "the status tells a person to delete a Pod that is not the member that cannot come back",
+		Threatens:   "clause 10: a fleet waiting on a person says what to do",
+	},
 }
