@@ -135,6 +135,10 @@ type Fresh struct {
 	Claim *corev1.PersistentVolumeClaim
 	// Members counts the fleet's Pods (by its UID label), terminating ones included.
 	Members int
+	// MemberNodes are the nodes the Pods run on, by name; nil for a node that does not exist. A
+	// Pod keeps saying Ready for a while after its node stops answering (until the node
+	// lifecycle controller marks it): the node is what says whether the member still serves.
+	MemberNodes map[string]*corev1.Node
 }
 
 // Mutating reports whether the action writes to the API server's objects (a Kubernetes Event is

@@ -53,8 +53,14 @@ func (p *Premise) Check(fresh Fresh) error {
 	}
 	if p.OnlyNotReady != "" {
 		for name, pod := range fresh.Pods {
-			if name != p.OnlyNotReady && !events.PodReady(pod) {
+			if name == p.OnlyNotReady {
+				continue
+			}
+			if !events.PodReady(pod) {
 				return fmt.Errorf("member %s is not ready: %w", name, ErrPremiseChanged)
+			}
+			if err := nodeServes(pod, fresh); err != nil {
+				return err
 			}
 		}
 	}
@@ -71,6 +77,28 @@ func (p *Premise) Check(fresh Fresh) error {
 		if pod == nil || !events.PodReady(pod) {
 			return fmt.Errorf("member %s is no longer ready: %w", name, ErrPremiseChanged)
 		}
+		if err := nodeServes(pod, fresh); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodeServes confirms that a ready member's node is ready too: its Pod says Ready until the node
+// lifecycle controller catches up with a node that stopped answering.
+func nodeServes(pod *corev1.Pod, fresh Fresh) error {
+	name := pod.Spec.NodeName
+	if name == "" {
+		return nil
+	}
+	n, read := fresh.MemberNodes[name]
+	switch {
+	case !read:
+		return fmt.Errorf("member %s's node %s was not read: %w", pod.Name, name, ErrPremiseChanged)
+	case n == nil:
+		return fmt.Errorf("member %s's node %s is gone: %w", pod.Name, name, ErrPremiseChanged)
+	case !events.NodeHealth(n).Ready:
+		return fmt.Errorf("member %s's node %s is not ready: %w", pod.Name, name, ErrPremiseChanged)
 	}
 	return nil
 }

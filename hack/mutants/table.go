@@ -436,4 +436,18 @@ var Table = []Mutant{
 		Mistake:     "the status tells a person to delete a Pod that is not the member that cannot come back",
 		Threatens:   "clause 10: a fleet waiting on a person says what to do",
 	},
+	{
+		Name: "premise-trusts-ready-pod-on-dead-node", File: "machine/premise.go",
+		Original:    "case !events.NodeHealth(n).Ready:",
+		Replacement: "case false && !events.NodeHealth(n).Ready:",
+		Mistake:     "a member whose Pod still says Ready on a node that stopped answering counts as ready",
+		Threatens:   "premise: the other members ready; clauses 1, 3",
+	},
+	{
+		Name: "kube-fresh-reads-no-member-node", File: "drivers/kube/apply.go",
+		Original:    "\t\t\tcase err == nil:\n\t\t\t\tfresh.MemberNodes[name] = n\n",
+		Replacement: "\t\t\tcase err == nil:\n\t\t\t\tfresh.MemberNodes[name], _ = nil, n\n",
+		Mistake:     "the driver's fresh read loses the members' nodes: every member counts as on a gone node",
+		Threatens:   "premise: the other members ready; clause 10 (no heal ever goes out)",
+	},
 }
