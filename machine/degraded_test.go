@@ -154,6 +154,15 @@ func TestOperatorDetectedStatesAreDegradedNotDestructive(t *testing.T) {
 			reason: machine.ReasonDiskLost, message: "disks data-a-1 (member a-1) are being deleted or lost, not by the operator", progressing: metav1.ConditionFalse,
 		},
 		{
+			name: "a member that cannot start on its Lost claim past the grace period: no heal, a new Pod would mount the same claim",
+			base: persistent,
+			breaks: func(v *events.View) {
+				v.Disks[1].Lost = true
+				v.Members[1].Ready, v.Members[1].NotReadySince = false, v.Now.Add(-2*grace)
+			},
+			reason: machine.ReasonDiskLost, message: "run kubectl delete pvc data-a-1 and the member starts again on a new, empty disk", progressing: metav1.ConditionFalse,
+		},
+		{
 			name: "a running member's volume lost",
 			base: persistent,
 			breaks: func(v *events.View) {

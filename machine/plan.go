@@ -348,6 +348,9 @@ func (p *planner) explain(replicas int32) {
 	if len(fx.unfenced) > 0 {
 		p.block("%s", fx.fenceText())
 	}
+	if len(fx.lostClaims) > 0 {
+		p.block("a person to delete the Lost claims %s (kubectl delete pvc %s)", joinNames(fx.lostClaims), strings.Join(fx.lostClaims, " "))
+	}
 	for i := range v.Members {
 		if m := &v.Members[i]; !memberReady(v, m) {
 			p.block("member %s to be ready", m.Name)

@@ -450,4 +450,11 @@ var Table = []Mutant{
 		Mistake:     "the driver's fresh read loses the members' nodes: every member counts as on a gone node",
 		Threatens:   "premise: the other members ready; clause 10 (no heal ever goes out)",
 	},
+	{
+		Name: "heal-loops-on-lost-claim", File: "machine/facts.go",
+		Original:    "if d != nil && d.Lost && !d.Terminating {\n\t\t\t\t// The StatefulSet",
+		Replacement: "if false && d != nil && d.Lost && !d.Terminating {\n\t\t\t\t// The StatefulSet",
+		Mistake:     "a member on a Lost claim is replaced again and again: its new Pod mounts the same claim",
+		Threatens:   "clause 3: a Pod deleted only to heal what a new Pod fixes",
+	},
 }
