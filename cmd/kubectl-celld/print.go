@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
-
 )
 
 // age is kubectl's: 45s, 5m2s, 3h, 2d.
@@ -186,4 +185,3 @@ func (r *report) disk(p *corev1.Pod) string {
 	}
 	return strings.Join(out, ",")
 }
-

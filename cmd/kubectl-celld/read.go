@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
+	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
 )
 
