@@ -182,6 +182,11 @@ func Normalize(namespace, name string, o *Observation) View {
 		return v
 	}
 	f := o.Fleet
+	if u := o.Utilization; u != nil && !u.Unavailable && u.Time.Before(f.CreationTimestamp.Time) {
+		// Samples are kept by the fleet's name: one taken before this fleet existed measured an
+		// earlier fleet of the same name, deleted since.
+		v.Utilization = nil
+	}
 	v.Deleting = f.DeletionTimestamp != nil
 	v.HasFinalizer = hasFinalizer(f)
 	v.Reservation = reservationView(f, o.Reservations)

@@ -457,4 +457,11 @@ var Table = []Mutant{
 		Mistake:     "a member on a Lost claim is replaced again and again: its new Pod mounts the same claim",
 		Threatens:   "clause 3: a Pod deleted only to heal what a new Pod fixes",
 	},
+	{
+		Name: "utilization-of-an-earlier-fleet", File: "events/view.go",
+		Original:    "if u := o.Utilization; u != nil && !u.Unavailable && u.Time.Before(f.CreationTimestamp.Time) {",
+		Replacement: "if u := o.Utilization; u != nil && !u.Unavailable && u.Time.Before(f.CreationTimestamp.Time) && false {",
+		Mistake:     "a fleet created under the name of a deleted one inherits its last usage sample",
+		Threatens:   "clause 2: growth reaches the target (a recommendation from this fleet's usage)",
+	},
 }
