@@ -48,7 +48,7 @@ func (p *planner) capacityCondition(cond func(string, bool, string, string) meta
 			orText(u.Why, "the cluster serves no metrics API (metrics.k8s.io)")+": no decision is made, "+keeps)
 		return &c
 	case fx.target.Recommended == nil:
-		c := cond(ConditionCapacityObserved, false, ReasonMetricsUnavailable, "no workload to size yet")
+		c := cond(ConditionCapacityObserved, false, ReasonPending, "no workload to size yet")
 		return &c
 	}
 	target := f.Spec.Capacity.TargetUtilization
