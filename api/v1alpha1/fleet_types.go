@@ -60,7 +60,23 @@ const (
 	ConditionProgressing      = "Progressing"
 	ConditionDegraded         = "Degraded"
 	ConditionReservationBound = "ReservationBound"
+	// ConditionReconciliationPaused is True while the fleet carries AnnotationPaused; absent
+	// otherwise.
+	ConditionReconciliationPaused = "ReconciliationPaused"
 )
+
+// AnnotationPaused on a fleet stops the operator from writing anything but the fleet's status:
+// no workload, Service, policy, budget, disk, reservation or finalizer change, not even to
+// delete the fleet. Any value but "false" pauses, so a misspelt "true" does not go unnoticed
+// as a fleet that keeps changing. Removing it (or "false") resumes with one decision on the
+// fleet as it is then.
+const AnnotationPaused = "celld.io/paused"
+
+// Paused reports whether the fleet carries AnnotationPaused with a value other than "false".
+func (f *CelldFleet) Paused() bool {
+	v, ok := f.Annotations[AnnotationPaused]
+	return ok && v != "false"
+}
 
 // FleetFinalizer holds a fleet until its members are gone and, for PersistentFleet, its disks deleted.
 const FleetFinalizer = "celld.io/fleet-protection"

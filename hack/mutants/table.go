@@ -464,4 +464,11 @@ var Table = []Mutant{
 		Mistake:     "a fleet created under the name of a deleted one inherits its last usage sample",
 		Threatens:   "clause 2: growth reaches the target (a recommendation from this fleet's usage)",
 	},
+	{
+		Name: "pause-ignored", File: "machine/fleet.go",
+		Original:    "if v.Fleet.Paused() {",
+		Replacement: "if v.Fleet.Paused() && v.Fleet.Generation < 0 {",
+		Mistake:     "a paused fleet is changed like any other",
+		Threatens:   "day-2: a paused fleet's objects are not written",
+	},
 }
