@@ -8,9 +8,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
 )
 
 // written is what a write outside status leaves on an object: its generation, labels,
@@ -186,5 +190,79 @@ func TestPauseAndResume(t *testing.T) {
 			t.Fatalf("resumed, the deleted fleet is still there after 2m")
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestRollingRestart: `kubectl celld restart` replaces every member of each workload kind once,
+// one at a time: by the cluster's record, every member Pod of before is deleted once by the
+// workload's controller, never while another member is missing or not ready, and no Pod by the
+// operator (it records a Healing Event for every Pod it deletes).
+func TestRollingRestart(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.startOperator()
+	for _, profile := range []v1alpha1.Profile{v1alpha1.ProfilePersistentFleet, v1alpha1.ProfileBucket} {
+		name := strings.ToLower(string(profile))
+		fl := f.create(f.newFleet(name, profile, 3))
+		fl = f.waitConverged(fl.Name)
+		old := map[types.UID]string{}
+		for _, p := range f.members(fl) {
+			old[p.UID] = p.Name
+		}
+		pods := f.recordPods()
+		if out, stderr, err := f.kubectlCelld("restart", fl.Name, "-n", f.ns); err != nil || !strings.Contains(out, "restart requested") {
+			t.Fatalf("kubectl celld restart: %v: %s %s", err, out, stderr)
+		}
+		fl = f.waitFleet(fl.Name, 3*time.Minute, "every member replaced and ready", func(fl *v1alpha1.CelldFleet) bool {
+			if !converged(fl) {
+				return false
+			}
+			members := f.members(fl)
+			for _, p := range members {
+				if _, was := old[p.UID]; was || !podReady(&p) {
+					return false
+				}
+			}
+			return len(members) == 3
+		})
+		evs := pods.events(t)
+		gone := deletions(evs)
+		for uid, n := range old {
+			if gone[uid].requested.IsZero() {
+				t.Errorf("%s: member %s (%s) was not replaced", profile, n, uid)
+			}
+		}
+		// One at a time: replay the watch, counting the members ready at each moment.
+		ready := map[types.UID]bool{}
+		least := 3
+		for _, e := range evs {
+			p, ok := e.obj.(*corev1.Pod)
+			if !ok || p.Labels[events.LabelFleetUID] != string(fl.UID) {
+				continue
+			}
+			ready[p.UID] = e.typ != watch.Deleted && podReady(p)
+			n := 0
+			for _, r := range ready {
+				if r {
+					n++
+				}
+			}
+			if n < least && len(ready) >= 3 {
+				least = n
+			}
+		}
+		if least < 2 {
+			t.Errorf("%s: the restart took %d members away at once (ready members fell to %d)", profile, 3-least, least)
+		}
+		evList, err := suite.kube.CoreV1().Events(f.ns).List(f.ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evList.Items {
+			if e.Reason == "Healing" {
+				t.Errorf("%s: the operator deleted a Pod during the restart: %s", profile, e.Message)
+			}
+		}
+		t.Logf("%s: 3 members replaced one at a time; ready members never below %d", profile, least)
 	}
 }

@@ -35,6 +35,8 @@ type memoKey struct {
 	uid                    types.UID
 	generation             int64
 	replicas, settled      int32
+	// restartedAt: the one input of rendering outside the fleet's spec (its generation).
+	restartedAt string
 }
 
 // New returns the machine of one fleet.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -83,5 +84,31 @@ func TestPausedFleetWritesOnlyItsStatus(t *testing.T) {
 				t.Errorf("resumed, but %s=%s", cond.Type, cond.Status)
 			}
 		})
+	}
+}
+
+// A restart requested on a converged fleet is applied by the same machine that decided it
+// converged: what it remembers of the workload's match covers the restart annotation too.
+func TestRestartReachesTheWorkload(t *testing.T) {
+	v := copyView(convergedFleet(t, v1alpha1.ProfilePersistentFleet))
+	m := machine.New()
+	if d := m.Step(&v); len(d.Actions) != 0 {
+		t.Fatalf("converged: want nothing, got %s", kinds(d))
+	}
+	for _, at := range []string{"2026-11-30T18:00:00Z", "2026-11-30T19:00:00Z"} {
+		v.Fleet.Annotations = map[string]string{v1alpha1.AnnotationRestartedAt: at}
+		v.Fleet.ResourceVersion += "r"
+		d := m.Step(&v)
+		var tmpl string
+		for _, a := range d.Actions {
+			if s, ok := a.Object.(*appsv1.StatefulSet); ok && a.Kind == machine.Apply {
+				tmpl = s.Spec.Template.Annotations[v1alpha1.AnnotationRestartedAt]
+				v.Owned.StatefulSet = s.DeepCopy()
+				v.Owned.StatefulSet.ResourceVersion += at
+			}
+		}
+		if tmpl != at {
+			t.Errorf("restart at %s: want the StatefulSet applied with it in its Pod template, got %s", at, kinds(d))
+		}
 	}
 }

@@ -72,6 +72,12 @@ const (
 // fleet as it is then.
 const AnnotationPaused = "celld.io/paused"
 
+// AnnotationRestartedAt on a fleet asks for a rolling restart: the operator copies its value
+// into the members' Pod template, so the workload's controller replaces every member once, one
+// at a time, each after the previous is ready; the operator itself deletes no Pod. Setting a
+// new value (kubectl celld restart sets the time) restarts again.
+const AnnotationRestartedAt = "celld.io/restartedAt"
+
 // Paused reports whether the fleet carries AnnotationPaused with a value other than "false".
 func (f *CelldFleet) Paused() bool {
 	v, ok := f.Annotations[AnnotationPaused]

@@ -122,6 +122,23 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 			},
 		})
 	}
+	root.AddCommand(&cobra.Command{
+		Use:   "restart FLEET",
+		Short: "Replace every member once, one at a time, each after the previous is ready (a rolling restart by the workload's controller)",
+		Args:  oneFleet,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, ns, err := clientsFor(flags)
+			if err != nil {
+				return err
+			}
+			at := now().UTC().Format(time.RFC3339)
+			if err := annotate(cmd.Context(), cl, ns, args[0], v1alpha1.AnnotationRestartedAt, &at); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "celldfleet %s/%s restart requested at %s\n", ns, args[0], at)
+			return nil
+		},
+	})
 	return root
 }
 

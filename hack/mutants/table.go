@@ -471,4 +471,18 @@ var Table = []Mutant{
 		Mistake:     "a paused fleet is changed like any other",
 		Threatens:   "day-2: a paused fleet's objects are not written",
 	},
+	{
+		Name: "memo-ignores-restart", File: "machine/memo.go",
+		Original:    "restartedAt: v.Fleet.Annotations[v1alpha1.AnnotationRestartedAt]}",
+		Replacement: "restartedAt: \"\"}",
+		Mistake:     "the machine remembers the workload matched before a restart was requested: the restart never reaches it",
+		Threatens:   "day-2: a requested rolling restart happens",
+	},
+	{
+		Name: "restart-not-rendered", File: "machine/render.go",
+		Original:    "t.Annotations = map[string]string{v1alpha1.AnnotationRestartedAt: at}",
+		Replacement: "_ = at",
+		Mistake:     "the restart annotation never reaches the members' Pod template",
+		Threatens:   "day-2: a requested rolling restart happens",
+	},
 }
