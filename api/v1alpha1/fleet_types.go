@@ -101,9 +101,11 @@ const FleetFinalizer = "celld.io/fleet-protection"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.members,statuspath=.status.members.current,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.spec.profile`,description="Bucket or PersistentFleet"
-// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.members`,description="Requested members"
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.members.desired`,description="The size the operator works toward (spec.members, or the recommendation in Auto mode)"
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.members.ready`,description="Members ready"
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`,description="Lifecycle state"
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`,priority=1,description="The members' image"
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.members.updated`,priority=1,description="Members on the workload's current template"
 // +kubebuilder:printcolumn:name="Blocked-By",type=string,JSONPath=`.status.blockedBy`,priority=1,description="What the fleet waits for"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 52",message="metadata.name must be at most 52 characters: a member Pod carries the label controller-revision-hash=<name>-<hash of up to 10 characters>, and a label value is at most 63 characters"
