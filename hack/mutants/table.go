@@ -486,4 +486,25 @@ var Table = []Mutant{
 		Mistake:     "a metrics API with no usage for the members leaves the last sample deciding",
 		Threatens:   "capacity: nothing observed decides nothing, never a scale-in",
 	},
+	{
+		Name: "pause-ignored", File: "machine/fleet.go",
+		Original:    "if v.Fleet.Paused() {",
+		Replacement: "if v.Fleet.Paused() && v.Fleet.Generation < 0 {",
+		Mistake:     "a paused fleet is changed like any other",
+		Threatens:   "day-2: a paused fleet's objects are not written",
+	},
+	{
+		Name: "memo-ignores-restart", File: "machine/memo.go",
+		Original:    "restartedAt: v.Fleet.Annotations[v1alpha1.AnnotationRestartedAt]}",
+		Replacement: "restartedAt: \"\"}",
+		Mistake:     "the machine remembers the workload matched before a restart was requested: the restart never reaches it",
+		Threatens:   "day-2: a requested rolling restart happens",
+	},
+	{
+		Name: "restart-not-rendered", File: "machine/render.go",
+		Original:    "t.Annotations = map[string]string{v1alpha1.AnnotationRestartedAt: at}",
+		Replacement: "_ = at",
+		Mistake:     "the restart annotation never reaches the members' Pod template",
+		Threatens:   "day-2: a requested rolling restart happens",
+	},
 }
