@@ -90,7 +90,7 @@ cold_time_of() {
 	kube-controller-manager) echo "about 1-2 min" ;;
 	kube-scheduler | kubectl) echo "under 1 min" ;;
 	kwok) echo "about 1-2.5 min" ;;
-	metrics-server) echo "about 2-3 min" ;;
+	metrics-server) echo "about 2.5-3 min" ;;
 	esac
 }
 
