@@ -1,6 +1,6 @@
 // Package proptest drives the operator's loop (package loop, the one drivers/kube runs) through
 // the in-memory cluster, and checks the safety contract (SPEC section 5) after every step:
-// rapid model-based tests, golden scenario scripts and `celld-operator simulate` all run on it.
+// rapid model-based tests, golden scenario scripts and `celld-sim` all run on it.
 package proptest
 
 import (

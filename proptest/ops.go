@@ -18,7 +18,7 @@ import (
 )
 
 // Picker draws the random choices of a lifecycle sequence: rapid in tests (so failures shrink and
-// replay), a seeded generator in `celld-operator simulate`.
+// replay), a seeded generator in `celld-sim`.
 type Picker interface {
 	Int(label string, min, max int) int
 }

@@ -95,7 +95,6 @@ func TestBadInputIsOneClearLine(t *testing.T) {
 		{[]string{"render", "-f", "/does/not/exist.yaml"}, "no such file"},
 		{[]string{"render", "-f", writeFleet(t, bad)}, "spec.storage is required"},
 		{[]string{"diagram", "--format", "svg"}, "want dot or mermaid"},
-		{[]string{"simulate", "--steps", "0"}, "--steps 0"},
 		{[]string{"nope"}, "unknown command"},
 		{[]string{"run", "--kube-api-qps", "0"}, "--kube-api-qps 0, --kube-api-burst 50: want both positive"},
 		{[]string{"run", "--kube-api-burst", "0"}, "--kube-api-qps 20, --kube-api-burst 0: want both positive"},
@@ -104,12 +103,5 @@ func TestBadInputIsOneClearLine(t *testing.T) {
 		if code == 0 || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q; want a non-zero exit and one line containing %q", tc.args, code, errOut, tc.want)
 		}
-	}
-}
-
-func TestSimulateHoldsTheContract(t *testing.T) {
-	code, out, errOut := runCLI("simulate", "--seed", "3", "--steps", "20", "--quiet")
-	if code != 0 || !strings.Contains(out, "every clause held") {
-		t.Fatalf("simulate: exit %d\n%s%s", code, out, errOut)
 	}
 }

@@ -8,22 +8,6 @@ import (
 	"github.com/celld/celld-operator/proptest"
 )
 
-func init() {
-	register("simulate", "a random lifecycle sequence through the simulator, with every contract check (--seed N --steps M)", func(args []string, stdout, stderr io.Writer) error {
-		fs := newFlags("simulate", stderr)
-		seed := fs.Uint64("seed", 1, "seed of the sequence: the same seed replays the same story")
-		steps := fs.Int("steps", 40, "how many user actions and faults the sequence has")
-		quiet := fs.Bool("quiet", false, "print only the summary")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
-		if *steps < 1 {
-			return fmt.Errorf("--steps %d: want at least 1", *steps)
-		}
-		return simulate(stdout, *seed, *steps, *quiet)
-	})
-}
-
 func simulate(w io.Writer, seed uint64, steps int, quiet bool) error {
 	world := proptest.NewWorld(10, seed)
 	world.Adversarial = true
