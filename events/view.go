@@ -12,6 +12,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/bucket"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // Labels and annotations the operator puts on what it creates.
@@ -166,10 +167,27 @@ type Owned struct {
 
 // OwnedObject is an observed Service, NetworkPolicy or PodDisruptionBudget.
 type OwnedObject struct {
-	Kind            string
+	Kind            kinds.Kind
 	Name            string
 	ResourceVersion string
 	Object          any
+}
+
+// Twin is the observed object of that kind and name the fleet owns, with its resourceVersion;
+// nil when there is none.
+func (o *Owned) Twin(kind kinds.Kind, name string) (any, string) {
+	if s := o.StatefulSet; s != nil && kind == kinds.StatefulSet && s.Name == name {
+		return s, s.ResourceVersion
+	}
+	if d := o.Deployment; d != nil && kind == kinds.Deployment && d.Name == name {
+		return d, d.ResourceVersion
+	}
+	for i := range o.Objects {
+		if x := &o.Objects[i]; x.Kind == kind && x.Name == name {
+			return x.Object, x.ResourceVersion
+		}
+	}
+	return nil, ""
 }
 
 // Key returns the namespace/name key of the fleet.
@@ -191,13 +209,13 @@ func Normalize(namespace, name string, o *Observation) View {
 	v.Workload = workloadView(o)
 	v.Owned = Owned{StatefulSet: o.StatefulSet, Deployment: o.Deployment}
 	for _, s := range o.Services {
-		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: "Service", Name: s.Name, ResourceVersion: s.ResourceVersion, Object: s})
+		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: kinds.Service, Name: s.Name, ResourceVersion: s.ResourceVersion, Object: s})
 	}
 	for _, p := range o.Policies {
-		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: "NetworkPolicy", Name: p.Name, ResourceVersion: p.ResourceVersion, Object: p})
+		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: kinds.NetworkPolicy, Name: p.Name, ResourceVersion: p.ResourceVersion, Object: p})
 	}
 	if o.PDB != nil {
-		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: "PodDisruptionBudget", Name: o.PDB.Name, ResourceVersion: o.PDB.ResourceVersion, Object: o.PDB})
+		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: kinds.PodDisruptionBudget, Name: o.PDB.Name, ResourceVersion: o.PDB.ResourceVersion, Object: o.PDB})
 	}
 	sort.Slice(v.Owned.Objects, func(i, j int) bool {
 		a, b := v.Owned.Objects[i], v.Owned.Objects[j]

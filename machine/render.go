@@ -15,6 +15,7 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/bucket"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // Container and volume layout of a member.
@@ -47,8 +48,8 @@ type Objects struct {
 }
 
 // All lists the rendered objects in apply order.
-func (o *Objects) All() []any {
-	out := make([]any, 0, 6)
+func (o *Objects) All() []kinds.Object {
+	out := make([]kinds.Object, 0, 6)
 	for _, s := range o.Services {
 		out = append(out, s)
 	}

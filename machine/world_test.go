@@ -402,8 +402,7 @@ func (w *world) apply(a Action) error {
 		case *appsv1.Deployment:
 			panic("the world runs StatefulSets only")
 		default:
-			kind, name := kindName(x)
-			w.owned[kind+"/"+name] = x
+			w.owned[a.Ref.String()] = x
 		}
 	case BindReservation:
 		if w.res == nil {

@@ -23,6 +23,7 @@ import (
 
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -98,7 +99,7 @@ func TestApplyIsOneServerSideApplyPerObject(t *testing.T) {
 		for _, obj := range machine.Render(f, 3, -1).All() {
 			fx := newFixture()
 			m := obj.(metav1.Object)
-			a := machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Namespace: f.Namespace, Name: m.GetName(), Object: obj}
+			a := machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Ref: kinds.Ref{Namespace: f.Namespace, Name: m.GetName()}, Object: obj}
 			if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, a); err != nil {
 				t.Fatalf("%s %T: %v", profile, obj, err)
 			}
@@ -129,7 +130,7 @@ func TestApplyResources(t *testing.T) {
 	var got []string
 	fx := newFixture()
 	for _, obj := range machine.Render(f, 3, -1).All() {
-		if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Namespace: f.Namespace, Object: obj}); err != nil {
+		if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Object: obj, Ref: kinds.Ref{Namespace: f.Namespace}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -146,7 +147,7 @@ func TestApplyResources(t *testing.T) {
 func TestBindReservation(t *testing.T) {
 	f := testFleet(v1alpha1.ProfileBucket)
 	r := machine.RenderReservation(f)
-	bind := machine.Action{Kind: machine.BindReservation, Key: "bind", Namespace: f.Namespace, Name: r.Name, Object: r}
+	bind := machine.Action{Kind: machine.BindReservation, Key: "bind", Ref: kinds.Ref{Namespace: f.Namespace, Name: r.Name}, Object: r}
 
 	t.Run("creates", func(t *testing.T) {
 		fx := newFixture()
@@ -205,7 +206,7 @@ func TestAppendHistoryRetriesOnConflict(t *testing.T) {
 		return false, nil, nil
 	})
 	d := v1alpha1.CapacityDecision{Time: metav1.NewTime(time.Unix(100, 0)), Kind: v1alpha1.DecisionGrow, From: 3, To: 5, Source: v1alpha1.SourceManual}
-	a := machine.Action{Kind: machine.AppendHistory, Key: "history", Namespace: r.Namespace, Name: r.Name, Decision: &d}
+	a := machine.Action{Kind: machine.AppendHistory, Key: "history", Ref: kinds.Ref{Namespace: r.Namespace, Name: r.Name}, Decision: &d}
 	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, a); err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +280,7 @@ func TestDeletePodPreconditions(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "alpha-1", Namespace: "team", UID: "uid-pod", ResourceVersion: "42"}}
 	for _, force := range []bool{false, true} {
 		fx := newFixture(pod.DeepCopy())
-		a := machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: "team", Name: "alpha-1", UID: "uid-pod", ResourceVersion: "42", Force: force}
+		a := machine.Action{Kind: machine.DeletePod, Key: "heal", Ref: kinds.Ref{Namespace: "team", Name: "alpha-1"}, UID: "uid-pod", ResourceVersion: "42", Force: force}
 		if force {
 			// The node is gone: the premise's fresh read of it finds nothing.
 			a.Premise = &machine.Premise{Node: "gone", NodeGone: true}
@@ -307,7 +308,7 @@ func TestDeletePodPreconditions(t *testing.T) {
 		}
 	}
 	fx := newFixture()
-	if err := fx.ap.Do(context.Background(), &Target{}, machine.Action{Kind: machine.DeletePod, Namespace: "team", Name: "gone", UID: "u"}); err != nil {
+	if err := fx.ap.Do(context.Background(), &Target{}, machine.Action{Kind: machine.DeletePod, UID: "u", Ref: kinds.Ref{Namespace: "team", Name: "gone"}}); err != nil {
 		t.Errorf("a Pod already gone is done: %v", err)
 	}
 }
@@ -315,7 +316,7 @@ func TestDeletePodPreconditions(t *testing.T) {
 func TestDeleteDiskPrecondition(t *testing.T) {
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-0", Namespace: "team", UID: "uid-pvc"}}
 	fx := newFixture(pvc)
-	a := machine.Action{Kind: machine.DeleteDisk, Namespace: "team", Name: "data-alpha-0", UID: "uid-pvc", ResourceVersion: "9"}
+	a := machine.Action{Kind: machine.DeleteDisk, UID: "uid-pvc", ResourceVersion: "9", Ref: kinds.Ref{Namespace: "team", Name: "data-alpha-0"}}
 	if err := fx.ap.Do(context.Background(), &Target{}, a); err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +411,7 @@ func TestApplyReplacesWhatApplyCannotTakeBack(t *testing.T) {
 			})
 		}
 		m := c.obj.(metav1.Object)
-		err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Namespace: f.Namespace, Object: c.obj})
+		err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Ref: kinds.Ref{Namespace: f.Namespace}, Object: c.obj})
 		var got []string
 		for _, r := range writesOf(fx.requests()) {
 			p := r.(k8stesting.PatchAction)
@@ -455,7 +456,7 @@ func TestApplyNeverWritesSomeoneElsesObject(t *testing.T) {
 	} {
 		fx := newFixture(c.existing)
 		m := c.obj.(metav1.Object)
-		err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Namespace: f.Namespace, Name: m.GetName(), Object: c.obj})
+		err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Ref: kinds.Ref{Namespace: f.Namespace, Name: m.GetName()}, Object: c.obj})
 		if !errors.Is(err, machine.ErrPremiseChanged) || !strings.Contains(err.Error(), "not controlled by fleet") {
 			t.Errorf("%s: error %v; want a refusal that says whose it is not", c.name, err)
 		}
@@ -465,7 +466,7 @@ func TestApplyNeverWritesSomeoneElsesObject(t *testing.T) {
 	}
 	// The fleet's own object is written.
 	fx := newFixture(objs.Services[0].DeepCopy())
-	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/alpha", Namespace: f.Namespace, Name: "alpha", Object: objs.Services[0]}); err != nil {
+	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/alpha", Ref: kinds.Ref{Namespace: f.Namespace, Name: "alpha"}, Object: objs.Services[0]}); err != nil {
 		t.Errorf("the fleet's own service: %v", err)
 	}
 }

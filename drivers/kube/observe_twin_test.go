@@ -45,7 +45,7 @@ func compareObservations(t *testing.T, w *proptest.World) int {
 	t.Helper()
 	var objs []any
 	for _, ev := range w.C.Resync() {
-		if ev.Object == nil || strings.HasSuffix(string(ev.Kind), "Gone") {
+		if ev.Object == nil || ev.Kind == events.Gone {
 			continue
 		}
 		objs = append(objs, ev.Object)

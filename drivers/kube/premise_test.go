@@ -14,6 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -38,7 +39,7 @@ func TestHealConfirmsItsPremise(t *testing.T) {
 		}
 		return n
 	}
-	fenced := machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: "team", Name: "alpha-0", UID: "uid-alpha-0", ResourceVersion: "7", Force: true,
+	fenced := machine.Action{Kind: machine.DeletePod, Key: "heal", Ref: kinds.Ref{Namespace: "team", Name: "alpha-0"}, UID: "uid-alpha-0", ResourceVersion: "7", Force: true,
 		Premise: &machine.Premise{Node: "n1", NodeFenced: true, NodeUnhealthySince: since, Ready: []string{"alpha-1"}}}
 	gone := fenced
 	gone.Premise = &machine.Premise{Node: "n1", NodeGone: true, Ready: []string{"alpha-1"}}
@@ -77,7 +78,7 @@ func TestForceNeedsAFencedNode(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "alpha-1", Namespace: "team", UID: "uid-pod", ResourceVersion: "42"}}
 	for _, p := range []*machine.Premise{nil, {}, {Node: "n1"}, {Node: "n1", NodeUnhealthySince: time.Now()}} {
 		fx := newFixture(pod.DeepCopy())
-		a := machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: "team", Name: "alpha-1", UID: "uid-pod", ResourceVersion: "42", Force: true, Premise: p}
+		a := machine.Action{Kind: machine.DeletePod, Key: "heal", Ref: kinds.Ref{Namespace: "team", Name: "alpha-1"}, UID: "uid-pod", ResourceVersion: "42", Force: true, Premise: p}
 		if err := fx.ap.Do(context.Background(), &Target{}, a); err == nil || sent[k8stesting.DeleteActionImpl](fx) {
 			t.Errorf("premise %+v: force-delete went out (err %v, requests %v)", p, err, fx.requests())
 		}
@@ -103,7 +104,7 @@ func TestWorkloadWriteConfirmsItsPremise(t *testing.T) {
 		f := fleet(2)
 		d := machine.Render(f, 5, -1).Deployment
 		p.Fleet = f.Name
-		return machine.Action{Kind: machine.Apply, Key: "apply/deployment", Namespace: f.Namespace, Name: d.Name, Object: d, Premise: &p}
+		return machine.Action{Kind: machine.Apply, Key: "apply/deployment", Ref: kinds.Ref{Namespace: f.Namespace, Name: d.Name}, Object: d, Premise: &p}
 	}
 	for _, tc := range []struct {
 		name    string
