@@ -37,7 +37,7 @@ import (
 	celldv1alpha1 "github.com/celld/celld-operator/api/generated/clientset/versioned/typed/celld/v1alpha1"
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 const (
@@ -421,7 +421,7 @@ func (f *fixture) reservation(fl *v1alpha1.CelldFleet) *v1alpha1.CelldReservatio
 }
 
 // reservationName is the name the operator derives from the bucket's canonical identity.
-func reservationName(b v1alpha1.BucketSpec) string { return machine.ReservationName(b) }
+func reservationName(b v1alpha1.BucketSpec) string { return render.ReservationName(b) }
 
 // --- members -----------------------------------------------------------------------------------
 

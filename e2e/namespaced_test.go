@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 // TestNamespacedInstall: the operator runs on a token of a ServiceAccount holding exactly the
@@ -240,13 +240,13 @@ func checkHardenedMembers(t *testing.T, f *fixture, fl *v1alpha1.CelldFleet) {
 		scratch := false
 		for _, m := range c.VolumeMounts {
 			for _, v := range p.Spec.Volumes {
-				if v.Name == m.Name && m.MountPath == machine.ScratchMountPath && v.EmptyDir != nil && !m.ReadOnly {
+				if v.Name == m.Name && m.MountPath == render.ScratchMountPath && v.EmptyDir != nil && !m.ReadOnly {
 					scratch = true
 				}
 			}
 		}
 		if !scratch {
-			t.Errorf("member %s: no writable scratch emptyDir at %s", p.Name, machine.ScratchMountPath)
+			t.Errorf("member %s: no writable scratch emptyDir at %s", p.Name, render.ScratchMountPath)
 		}
 	}
 }

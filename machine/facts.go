@@ -9,6 +9,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/render"
 	"github.com/celld/celld-operator/reservation"
 )
 
@@ -170,7 +171,7 @@ func (fx *facts) classify(m *events.Member, grace time.Duration) (*lost, time.Du
 		if left := since.Add(grace).Sub(v.Now); left > 0 {
 			return nil, left
 		}
-		if m.Terminating || UsesStatefulSet(&v.Fleet.Spec) {
+		if m.Terminating || render.UsesStatefulSet(&v.Fleet.Spec) {
 			// A StatefulSet brings the member back under the same name and disk only once its Pod
 			// object is gone, and only a force-delete removes it from a node that does not answer:
 			// that is the second copy fencing exists to prevent. A Deployment's terminating Pod
@@ -363,7 +364,7 @@ func (fx *facts) isTaken(obj string) bool { return slices.Contains(fx.taken, obj
 // wouldCreate reports whether the fleet would create the object named Kind/name.
 func (fx *facts) wouldCreate(obj string) bool {
 	f := fx.view.Fleet
-	if obj == "CelldReservation/"+ReservationName(f.Spec.Bucket) {
+	if obj == "CelldReservation/"+render.ReservationName(f.Spec.Bucket) {
 		return true
 	}
 	for _, d := range events.DerivedObjects(f) {
@@ -390,7 +391,7 @@ func joinNames(names []string) string {
 func (fx *facts) fenceText() string {
 	u := fx.unfenced[0]
 	after := "its Pod is removed"
-	if UsesStatefulSet(&fx.view.Fleet.Spec) {
+	if render.UsesStatefulSet(&fx.view.Fleet.Spec) {
 		after = "the member is replaced under the same name"
 		if fx.view.Fleet.Spec.Profile == v1alpha1.ProfilePersistentFleet {
 			after += ", on its own disk"

@@ -4,12 +4,13 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
+	"github.com/celld/celld-operator/render"
 )
 
 // render renders the fleet's objects. Kept as a method so a cache can sit here if profiles show
 // rendering on the converged path.
-func (m *Fleet) render(f *v1alpha1.CelldFleet, replicas, settled int32) *Objects {
-	return Render(f, replicas, settled)
+func (m *Fleet) render(f *v1alpha1.CelldFleet, replicas, settled int32) *render.Objects {
+	return render.Render(f, replicas, settled)
 }
 
 // matches compares a desired object with its observed twin, remembering the answer for the same
@@ -24,7 +25,7 @@ func (m *Fleet) matches(v *events.View, desired kinds.Object, replicas, settled 
 	if ok, hit := m.memo[k]; hit {
 		return ok
 	}
-	ok := Matches(desired, observed)
+	ok := render.Matches(desired, observed)
 	if len(m.memo) > 64 {
 		clear(m.memo)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
+	"github.com/celld/celld-operator/render"
 )
 
 // planner turns a decided state into actions, level-driven: every action compares what should be
@@ -104,8 +105,8 @@ func (p *planner) live() {
 	f := v.Fleet
 	// A refused spec holds the reservation too: the API server refused it or another object
 	// rendered from this generation, and asking again would only repeat the refusal.
-	if !v.Reservation.Exists && v.Refused == nil && !fx.isTaken("CelldReservation/"+ReservationName(f.Spec.Bucket)) {
-		r := RenderReservation(f)
+	if !v.Reservation.Exists && v.Refused == nil && !fx.isTaken("CelldReservation/"+render.ReservationName(f.Spec.Bucket)) {
+		r := render.RenderReservation(f)
 		p.add(Action{Kind: BindReservation, Key: "bind/" + f.Namespace + "/" + r.Name + "/" + string(f.UID), Ref: kinds.Ref{Kind: kinds.Reservation, Name: r.Name}, Object: r})
 		p.intend("bind bucket %s to this fleet", f.Spec.Bucket.Name)
 	}
@@ -178,7 +179,7 @@ func (p *planner) history(replicas int32) {
 				continue
 			}
 		}
-		name, ns := ReservationName(p.v.Fleet.Spec.Bucket), p.v.Namespace
+		name, ns := render.ReservationName(p.v.Fleet.Spec.Bucket), p.v.Namespace
 		if p.v.Reservation.Exists {
 			name, ns = p.v.Reservation.Name, p.v.Reservation.BoundNamespace
 		}

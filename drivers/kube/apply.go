@@ -22,6 +22,7 @@ import (
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 	"github.com/celld/celld-operator/reservation"
 )
 
@@ -377,7 +378,7 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 		}
 	}
 	if len(p.Ready) > 0 || p.OnlyNotReady != "" {
-		list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machine.Selector(t.Fleet)})
+		list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{LabelSelector: render.Selector(t.Fleet)})
 		if err != nil {
 			return machine.Fresh{}, fmt.Errorf("list members: %w", err)
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 func testFleet(profile v1alpha1.Profile) *v1alpha1.CelldFleet {
@@ -96,7 +97,7 @@ func only(t *testing.T, got []k8stesting.Action) k8stesting.Action {
 func TestApplyIsOneServerSideApplyPerObject(t *testing.T) {
 	for _, profile := range []v1alpha1.Profile{v1alpha1.ProfileBucket, v1alpha1.ProfilePersistentFleet} {
 		f := testFleet(profile)
-		for _, obj := range machine.Render(f, 3, -1).All() {
+		for _, obj := range render.Render(f, 3, -1).All() {
 			fx := newFixture()
 			m := obj.(metav1.Object)
 			a := machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Ref: kinds.Ref{Namespace: f.Namespace, Name: m.GetName()}, Object: obj}
@@ -129,7 +130,7 @@ func TestApplyResources(t *testing.T) {
 	f := testFleet(v1alpha1.ProfilePersistentFleet)
 	var got []string
 	fx := newFixture()
-	for _, obj := range machine.Render(f, 3, -1).All() {
+	for _, obj := range render.Render(f, 3, -1).All() {
 		if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Object: obj, Ref: kinds.Ref{Namespace: f.Namespace}}); err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +147,7 @@ func TestApplyResources(t *testing.T) {
 
 func TestBindReservation(t *testing.T) {
 	f := testFleet(v1alpha1.ProfileBucket)
-	r := machine.RenderReservation(f)
+	r := render.RenderReservation(f)
 	bind := machine.Action{Kind: machine.BindReservation, Key: "bind", Ref: kinds.Ref{Namespace: f.Namespace, Name: r.Name}, Object: r}
 
 	t.Run("creates", func(t *testing.T) {
@@ -194,7 +195,7 @@ func verbsOf(actions []k8stesting.Action) string {
 
 func TestAppendHistoryRetriesOnConflict(t *testing.T) {
 	f := testFleet(v1alpha1.ProfileBucket)
-	r := machine.RenderReservation(f)
+	r := render.RenderReservation(f)
 	r.ResourceVersion = "1"
 	fx := newFixture(r)
 	conflicts := 1
@@ -387,7 +388,7 @@ func TestRecordEvent(t *testing.T) {
 // workload the API server refuses is not retried: the refusal is the spec's, and is reported.
 func TestApplyReplacesWhatApplyCannotTakeBack(t *testing.T) {
 	f := testFleet(v1alpha1.ProfilePersistentFleet)
-	objs := machine.Render(f, 3, -1)
+	objs := render.Render(f, 3, -1)
 	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "alpha", field.ErrorList{
 		field.Duplicate(field.NewPath("spec", "ports").Index(1).Child("name"), "client")})
 	for _, c := range []struct {
@@ -441,7 +442,7 @@ func TestApplyNeverWritesSomeoneElsesObject(t *testing.T) {
 	f := testFleet(v1alpha1.ProfilePersistentFleet)
 	old := f.DeepCopy()
 	old.UID = "uid-earlier"
-	objs := machine.Render(f, 3, -1)
+	objs := render.Render(f, 3, -1)
 	notController := objs.Services[1].DeepCopy()
 	notController.OwnerReferences[0].Controller = nil
 	for _, c := range []struct {
@@ -450,7 +451,7 @@ func TestApplyNeverWritesSomeoneElsesObject(t *testing.T) {
 		obj      any
 	}{
 		{"a person's service", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team"}}, objs.Services[0]},
-		{"an earlier fleet's policy", machine.Render(old, 3, -1).Policies[0], objs.Policies[0]},
+		{"an earlier fleet's policy", render.Render(old, 3, -1).Policies[0], objs.Policies[0]},
 		{"an owner that is not the controller", notController, objs.Services[1]},
 		{"a person's statefulset", &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team"}}, objs.StatefulSet},
 	} {

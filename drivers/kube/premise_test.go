@@ -16,6 +16,7 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 // A heal decided on a cache that lags is confirmed with fresh reads first: a node that is ready
@@ -28,7 +29,7 @@ func TestHealConfirmsItsPremise(t *testing.T) {
 		if ready {
 			st = corev1.ConditionTrue
 		}
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", UID: "uid-" + types.UID(name), ResourceVersion: "7", Labels: machine.SelectorLabels(f)},
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", UID: "uid-" + types.UID(name), ResourceVersion: "7", Labels: render.SelectorLabels(f)},
 			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}}}
 	}
 	node := func(ready corev1.ConditionStatus, fenced bool) *corev1.Node {
@@ -96,13 +97,13 @@ func TestWorkloadWriteConfirmsItsPremise(t *testing.T) {
 		return f
 	}
 	deployment := func(generation int64) runtime.Object {
-		d := machine.Render(fleet(2), 5, -1).Deployment.DeepCopy()
+		d := render.Render(fleet(2), 5, -1).Deployment.DeepCopy()
 		d.Generation = generation
 		return d
 	}
 	write := func(p machine.Premise) machine.Action {
 		f := fleet(2)
-		d := machine.Render(f, 5, -1).Deployment
+		d := render.Render(f, 5, -1).Deployment
 		p.Fleet = f.Name
 		return machine.Action{Kind: machine.Apply, Key: "apply/deployment", Ref: kinds.Ref{Namespace: f.Namespace, Name: d.Name}, Object: d, Premise: &p}
 	}

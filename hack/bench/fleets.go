@@ -25,7 +25,7 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
-	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 const (
@@ -132,7 +132,7 @@ func (b *bench) createFleets(ctx context.Context, ns string, from, to int, membe
 	})
 }
 
-// rawObjects renders n fleets exactly as the operator renders them at provisioning (machine.Render,
+// rawObjects renders n fleets exactly as the operator renders them at provisioning (render.Render,
 // from the fleet as the API server defaults it, read back from a dry-run create) and strips what
 // ties them to a fleet: without a fleet object, an owner reference would have the garbage
 // collector delete them.
@@ -148,7 +148,7 @@ func (b *bench) rawObjects(ctx context.Context, ns string, n int, members int32)
 		f.Name = fleetName(i)
 		f.UID = uuid.NewUUID()
 		f.Spec.Bucket.Name = ns + "-" + f.Name
-		objs := machine.Render(f, members, -1).All()
+		objs := render.Render(f, members, -1).All()
 		for _, o := range objs {
 			m, err := apimeta.Accessor(o)
 			if err != nil {

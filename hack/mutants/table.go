@@ -402,7 +402,7 @@ var Table = []Mutant{
 		Threatens:   "clause 9: one bucket, one fleet UID",
 	},
 	{
-		Name: "drift-compares-status", File: "machine/match.go",
+		Name: "drift-compares-status", File: "render/compare.go",
 		Original:    "\tdelete(d, \"status\")\n",
 		Replacement: "\n",
 		Mistake:     "the desired object's empty status compared with the observed one: every pass re-applies",
