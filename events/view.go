@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/bucket"
+	"github.com/celld/celld-operator/claim"
 	"github.com/celld/celld-operator/kinds"
 )
 
@@ -201,7 +201,7 @@ func Normalize(namespace, name string, o *Observation) View {
 	}
 	f := o.Fleet
 	v.Deleting = f.DeletionTimestamp != nil
-	v.HasFinalizer = hasFinalizer(f)
+	v.HasFinalizer = claim.HasFinalizer(f)
 	v.Reservation = reservationView(f, o.Reservations)
 	if !v.Reservation.Exists {
 		v.Reservation.Claimant = claimant(f, o.Rivals)
@@ -236,24 +236,11 @@ func Normalize(namespace, name string, o *Observation) View {
 
 func reservationView(f *v1alpha1.CelldFleet, rs []*v1alpha1.CelldReservation) ReservationView {
 	var rv ReservationView
-	// The oldest reservation of the bucket wins: a bucket is bound to the first fleet that reserved it.
-	var first *v1alpha1.CelldReservation
-	for _, r := range rs {
-		// By identity, not by name: a reservation made under any naming, and any spelling of the
-		// bucket, holds it.
-		if !bucket.Same(r.Spec.Bucket, f.Spec.Bucket) {
-			continue
-		}
-		if first == nil || r.CreationTimestamp.Before(&first.CreationTimestamp) ||
-			(r.CreationTimestamp.Equal(&first.CreationTimestamp) && r.Namespace+"/"+r.Name < first.Namespace+"/"+first.Name) {
-			first = r
-		}
-		rv.Conflicts++
-	}
+	first, others := claim.Binding(f, rs)
 	if first == nil {
 		return rv
 	}
-	rv.Conflicts--
+	rv.Conflicts = others
 	rv.Exists = true
 	rv.Name = first.Name
 	rv.BoundTo = first.Spec.FleetUID
@@ -263,45 +250,12 @@ func reservationView(f *v1alpha1.CelldFleet, rs []*v1alpha1.CelldReservation) Re
 	return rv
 }
 
-// claimant is the rival with a stronger claim to the bucket than f, nil when f's is the
-// strongest. A fleet that carries the finalizer was bound to the bucket (a refused fleet never
-// gets it) and may still run members that use it, so it comes first; then the oldest fleet, then
-// the namespace/name, so every fleet reaches the same ranking from its own observation and only
-// one of them binds the bucket.
 func claimant(f *v1alpha1.CelldFleet, rivals []*v1alpha1.CelldFleet) *Claimant {
-	var best *v1alpha1.CelldFleet
-	for _, r := range rivals {
-		if r.UID == f.UID || !bucket.Same(r.Spec.Bucket, f.Spec.Bucket) {
-			continue
-		}
-		if strongerClaim(r, f) && (best == nil || strongerClaim(r, best)) {
-			best = r
-		}
-	}
+	best := claim.Strongest(f, rivals)
 	if best == nil {
 		return nil
 	}
 	return &Claimant{Namespace: best.Namespace, Name: best.Name, UID: best.UID}
-}
-
-// strongerClaim: a's claim to a bucket both name beats b's.
-func strongerClaim(a, b *v1alpha1.CelldFleet) bool {
-	if fa, fb := hasFinalizer(a), hasFinalizer(b); fa != fb {
-		return fa
-	}
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
-}
-
-func hasFinalizer(f *v1alpha1.CelldFleet) bool {
-	for _, fin := range f.Finalizers {
-		if fin == v1alpha1.FleetFinalizer {
-			return true
-		}
-	}
-	return false
 }
 
 func workloadView(o *Observation) WorkloadView {

@@ -8,9 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/capacity"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/render"
-	"github.com/celld/celld-operator/reservation"
 )
 
 // HealReason says why a member cannot come back on its own.
@@ -74,8 +74,8 @@ type facts struct {
 	othersReady bool
 	// wait is how long until a member not yet counted lost would be (0 when none).
 	wait   time.Duration
-	target reservation.Target
-	plan   reservation.Plan
+	target capacity.Target
+	plan   capacity.Plan
 	// refused: the bucket is bound to another fleet, or, with no reservation, another fleet has
 	// the stronger claim to it. The fleet then gets nothing: no finalizer, no object.
 	refused bool
@@ -107,7 +107,7 @@ func stabilization(f *v1alpha1.CelldFleet) time.Duration {
 	if w := f.Spec.Capacity.ScaleInStabilization; w != nil {
 		return w.Duration
 	}
-	return reservation.DefaultStabilization
+	return capacity.DefaultStabilization
 }
 
 // nodeHealth says whether a node is usable and, if not, since when it is not.
@@ -273,8 +273,8 @@ func computeFacts(v *events.View) *facts {
 	fx.audit()
 	fx.taken = fx.nameTaken()
 	fx.inputs()
-	fx.target = reservation.TargetFor(&f.Spec, v.Utilization, fx.current)
-	fx.plan = reservation.Step(reservation.Facts{
+	fx.target = capacity.TargetFor(&f.Spec, v.Utilization, fx.current)
+	fx.plan = capacity.Step(capacity.Facts{
 		Current: fx.current, Target: fx.target, Settled: fx.settled(), Now: v.Now,
 		Window: stabilization(f), History: v.Reservation.History,
 	})

@@ -18,12 +18,12 @@ import (
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/capacity"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/render"
-	"github.com/celld/celld-operator/reservation"
 )
 
 // FieldManager is the one field manager of everything the operator writes.
@@ -273,7 +273,7 @@ func (ap *Applier) appendHistory(ctx context.Context, a machine.Action) error {
 		if err != nil {
 			return err
 		}
-		h := reservation.Append(r.Status.CapacityHistory, *a.Decision)
+		h := capacity.Append(r.Status.CapacityHistory, *a.Decision)
 		if equality.Semantic.DeepEqual(h, r.Status.CapacityHistory) {
 			return nil
 		}

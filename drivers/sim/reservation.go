@@ -7,9 +7,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/capacity"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
-	"github.com/celld/celld-operator/reservation"
 )
 
 // maxRetries bounds AppendHistory's re-read-and-retry loop, as client-go's RetryOnConflict
@@ -64,7 +64,7 @@ func (c *Cluster) doAppendHistory(a machine.Action, req *Request) error {
 		if !ok {
 			return apierrors.NewNotFound(row(KindReservation).Resource, a.Name)
 		}
-		if n := len(cur.Status.CapacityHistory); n > 0 && reservation.SameDecision(cur.Status.CapacityHistory[n-1], *a.Decision) {
+		if n := len(cur.Status.CapacityHistory); n > 0 && capacity.SameDecision(cur.Status.CapacityHistory[n-1], *a.Decision) {
 			return nil
 		}
 		if err := c.conflict(KindReservation, a.Name); err != nil {
@@ -75,7 +75,7 @@ func (c *Cluster) doAppendHistory(a machine.Action, req *Request) error {
 			return err
 		}
 		next := cur.DeepCopy()
-		next.Status.CapacityHistory = reservation.Append(next.Status.CapacityHistory, *a.Decision.DeepCopy())
+		next.Status.CapacityHistory = capacity.Append(next.Status.CapacityHistory, *a.Decision.DeepCopy())
 		req.Changed = c.put(next)
 		return nil
 	}
