@@ -11,7 +11,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/machine"
-	"github.com/celld/celld-operator/proptest"
+	"github.com/celld/celld-operator/proptest/harness"
 )
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
@@ -48,12 +48,12 @@ func writeFleet(t *testing.T, f *v1alpha1.CelldFleet) string {
 }
 
 func TestRenderBothProfiles(t *testing.T) {
-	for _, s := range []proptest.FleetSpec{
+	for _, s := range []harness.FleetSpec{
 		{Name: "p", Profile: v1alpha1.ProfilePersistentFleet, Members: 3, Bucket: "p-bucket"},
 		{Name: "b", Profile: v1alpha1.ProfileBucket, Members: 2, Bucket: "b-bucket"},
 		{Name: "o", Profile: v1alpha1.ProfileBucket, Members: 2, Bucket: "o-bucket", Workload: v1alpha1.WorkloadOrderedStatefulSet},
 	} {
-		code, out, errOut := runCLI("render", "-f", writeFleet(t, proptest.NewFleet(s)))
+		code, out, errOut := runCLI("render", "-f", writeFleet(t, harness.NewFleet(s)))
 		if code != 0 {
 			t.Fatalf("render %s: exit %d: %s", s.Name, code, errOut)
 		}
@@ -85,7 +85,7 @@ func TestRenderBothProfiles(t *testing.T) {
 }
 
 func TestBadInputIsOneClearLine(t *testing.T) {
-	bad := proptest.NewFleet(proptest.FleetSpec{Name: "x", Profile: v1alpha1.ProfilePersistentFleet, Members: 3, Bucket: "x-bucket"})
+	bad := harness.NewFleet(harness.FleetSpec{Name: "x", Profile: v1alpha1.ProfilePersistentFleet, Members: 3, Bucket: "x-bucket"})
 	bad.Spec.Storage = nil
 	for _, tc := range []struct {
 		args []string
