@@ -139,18 +139,51 @@ func (p *planner) live() {
 			w := &v.Workload
 			a.Premise = &Premise{Fleet: f.Name, FleetGeneration: f.Generation, Workload: true, WorkloadExists: w.Exists, WorkloadGeneration: w.Generation}
 			if replicas < fx.current {
-				// A scale-in takes a member away: every member must still be ready.
+				// A scale-in takes a member away: every member must still be ready, and the last
+				// change rolled out.
 				a.Premise.Ready = p.readyMembers("")
+				a.Premise.RolledOut = true
 			}
 		}
 		p.add(a)
 	}
 	p.history(replicas)
-	// A Steady fleet with a member it cannot replace yet says why.
-	if p.to == v1alpha1.StateHealing || (fx.candidate != nil && !fx.othersReady && p.to == v1alpha1.StateSteady) {
+	// A fleet with a member it cannot replace yet says why, in whatever state it waits.
+	if p.to == v1alpha1.StateHealing || (fx.candidate != nil && !fx.othersReady) {
 		p.heal()
 	}
 	p.explain(replicas)
+}
+
+// cannotHeal says why a member that cannot come back is not replaced, and what a person may do:
+// the operator replaces a member only while every other one is ready, but a person who knows the
+// others are down for good (or are held back by this very member, as an ordered StatefulSet
+// holds the members above a stuck one) may replace it by hand.
+func (p *planner) cannotHeal(c *lost) string {
+	var others []string
+	for i := range p.v.Members {
+		if m := &p.v.Members[i]; m != c.member && !memberReady(p.v, m) {
+			others = append(others, m.Name)
+		}
+	}
+	down := "members are missing"
+	switch len(others) {
+	case 0:
+	case 1:
+		down = "member " + others[0] + " is not ready"
+	default:
+		down = "members " + joinNames(others) + " are not ready"
+	}
+	back := "a new member takes its place"
+	switch {
+	case c.reason == HealVolumeLost:
+		back = "it comes back under the same name, on a new, empty disk: its own is lost"
+	case c.member.Ordinal >= 0:
+		back = "it comes back under the same name, on its own disk"
+	}
+	return fmt.Sprintf("member %s cannot come back on its own (%s) and %s: the operator replaces a member only while all the others are ready, "+
+		"so that it never takes two away at once; to replace it anyway, run kubectl delete pod %s (%s)",
+		c.member.Name, c.reason, down, c.member.Name, back)
 }
 
 // readyMembers names the fleet's members but one.
@@ -196,7 +229,7 @@ func (p *planner) heal() {
 		return
 	}
 	if !p.fx.othersReady {
-		p.block("member %s cannot come back (%s) but another member is not ready: replacing it now would take two members away", c.member.Name, c.reason)
+		p.block("%s", p.cannotHeal(c))
 		return
 	}
 	m := c.member
@@ -318,6 +351,9 @@ func (p *planner) explain(replicas int32) {
 	}
 	if len(fx.unfenced) > 0 {
 		p.block("%s", fx.fenceText())
+	}
+	if len(fx.lostClaims) > 0 {
+		p.block("a person to delete the Lost claims %s (kubectl delete pvc %s)", joinNames(fx.lostClaims), strings.Join(fx.lostClaims, " "))
 	}
 	for i := range v.Members {
 		if m := &v.Members[i]; !memberReady(v, m) {
