@@ -21,7 +21,8 @@ func (m *Fleet) matches(v *events.View, desired kinds.Object, replicas, settled 
 	if observed == nil {
 		return false
 	}
-	k := memoKey{kind: string(ref.Kind), name: ref.Name, observedRV: rv, uid: v.Fleet.UID, generation: v.Fleet.Generation, replicas: replicas, settled: settled}
+	k := memoKey{kind: string(ref.Kind), name: ref.Name, observedRV: rv, uid: v.Fleet.UID, generation: v.Fleet.Generation, replicas: replicas, settled: settled,
+		restartedAt: v.Fleet.Annotations[v1alpha1.AnnotationRestartedAt]}
 	if ok, hit := m.memo[k]; hit {
 		return ok
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
@@ -90,6 +92,40 @@ func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetS
 		p.add(Action{Kind: Requeue, Key: "requeue/" + v.Key(), After: wait})
 	}
 	return p.actions, st
+}
+
+// paused plans a fleet under AnnotationPaused: its status, which says so and what the fleet
+// would do, and nothing else. The state is what the observation shows; no trigger fires.
+func (p *planner) paused() ([]Action, v1alpha1.CelldFleetStatus) {
+	f := p.v.Fleet
+	p.block("reconciliation paused by annotation %s=%q: nothing but this status is written until it is removed (kubectl celld resume %s, or kubectl annotate celldfleet %s %s-)",
+		v1alpha1.AnnotationPaused, f.Annotations[v1alpha1.AnnotationPaused], f.Name, f.Name, v1alpha1.AnnotationPaused)
+	st := p.status()
+	st.NextAction = ""
+	for i := range st.Conditions {
+		if c := &st.Conditions[i]; c.Type == v1alpha1.ConditionProgressing && c.Status == metav1.ConditionTrue {
+			// Whatever was in flight goes on in the workload's controller, but the operator
+			// starts nothing.
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, "ReconciliationPaused", "the operator starts no change while the fleet is paused"
+			for _, old := range f.Status.Conditions {
+				if old.Type == c.Type && old.Status == c.Status {
+					c.LastTransitionTime = old.LastTransitionTime
+				}
+			}
+		}
+	}
+	st.Conditions = append(st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciliationPaused, Status: metav1.ConditionTrue,
+		Reason: "Paused", Message: p.blocked, ObservedGeneration: f.Generation, LastTransitionTime: metav1.NewTime(p.v.Now.UTC().Truncate(1e9))})
+	for _, old := range f.Status.Conditions {
+		if c := &st.Conditions[len(st.Conditions)-1]; old.Type == c.Type && old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+	}
+	if statusEqual(&st, &f.Status) {
+		return nil, st
+	}
+	s := st
+	return []Action{{Kind: PublishStatus, Key: "status/" + p.v.Key(), Ref: kinds.Ref{Kind: kinds.Fleet, Namespace: p.v.Namespace, Name: p.v.Name}, Status: &s}}, st
 }
 
 func triggerText(t Trigger) string {

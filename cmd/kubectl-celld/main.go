@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
 )
 
 func main() {
@@ -95,5 +97,49 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 			return nil
 		},
 	})
+	for _, c := range []struct {
+		use, short, verb string
+		value            *string
+	}{
+		{"pause FLEET", "Stop the operator from changing the fleet: it writes only the fleet's status until resumed", "paused", ptr("true")},
+		{"resume FLEET", "Let the operator change the fleet again: it decides on the fleet as it is now, in one decision", "resumed", nil},
+	} {
+		c := c
+		root.AddCommand(&cobra.Command{
+			Use:   c.use,
+			Short: c.short,
+			Args:  oneFleet,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				cl, ns, err := clientsFor(flags)
+				if err != nil {
+					return err
+				}
+				if err := annotate(cmd.Context(), cl, ns, args[0], v1alpha1.AnnotationPaused, c.value); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "celldfleet %s/%s %s\n", ns, args[0], c.verb)
+				return nil
+			},
+		})
+	}
+	root.AddCommand(&cobra.Command{
+		Use:   "restart FLEET",
+		Short: "Replace every member once, one at a time, each after the previous is ready (a rolling restart by the workload's controller)",
+		Args:  oneFleet,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, ns, err := clientsFor(flags)
+			if err != nil {
+				return err
+			}
+			at := now().UTC().Format(time.RFC3339)
+			if err := annotate(cmd.Context(), cl, ns, args[0], v1alpha1.AnnotationRestartedAt, &at); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "celldfleet %s/%s restart requested at %s\n", ns, args[0], at)
+			return nil
+		},
+	})
 	return root
 }
+
+func ptr(s string) *string { return &s }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -112,6 +114,23 @@ func read(ctx context.Context, cl clients, ns, name string) (*report, error) {
 		}
 	}
 	return r, nil
+}
+
+// annotate sets (value nil: removes) one annotation of the fleet with a merge patch, which
+// touches no other field and needs no resourceVersion.
+func annotate(ctx context.Context, cl clients, ns, name, key string, value *string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{key: value}}})
+	if err != nil {
+		return err
+	}
+	_, err = cl.celld.CelldV1alpha1().CelldFleets(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("celldfleet %q not found in namespace %q (kubectl get celldfleets -n %s lists them)", name, ns, ns)
+	case err != nil:
+		return fmt.Errorf("annotate celldfleet %s/%s: %w", ns, name, err)
+	}
+	return nil
 }
 
 // memberLess orders a StatefulSet's members by ordinal (alpha-2 before alpha-10), others by name.

@@ -457,4 +457,32 @@ var Table = []Mutant{
 		Mistake:     "a member on a Lost claim is replaced again and again: its new Pod mounts the same claim",
 		Threatens:   "clause 3: a Pod deleted only to heal what a new Pod fixes",
 	},
+	{
+		Name: "utilization-of-an-earlier-fleet", File: "events/view.go",
+		Original:    "if u := o.Utilization; u != nil && !u.Unavailable && u.Time.Before(f.CreationTimestamp.Time) {",
+		Replacement: "if u := o.Utilization; u != nil && !u.Unavailable && u.Time.Before(f.CreationTimestamp.Time) && false {",
+		Mistake:     "a fleet created under the name of a deleted one inherits its last usage sample",
+		Threatens:   "clause 2: growth reaches the target (a recommendation from this fleet's usage)",
+	},
+	{
+		Name: "pause-ignored", File: "machine/fleet.go",
+		Original:    "if v.Fleet.Paused() {",
+		Replacement: "if v.Fleet.Paused() && v.Fleet.Generation < 0 {",
+		Mistake:     "a paused fleet is changed like any other",
+		Threatens:   "day-2: a paused fleet's objects are not written",
+	},
+	{
+		Name: "memo-ignores-restart", File: "machine/memo.go",
+		Original:    "restartedAt: v.Fleet.Annotations[v1alpha1.AnnotationRestartedAt]}",
+		Replacement: "restartedAt: \"\"}",
+		Mistake:     "the machine remembers the workload matched before a restart was requested: the restart never reaches it",
+		Threatens:   "day-2: a requested rolling restart happens",
+	},
+	{
+		Name: "restart-not-rendered", File: "render/pod.go",
+		Original:    "t.Annotations = map[string]string{v1alpha1.AnnotationRestartedAt: at}",
+		Replacement: "_ = at",
+		Mistake:     "the restart annotation never reaches the members' Pod template",
+		Threatens:   "day-2: a requested rolling restart happens",
+	},
 }
