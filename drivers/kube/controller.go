@@ -112,7 +112,7 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 	}
 	ctl.loop = loop.New(driver{c: ctl, applierSender: applierSender{ctl.ap}}, opts.Log, ctl.hooks())
 	ctl.sampler = &sampler{metrics: c.Metrics, discovery: c.Discovery, inf: ctl.inf, util: ctl.util,
-		enqueue: ctl.queue.Add, log: opts.Log, counts: opts.Metrics.utilizationGet}
+		enqueue: ctl.queue.Add, log: opts.Log, counts: opts.Metrics.utilizationGet, gauges: opts.Metrics.capacity}
 	ctl.inf.OnUndecodable(ctl.undecodable)
 	if err := ctl.inf.AddHandlers(ctl.enqueueEvent); err != nil {
 		return nil, fmt.Errorf("add event handlers: %w", err)
@@ -240,6 +240,7 @@ func (c *Controller) hooks() loop.Hooks {
 		Decided: func(key string, d machine.Decision, took time.Duration) {
 			c.metrics.decision.Observe(took.Seconds())
 			c.metrics.states.set(key, d.To)
+			c.metrics.capacity.decided(key, &d.Status)
 			for _, t := range d.Transitions {
 				c.metrics.transitions.WithLabelValues(string(t.From), string(t.To)).Inc()
 			}
@@ -271,6 +272,7 @@ func (c *Controller) hooks() loop.Hooks {
 		Requeue: func(key string, after time.Duration) { c.queue.AddAfter(key, after) },
 		Forgot: func(key string) {
 			c.metrics.states.set(key, "")
+			c.metrics.capacity.forget(key)
 			c.util.drop(key)
 		},
 	}

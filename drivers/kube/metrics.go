@@ -33,6 +33,7 @@ type Metrics struct {
 	queueProvider  workqueue.MetricsProvider
 	utilizationGet *prometheus.CounterVec
 	undecodable    *prometheus.CounterVec
+	capacity       *capacityGauges
 }
 
 // NewMetrics registers every metric on a new registry.
@@ -84,7 +85,7 @@ func NewMetrics() *Metrics {
 		}),
 		utilizationGet: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "utilization_samples_total",
-			Help: "Samples of member usage read from the metrics API, by result (ok, error, unavailable).",
+			Help: "Samples of member usage read from the metrics API, by result (ok, error, unavailable, empty).",
 		}, []string{"result"}),
 		undecodable: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "undecodable_objects_total",
@@ -93,6 +94,7 @@ func NewMetrics() *Metrics {
 		states: newStateCollector(),
 	}
 	m.queueProvider = newQueueMetrics(reg)
+	m.capacity = newCapacityGauges(reg)
 	reg.MustRegister(m.transitions, m.unhandled, m.actions, m.writes, m.writesRefused, m.requests, m.faults, m.heals, m.decision, m.eventToAction, m.utilizationGet, m.undecodable, m.states,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
