@@ -8,6 +8,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 # Everything the binary may import; .dockerignore keeps the local cluster's state out.
+# Only cmd/celld-operator is built: the simulator and the property harness are cmd/celld-sim.
 COPY . .
 ARG VERSION=dev
 ARG TARGETOS=linux

@@ -10,7 +10,7 @@ MUTANTS_JOBS ?= 1
 # packages have code and tests under that tag.
 FAULT_PKGS := ./drivers/kube ./cmd/celld-operator
 
-.PHONY: help build test unit e2e chaos fuzz mutants diagram generate verify lint cluster demo demo-stop bench clean
+.PHONY: help build test unit e2e chaos fuzz simulate mutants diagram generate verify lint cluster demo demo-stop bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -35,6 +35,9 @@ chaos: ## long crash chaos: fleet lifecycles while the operator is SIGKILLed CHA
 
 fuzz: ## a long property run: FUZZ_SEQUENCES random lifecycle sequences (default 20000) across all cores
 	hack/fuzz.sh $(FUZZ_SEQUENCES)
+
+simulate: ## one random lifecycle sequence through the simulator with every contract check (SEED=N STEPS=M); the simulator is cmd/celld-sim, not part of the operator binary
+	$(GO) run ./cmd/celld-sim --seed $(or $(SEED),1) --steps $(or $(STEPS),40)
 
 mutants: ## mutation score: every mistake of hack/mutants/table.go must fail the tests that need no control plane (MUTANTS_RUN=regexp, MUTANTS_JOBS=N)
 	$(GO) run ./hack/mutants -run '$(MUTANTS_RUN)' -j $(MUTANTS_JOBS)

@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/internal/testenv"
 )
 
 // apiserverDown is how long kube-apiserver and etcd stay stopped.
@@ -94,15 +95,15 @@ func TestAPIServerRestart(t *testing.T) {
 	}
 	t.Logf("every fleet converged %s after the API server was back", time.Since(up).Round(time.Millisecond))
 	select {
-	case <-op.exited:
-		t.Fatalf("the operator exited while the API server was away: %s\n%s", op.cmd.ProcessState, tail(op.logPath, 30))
+	case <-op.Exited:
+		t.Fatalf("the operator exited while the API server was away: %s\n%s", op.Cmd.ProcessState, tail(op.LogPath, 30))
 	default:
 	}
 	if !op.ready() {
 		t.Errorf("the operator is not ready after the API server came back")
 	}
 	_, after := op.counter(t, "celld_operator_api_requests_total")
-	again := subtract(after, before)
+	again := testenv.Delta(after, before)
 	t.Logf("requests since the stop, by verb and resource:%s", formatSeries(again))
 	if sumVerb(again, "list")+sumVerb(again, "watch") == 0 {
 		t.Errorf("no list or watch since the API server came back: the operator did not reconnect")
@@ -132,14 +133,14 @@ func TestAPIServerRestart(t *testing.T) {
 	w0, series := op.writes(t)
 	time.Sleep(30 * time.Second)
 	if w1, now := op.writes(t); w1 != w0 {
-		t.Errorf("%g writes in 30 s at rest after the restart:%s", w1-w0, formatSeries(subtract(now, series)))
+		t.Errorf("%g writes in 30 s at rest after the restart:%s", w1-w0, formatSeries(testenv.Delta(now, series)))
 	}
 	t.Logf("no write in 30 s at rest after the restart")
 }
 
 // ready asks the operator's /readyz.
 func (op *operator) ready() bool {
-	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + op.probe + "/readyz")
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + op.Probe + "/readyz")
 	if err != nil {
 		return false
 	}

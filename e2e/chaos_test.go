@@ -4,16 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/internal/testenv"
 )
 
 // quickKills is how many kills the quick mode (the default, run by make test) makes at least.
@@ -404,12 +401,12 @@ outer:
 			case <-m.quit:
 				timer.Stop()
 				return
-			case <-op.exited:
+			case <-op.Exited:
 				timer.Stop()
 				if m.respawnOnPortClash(op) {
 					continue outer
 				}
-				m.fail(fmt.Errorf("operator pid %d exited on its own: %s\n%s", op.cmd.Process.Pid, op.cmd.ProcessState, tail(op.logPath, 30)))
+				m.fail(fmt.Errorf("operator pid %d exited on its own: %s\n%s", op.Cmd.Process.Pid, op.Cmd.ProcessState, tail(op.LogPath, 30)))
 				return
 			case <-m.poke:
 				if m.rng.IntN(3) != 0 {
@@ -437,7 +434,7 @@ outer:
 		m.kills.by[busy]++
 		m.mu.Unlock()
 		m.f.t.Logf("chaos: operator pid %d killed %s after its start (ready: %t, during: %s)",
-			op.cmd.Process.Pid, time.Since(began).Round(10*time.Millisecond), ready, busy)
+			op.Cmd.Process.Pid, time.Since(began).Round(10*time.Millisecond), ready, busy)
 		// Restarted at once mostly; a third of the time after a pause of up to 3 seconds.
 		if m.rng.IntN(3) == 0 {
 			time.Sleep(200*time.Millisecond + time.Duration(m.rng.Int64N(int64(2800*time.Millisecond))))
@@ -457,14 +454,14 @@ outer:
 // free was taken before it bound it.
 func (m *chaosMonkey) respawnOnPortClash(op *operator) bool {
 	select {
-	case <-op.exited:
+	case <-op.Exited:
 	default:
 		return false
 	}
-	if !strings.Contains(tail(op.logPath, 5), "address already in use") {
+	if !strings.Contains(tail(op.LogPath, 5), "address already in use") {
 		return false
 	}
-	m.f.t.Logf("chaos: operator pid %d found its port taken: started again", op.cmd.Process.Pid)
+	m.f.t.Logf("chaos: operator pid %d found its port taken: started again", op.Cmd.Process.Pid)
 	next, err := m.spawn()
 	if err != nil {
 		m.fail(err)
@@ -524,75 +521,36 @@ func (m *chaosMonkey) spawn() (*operator, error) {
 		return nil, err
 	}
 	m.started = append(m.started, op)
-	m.f.t.Logf("chaos: operator pid %d started (log %s)", op.cmd.Process.Pid, op.logPath)
+	m.f.t.Logf("chaos: operator pid %d started (log %s)", op.Cmd.Process.Pid, op.LogPath)
 	return op, nil
 }
 
 func (m *chaosMonkey) launch() (*operator, error) {
 	f := m.f
-	addrs, err := freeAddrs(2)
+	op, err := testenv.Launch(testenv.Options{
+		Binary: suite.operator, DieWithParent: true,
+		LogPath: filepath.Join(suite.logDir, fmt.Sprintf("%s-%d.log", strings.ReplaceAll(f.t.Name(), "/", "_"), len(f.ops)+len(m.started))),
+		Args:    []string{"--kubeconfig", suite.kubeconfig, "--namespace", f.ns, "--workers", "4"},
+	})
 	if err != nil {
 		return nil, err
 	}
-	op := &operator{metrics: addrs[0], probe: addrs[1], exited: make(chan struct{}),
-		logPath: filepath.Join(suite.logDir, fmt.Sprintf("%s-%d.log", strings.ReplaceAll(f.t.Name(), "/", "_"), len(f.ops)+len(m.started)))}
-	logFile, err := os.Create(op.logPath)
-	if err != nil {
-		return nil, fmt.Errorf("operator log: %w", err)
-	}
-	op.cmd = exec.Command(suite.operator, "run",
-		"--kubeconfig", suite.kubeconfig, "--namespace", f.ns, "--workers", "4",
-		"--metrics-bind-address", op.metrics, "--health-probe-bind-address", op.probe,
-		"--leader-elect=false", "--log-format", "json", "--log-level", "info", "--metrics-secure=false")
-	op.cmd.Stdout, op.cmd.Stderr = logFile, logFile
-	op.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := op.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start operator: %w", err)
-	}
-	go func() {
-		_ = op.cmd.Wait()
-		logFile.Close()
-		close(op.exited)
-	}()
-	return op, nil
+	return &operator{op}, nil
 }
 
-// freeAddrs finds n free local ports. Their listeners stay open until all are known, or a later
-// one could be an earlier one again.
-func freeAddrs(n int) ([]string, error) {
-	var out []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("free port: %w", err)
-		}
-		defer l.Close()
-		out = append(out, l.Addr().String())
-	}
-	return out, nil
-}
-
-func (m *chaosMonkey) isReady(op *operator) bool {
-	resp, err := (&http.Client{Timeout: time.Second}).Get("http://" + op.probe + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
+func (m *chaosMonkey) isReady(op *operator) bool { return op.Ready() }
 
 // awaitReady waits up to a minute for the operator's readiness, as startOperator does.
 func (m *chaosMonkey) awaitReady(op *operator) error {
 	deadline := time.Now().Add(time.Minute)
 	for !m.isReady(op) {
 		select {
-		case <-op.exited:
-			return fmt.Errorf("operator pid %d exited: %s\n%s", op.cmd.Process.Pid, op.cmd.ProcessState, tail(op.logPath, 30))
+		case <-op.Exited:
+			return fmt.Errorf("operator pid %d exited: %s\n%s", op.Cmd.Process.Pid, op.Cmd.ProcessState, tail(op.LogPath, 30))
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("operator pid %d not ready within a minute\n%s", op.cmd.Process.Pid, tail(op.logPath, 30))
+			return fmt.Errorf("operator pid %d not ready within a minute\n%s", op.Cmd.Process.Pid, tail(op.LogPath, 30))
 		}
 		time.Sleep(poll)
 	}

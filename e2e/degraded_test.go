@@ -25,6 +25,7 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 // detectedRow is one state only the operator can detect: how to reach it from a fresh namespace
@@ -375,7 +376,7 @@ func rowWorkloadReplicasEdited(t *testing.T, f *fixture, op *operator) string {
 func rowWorkloadImageEdited(t *testing.T, f *fixture, op *operator) string {
 	fl := f.create(f.newFleet("image", v1alpha1.ProfileBucket, 2))
 	f.waitConverged(fl.Name)
-	patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":%q,"image":"ghcr.io/celld/celld:hand-edit"}]}}}}`, machine.ContainerName)
+	patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":%q,"image":"ghcr.io/celld/celld:hand-edit"}]}}}}`, render.ContainerName)
 	edited, err := suite.kube.AppsV1().Deployments(f.ns).Patch(f.ctx, fl.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
 		t.Fatal(err)

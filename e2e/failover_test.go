@@ -43,7 +43,7 @@ func TestLeaderFailover(t *testing.T) {
 	if leaseHolder(lease) == ids[1] {
 		leader, standby = 1, 0
 	}
-	t.Logf("leader %s (pid %d), standby %s (pid %d)", ids[leader], ops[leader].cmd.Process.Pid, ids[standby], ops[standby].cmd.Process.Pid)
+	t.Logf("leader %s (pid %d), standby %s (pid %d)", ids[leader], ops[leader].Cmd.Process.Pid, ids[standby], ops[standby].Cmd.Process.Pid)
 
 	sh := f.startShrink("failover")
 	killed := time.Now()
@@ -76,8 +76,8 @@ func TestLeaderFailover(t *testing.T) {
 		t.Errorf("the lease changed hands again: held by %q", leaseHolder(f.operatorLease()))
 	}
 	select {
-	case <-ops[standby].exited:
-		t.Errorf("the new leader exited: %s", ops[standby].cmd.ProcessState)
+	case <-ops[standby].Exited:
+		t.Errorf("the new leader exited: %s", ops[standby].Cmd.ProcessState)
 	default:
 	}
 }
@@ -88,7 +88,7 @@ func (f *fixture) operatorIdentity(op *operator) string {
 	f.t.Helper()
 	var id string
 	err := wait.PollUntilContextTimeout(f.ctx, poll, 30*time.Second, true, func(context.Context) (bool, error) {
-		file, err := os.Open(op.logPath)
+		file, err := os.Open(op.LogPath)
 		if err != nil {
 			return false, err
 		}
@@ -105,7 +105,7 @@ func (f *fixture) operatorIdentity(op *operator) string {
 		return false, nil
 	})
 	if err != nil {
-		f.t.Fatalf("no leader-election identity in %s: %v", op.logPath, err)
+		f.t.Fatalf("no leader-election identity in %s: %v", op.LogPath, err)
 	}
 	return id
 }

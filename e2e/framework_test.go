@@ -1,13 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,7 +32,8 @@ import (
 	celldv1alpha1 "github.com/celld/celld-operator/api/generated/clientset/versioned/typed/celld/v1alpha1"
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/internal/testenv"
+	"github.com/celld/celld-operator/render"
 )
 
 const (
@@ -100,93 +96,36 @@ func namespaceName(test, id string) string {
 
 // --- the operator process ----------------------------------------------------------------------
 
-type operator struct {
-	cmd     *exec.Cmd
-	metrics string
-	probe   string
-	logPath string
-	exited  chan struct{}
-}
+// operator is one celld-operator process of a test.
+type operator struct{ *testenv.Operator }
 
 // startOperator starts celld-operator for the fixture's namespace and waits until it is ready.
 // Later flags override the defaults.
 func (f *fixture) startOperator(flags ...string) *operator {
 	f.t.Helper()
-	op := &operator{
-		metrics: freeAddr(f.t), probe: freeAddr(f.t), exited: make(chan struct{}),
-		logPath: filepath.Join(suite.logDir, fmt.Sprintf("%s-%d.log", strings.ReplaceAll(f.t.Name(), "/", "_"), len(f.ops))),
-	}
-	args := append([]string{"run",
-		"--kubeconfig", suite.kubeconfig, "--namespace", f.ns, "--workers", "4",
-		"--metrics-bind-address", op.metrics, "--health-probe-bind-address", op.probe,
-		"--leader-elect=false", "--log-format", "json", "--log-level", "info",
-		// The tests read the counters over plain HTTP; TestMetricsNeedAToken covers the default.
-		"--metrics-secure=false",
-	}, flags...)
-	logFile, err := os.Create(op.logPath)
-	if err != nil {
-		f.t.Fatalf("operator log: %v", err)
-	}
-	op.cmd = exec.Command(suite.operator, args...)
-	op.cmd.Stdout, op.cmd.Stderr = logFile, logFile
-	// A test binary killed by -timeout or ^C runs no cleanup: the operator must not outlive it.
-	op.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := op.cmd.Start(); err != nil {
-		logFile.Close()
-		f.t.Fatalf("start operator: %v", err)
-	}
-	go func() {
-		_ = op.cmd.Wait()
-		logFile.Close()
-		close(op.exited)
-	}()
-	f.ops = append(f.ops, op)
-	f.t.Logf("operator pid %d (metrics %s, log %s)", op.cmd.Process.Pid, op.metrics, op.logPath)
-
-	client := http.Client{Timeout: 2 * time.Second}
-	err = wait.PollUntilContextTimeout(f.ctx, poll, time.Minute, true, func(context.Context) (bool, error) {
-		select {
-		case <-op.exited:
-			return false, fmt.Errorf("operator exited: %s", op.cmd.ProcessState)
-		default:
-		}
-		resp, err := client.Get("http://" + op.probe + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+	logPath := filepath.Join(suite.logDir, fmt.Sprintf("%s-%d.log", strings.ReplaceAll(f.t.Name(), "/", "_"), len(f.ops)))
+	op, err := testenv.Start(f.ctx, testenv.Options{
+		Binary: suite.operator, LogPath: logPath, DieWithParent: true, Ready: time.Minute, Poll: poll,
+		Args: append([]string{"--kubeconfig", suite.kubeconfig, "--namespace", f.ns, "--workers", "4"}, flags...),
+	}, func(op *testenv.Operator) {
+		f.ops = append(f.ops, &operator{op})
+		f.t.Logf("operator pid %d (metrics %s, log %s)", op.Cmd.Process.Pid, op.Metrics, op.LogPath)
 	})
 	if err != nil {
-		f.t.Fatalf("operator not ready: %v\n%s", err, tail(op.logPath, 30))
+		f.t.Fatalf("%v\n%s", err, tail(logPath, 30))
 	}
-	return op
+	return &operator{op}
 }
 
 // stop sends SIGTERM and waits for a clean exit, killing the process if it does not come.
 func (op *operator) stop(t *testing.T) {
-	select {
-	case <-op.exited:
-		return
-	default:
-	}
-	_ = op.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-op.exited:
-		if !op.cmd.ProcessState.Success() {
-			t.Errorf("operator pid %d exited with %s after SIGTERM", op.cmd.Process.Pid, op.cmd.ProcessState)
-		}
-	case <-time.After(30 * time.Second):
-		t.Errorf("operator pid %d still running 30s after SIGTERM: killed", op.cmd.Process.Pid)
-		op.kill()
+	if err := op.Stop(); err != nil {
+		t.Error(err)
 	}
 }
 
 // kill is a crash: SIGKILL, no chance to release anything.
-func (op *operator) kill() {
-	_ = op.cmd.Process.Signal(syscall.SIGKILL)
-	<-op.exited
-}
+func (op *operator) kill() { op.Kill() }
 
 func (f *fixture) stopOperators() {
 	for _, op := range f.ops {
@@ -206,35 +145,14 @@ func (op *operator) heals(t *testing.T) (float64, map[string]float64) {
 	return op.counter(t, "celld_operator_heals_total")
 }
 
+// counter sums a counter's series; series are keyed by their labels.
 func (op *operator) counter(t *testing.T, name string) (float64, map[string]float64) {
 	t.Helper()
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + op.metrics + "/metrics")
+	ms, err := op.Scrape()
 	if err != nil {
 		t.Fatalf("read metrics: %v", err)
 	}
-	defer resp.Body.Close()
-	return counter(t, resp.Body, name)
-}
-
-// counter sums a counter's series from the Prometheus text format; series are keyed by their labels.
-func counter(t *testing.T, r io.Reader, name string) (float64, map[string]float64) {
-	t.Helper()
-	total, series := 0.0, map[string]float64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
-		}
-		total += v
-		series[strings.TrimPrefix(line[:i], name)] = v
-	}
+	total, series := ms.Series(name)
 	return total, series
 }
 
@@ -249,16 +167,6 @@ func formatSeries(s map[string]float64) string {
 		fmt.Fprintf(&b, "\n\t%s %g", k, s[k])
 	}
 	return b.String()
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // tail returns the last n lines of a file.
@@ -421,7 +329,7 @@ func (f *fixture) reservation(fl *v1alpha1.CelldFleet) *v1alpha1.CelldReservatio
 }
 
 // reservationName is the name the operator derives from the bucket's canonical identity.
-func reservationName(b v1alpha1.BucketSpec) string { return machine.ReservationName(b) }
+func reservationName(b v1alpha1.BucketSpec) string { return render.ReservationName(b) }
 
 // --- members -----------------------------------------------------------------------------------
 
@@ -786,6 +694,6 @@ func (f *fixture) dump() {
 		f.t.Logf("objects:\n%s", out)
 	}
 	for _, op := range f.ops {
-		f.t.Logf("operator log %s (last lines):\n%s", op.logPath, tail(op.logPath, 40))
+		f.t.Logf("operator log %s (last lines):\n%s", op.LogPath, tail(op.LogPath, 40))
 	}
 }

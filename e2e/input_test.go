@@ -184,7 +184,7 @@ func TestUndecodableFleetIsolated(t *testing.T) {
 			t.Errorf("the fleet whose status does not decode was never reported as served without it")
 		}
 	}
-	logged, _ := os.ReadFile(op.logPath)
+	logged, _ := os.ReadFile(op.LogPath)
 	if !strings.Contains(string(logged), `"namespace":"`+f.ns+`"`) || !strings.Contains(string(logged), `"name":"`+bad+`"`) ||
 		!strings.Contains(string(logged), "does not decode") {
 		t.Errorf("no log line names %s/%s as undecodable", f.ns, bad)

@@ -35,7 +35,7 @@ func TestNoWriteAfterLeaseLost(t *testing.T) {
 		n, _ := op.counter(t, "celld_operator_api_faults_injected_total")
 		return n >= 1, nil
 	}); err != nil {
-		t.Fatalf("the StatefulSet apply never began: %v\n%s", err, tail(op.logPath, 30))
+		t.Fatalf("the StatefulSet apply never began: %v\n%s", err, tail(op.LogPath, 30))
 	}
 	stalledAt := time.Now()
 
@@ -62,10 +62,10 @@ func TestNoWriteAfterLeaseLost(t *testing.T) {
 	}
 	taken := time.Now()
 	select {
-	case <-op.exited:
+	case <-op.Exited:
 		took := time.Since(taken)
-		t.Logf("the operator exited %s after the takeover: %s", took.Round(10*time.Millisecond), op.cmd.ProcessState)
-		if op.cmd.ProcessState.Success() {
+		t.Logf("the operator exited %s after the takeover: %s", took.Round(10*time.Millisecond), op.Cmd.ProcessState)
+		if op.Cmd.ProcessState.Success() {
 			t.Errorf("the operator exited 0 on a lost lease; want a failure, so it restarts with fresh caches")
 		}
 		if took > 10*time.Second {
@@ -73,7 +73,7 @@ func TestNoWriteAfterLeaseLost(t *testing.T) {
 		}
 	case <-time.After(stallFor + 10*time.Second):
 		op.kill()
-		t.Errorf("the operator still ran %s after it lost the lease\n%s", stallFor+10*time.Second, tail(op.logPath, 30))
+		t.Errorf("the operator still ran %s after it lost the lease\n%s", stallFor+10*time.Second, tail(op.LogPath, 30))
 	}
 	// Past the stall: what the held sync would have sent by now, it sent.
 	time.Sleep(time.Until(stalledAt.Add(stallFor + 3*time.Second)))
@@ -86,12 +86,12 @@ func TestNoWriteAfterLeaseLost(t *testing.T) {
 	if len(after) > 0 {
 		t.Errorf("objects changed after the takeover (resourceVersion %s):\n%s", takenRV, strings.Join(after, "\n"))
 	}
-	log, err := os.ReadFile(op.logPath)
+	log, err := os.ReadFile(op.LogPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(log), "leadership lost") {
-		t.Errorf("the operator's log does not tell the loss:\n%s", tail(op.logPath, 20))
+		t.Errorf("the operator's log does not tell the loss:\n%s", tail(op.LogPath, 20))
 	}
 	t.Logf("%s after the takeover: no StatefulSet, nothing in %s changed past resourceVersion %s",
 		time.Since(taken).Round(time.Second), f.ns, takenRV)

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 // TestNamespacedInstall: the operator runs on a token of a ServiceAccount holding exactly the
@@ -112,10 +112,10 @@ func TestNamespacedInstall(t *testing.T) {
 	// /metrics: refused without a token; served to a token allowed get on /metrics, the reviews
 	// made with the namespaced rights.
 	reader := metricsReader(t, f, "scraper", "celld-operator-metrics-reader")
-	if code, _ := scrape(t, op.metrics, "/metrics", ""); code != http.StatusUnauthorized {
+	if code, _ := scrape(t, op.Metrics, "/metrics", ""); code != http.StatusUnauthorized {
 		t.Errorf("/metrics without a token: %d, want 401", code)
 	}
-	if code, body := scrape(t, op.metrics, "/metrics", reader); code != http.StatusOK || !strings.Contains(body, "celld_operator_api_writes_total") {
+	if code, body := scrape(t, op.Metrics, "/metrics", reader); code != http.StatusOK || !strings.Contains(body, "celld_operator_api_writes_total") {
 		t.Errorf("/metrics with the reader's token: %d, want 200 with the operator's metrics\n%.300s", code, body)
 	}
 
@@ -127,7 +127,7 @@ func TestNamespacedInstall(t *testing.T) {
 	}); err != nil {
 		t.Errorf("claims of the deleted PersistentFleet %s still there", pf.Name)
 	}
-	log, err := os.ReadFile(op.logPath)
+	log, err := os.ReadFile(op.LogPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,13 +240,13 @@ func checkHardenedMembers(t *testing.T, f *fixture, fl *v1alpha1.CelldFleet) {
 		scratch := false
 		for _, m := range c.VolumeMounts {
 			for _, v := range p.Spec.Volumes {
-				if v.Name == m.Name && m.MountPath == machine.ScratchMountPath && v.EmptyDir != nil && !m.ReadOnly {
+				if v.Name == m.Name && m.MountPath == render.ScratchMountPath && v.EmptyDir != nil && !m.ReadOnly {
 					scratch = true
 				}
 			}
 		}
 		if !scratch {
-			t.Errorf("member %s: no writable scratch emptyDir at %s", p.Name, machine.ScratchMountPath)
+			t.Errorf("member %s: no writable scratch emptyDir at %s", p.Name, render.ScratchMountPath)
 		}
 	}
 }
@@ -340,7 +340,7 @@ func TestMetricsNeedAToken(t *testing.T) {
 		{"the metrics reader", "/debug/pprof/", reader, http.StatusForbidden},
 		{"an identity allowed /debug/pprof/*", "/debug/pprof/", profiler, http.StatusOK},
 	} {
-		code, body := scrape(t, op.metrics, tc.path, tc.token)
+		code, body := scrape(t, op.Metrics, tc.path, tc.token)
 		if code != tc.want {
 			t.Errorf("%s on %s: %d, want %d\n%.200s", tc.who, tc.path, code, tc.want, body)
 		}
@@ -351,7 +351,7 @@ func TestMetricsNeedAToken(t *testing.T) {
 			t.Errorf("%s on %s: refused (%d) but the body has metrics", tc.who, tc.path, code)
 		}
 	}
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + op.metrics + "/metrics")
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + op.Metrics + "/metrics")
 	if err == nil {
 		if resp.StatusCode == http.StatusOK {
 			t.Errorf("/metrics over plain HTTP: 200, want no plain HTTP at all")

@@ -14,7 +14,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 // TestNetworkPolicies: the NetworkPolicies the API server holds for each fleet select exactly its
@@ -186,7 +186,7 @@ func checkContainerPorts(t *testing.T, fl *v1alpha1.CelldFleet, pods []corev1.Po
 		}
 		got := map[string]int32{}
 		for _, c := range p.Spec.Containers {
-			if c.Name != machine.ContainerName {
+			if c.Name != render.ContainerName {
 				continue
 			}
 			for _, cp := range c.Ports {

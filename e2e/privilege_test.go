@@ -124,7 +124,7 @@ func TestLeastPrivilege(t *testing.T) {
 
 	total, by := op.writes(t)
 	t.Logf("the operator's writes, by verb and resource (%g):%s", total, formatSeries(by))
-	log, err := os.ReadFile(op.logPath)
+	log, err := os.ReadFile(op.LogPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/internal/testenv"
 )
 
 // TestStatusRebuilt: a status wiped by hand is rebuilt from observation alone, to what it was,
@@ -55,7 +56,7 @@ func TestStatusRebuilt(t *testing.T) {
 			t.Errorf("writes %s: %g -> %g; want only the fleet's status written", series, writes[series], n)
 		}
 	}
-	t.Logf("writes while rebuilding:%s", formatSeries(subtract(now, writes)))
+	t.Logf("writes while rebuilding:%s", formatSeries(testenv.Delta(now, writes)))
 }
 
 // comparable drops the condition transition times, which a status rebuilt from nothing cannot know.
@@ -65,16 +66,6 @@ func comparable(st v1alpha1.CelldFleetStatus) v1alpha1.CelldFleetStatus {
 		st.Conditions[i].LastTransitionTime = metav1.Time{}
 	}
 	return st
-}
-
-func subtract(now, before map[string]float64) map[string]float64 {
-	out := map[string]float64{}
-	for k, v := range now {
-		if d := v - before[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
 }
 
 // snapshot records the identity and version of every object of the namespace the operator writes

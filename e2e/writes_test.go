@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/internal/testenv"
 )
 
 // TestZeroWritesAtRest: once the samples of deploy/samples have converged, the operator sends no
@@ -40,14 +41,14 @@ func TestZeroWritesAtRest(t *testing.T) {
 	t.Logf("%s converged with %g writes (%g when their status first showed it):%s", strings.Join(fleets, ", "), before, converged, formatSeries(bySeries))
 	f.holds(rest, "no write at rest", func() error {
 		if n, now := op.writes(t); n != before {
-			return fmt.Errorf("%g writes:%s", n-before, formatSeries(subtract(now, bySeries)))
+			return fmt.Errorf("%g writes:%s", n-before, formatSeries(testenv.Delta(now, bySeries)))
 		}
 		return nil
 	})
 	after, now := op.writes(t)
 	t.Logf("api_writes_total at rest: %g, then %g after %s", before, after, rest)
 	if after != before {
-		t.Errorf("%g writes at rest in %s:%s", after-before, rest, formatSeries(subtract(now, bySeries)))
+		t.Errorf("%g writes at rest in %s:%s", after-before, rest, formatSeries(testenv.Delta(now, bySeries)))
 	}
 
 	// A restarted operator finds everything as it wants it: a full resync, and no write.

@@ -4,39 +4,22 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	storagev1 "k8s.io/api/storage/v1"
-
-	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 )
 
-// Kind names what an event says happened.
+// Kind names what an event says happened. The object's own kind is in the object (kinds.Of).
 type Kind string
 
-// The normalized events.
+// The normalized events: the store needs to tell no more apart.
 const (
-	FleetObserved          Kind = "FleetObserved"
-	FleetDeletionRequested Kind = "FleetDeletionRequested"
-	FleetGone              Kind = "FleetGone"
-	WorkloadObserved       Kind = "WorkloadObserved"
-	WorkloadGone           Kind = "WorkloadGone"
-	MemberObserved         Kind = "MemberObserved"
-	MemberGone             Kind = "MemberGone"
-	NodeObserved           Kind = "NodeObserved"
-	NodeGone               Kind = "NodeGone"
-	DiskObserved           Kind = "DiskObserved"
-	DiskGone               Kind = "DiskGone"
-	ReservationObserved    Kind = "ReservationObserved"
-	ReservationGone        Kind = "ReservationGone"
-	OwnedObserved          Kind = "OwnedObserved"
-	OwnedGone              Kind = "OwnedGone"
-	StorageClassObserved   Kind = "StorageClassObserved"
-	StorageClassGone       Kind = "StorageClassGone"
-	UtilizationObserved    Kind = "UtilizationObserved"
-	TimePassed             Kind = "TimePassed"
+	// Observed: the object exists as Object shows (a fleet being deleted included).
+	Observed Kind = "Observed"
+	// Gone: the object was deleted; Object is its last known state.
+	Gone Kind = "Gone"
+	// UtilizationObserved: Utilization was sampled for Fleet.
+	UtilizationObserved Kind = "UtilizationObserved"
+	// TimePassed only moves time on.
+	TimePassed Kind = "TimePassed"
 )
 
 // Event is one normalized observation. Object is the typed Kubernetes object (its last known
@@ -53,35 +36,12 @@ type Event struct {
 // Observe turns an object seen by an informer (or the simulator) into its event. gone is true
 // when the object was deleted.
 func Observe(obj any, gone bool, now time.Time) (Event, error) {
-	ev := Event{Time: now, Object: obj}
-	pick := func(seen, deleted Kind) Kind {
-		if gone {
-			return deleted
-		}
-		return seen
-	}
-	switch o := obj.(type) {
-	case *v1alpha1.CelldFleet:
-		ev.Kind = pick(FleetObserved, FleetGone)
-		if !gone && o.DeletionTimestamp != nil {
-			ev.Kind = FleetDeletionRequested
-		}
-	case *v1alpha1.CelldReservation:
-		ev.Kind = pick(ReservationObserved, ReservationGone)
-	case *appsv1.StatefulSet, *appsv1.Deployment:
-		ev.Kind = pick(WorkloadObserved, WorkloadGone)
-	case *corev1.Pod:
-		ev.Kind = pick(MemberObserved, MemberGone)
-	case *corev1.Node:
-		ev.Kind = pick(NodeObserved, NodeGone)
-	case *corev1.PersistentVolumeClaim:
-		ev.Kind = pick(DiskObserved, DiskGone)
-	case *corev1.Service, *networkingv1.NetworkPolicy, *policyv1.PodDisruptionBudget:
-		ev.Kind = pick(OwnedObserved, OwnedGone)
-	case *storagev1.StorageClass:
-		ev.Kind = pick(StorageClassObserved, StorageClassGone)
-	default:
+	if kinds.Of(obj) == "" {
 		return Event{}, fmt.Errorf("observe: no event for object of type %T", obj)
+	}
+	ev := Event{Kind: Observed, Time: now, Object: obj}
+	if gone {
+		ev.Kind = Gone
 	}
 	return ev, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/bucket"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // Store folds events into the latest known state of every object: the in-memory twin of an
@@ -56,7 +57,7 @@ func (s *Store) Apply(ev Event) {
 	if !ok {
 		return
 	}
-	kind := KindOf(ev.Object)
+	kind := string(kinds.Of(ev.Object))
 	m := s.objects[kind]
 	if m == nil {
 		m = map[string]metav1.Object{}
@@ -64,11 +65,7 @@ func (s *Store) Apply(ev Event) {
 	}
 	key := o.GetNamespace() + "/" + o.GetName()
 	rv := o.GetResourceVersion()
-	gone := false
-	switch ev.Kind {
-	case FleetGone, WorkloadGone, MemberGone, NodeGone, DiskGone, ReservationGone, OwnedGone, StorageClassGone:
-		gone = true
-	}
+	gone := ev.Kind == Gone
 	if last, ok := s.seen[kind+"/"+key]; ok && (newer(last, rv) || (last == rv && !gone)) {
 		return // stale, or a repeat of what the store already folded
 	}
@@ -91,35 +88,6 @@ func newer(a, b string) bool {
 		return len(a) > len(b)
 	}
 	return a > b
-}
-
-// KindOf names the kind of a typed object the store folds, "" for any other.
-func KindOf(obj any) string {
-	switch obj.(type) {
-	case *v1alpha1.CelldFleet:
-		return "CelldFleet"
-	case *v1alpha1.CelldReservation:
-		return "CelldReservation"
-	case *appsv1.StatefulSet:
-		return "StatefulSet"
-	case *appsv1.Deployment:
-		return "Deployment"
-	case *corev1.Pod:
-		return "Pod"
-	case *corev1.Node:
-		return "Node"
-	case *corev1.PersistentVolumeClaim:
-		return "PersistentVolumeClaim"
-	case *corev1.Service:
-		return "Service"
-	case *networkingv1.NetworkPolicy:
-		return "NetworkPolicy"
-	case *policyv1.PodDisruptionBudget:
-		return "PodDisruptionBudget"
-	case *storagev1.StorageClass:
-		return "StorageClass"
-	}
-	return ""
 }
 
 // Fleets lists the namespace/name keys of the fleets the store holds, sorted.

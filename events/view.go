@@ -11,7 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/bucket"
+	"github.com/celld/celld-operator/claim"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // Labels and annotations the operator puts on what it creates.
@@ -166,10 +167,27 @@ type Owned struct {
 
 // OwnedObject is an observed Service, NetworkPolicy or PodDisruptionBudget.
 type OwnedObject struct {
-	Kind            string
+	Kind            kinds.Kind
 	Name            string
 	ResourceVersion string
 	Object          any
+}
+
+// Twin is the observed object of that kind and name the fleet owns, with its resourceVersion;
+// nil when there is none.
+func (o *Owned) Twin(kind kinds.Kind, name string) (any, string) {
+	if s := o.StatefulSet; s != nil && kind == kinds.StatefulSet && s.Name == name {
+		return s, s.ResourceVersion
+	}
+	if d := o.Deployment; d != nil && kind == kinds.Deployment && d.Name == name {
+		return d, d.ResourceVersion
+	}
+	for i := range o.Objects {
+		if x := &o.Objects[i]; x.Kind == kind && x.Name == name {
+			return x.Object, x.ResourceVersion
+		}
+	}
+	return nil, ""
 }
 
 // Key returns the namespace/name key of the fleet.
@@ -188,7 +206,7 @@ func Normalize(namespace, name string, o *Observation) View {
 		v.Utilization = nil
 	}
 	v.Deleting = f.DeletionTimestamp != nil
-	v.HasFinalizer = hasFinalizer(f)
+	v.HasFinalizer = claim.HasFinalizer(f)
 	v.Reservation = reservationView(f, o.Reservations)
 	if !v.Reservation.Exists {
 		v.Reservation.Claimant = claimant(f, o.Rivals)
@@ -196,13 +214,13 @@ func Normalize(namespace, name string, o *Observation) View {
 	v.Workload = workloadView(o)
 	v.Owned = Owned{StatefulSet: o.StatefulSet, Deployment: o.Deployment}
 	for _, s := range o.Services {
-		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: "Service", Name: s.Name, ResourceVersion: s.ResourceVersion, Object: s})
+		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: kinds.Service, Name: s.Name, ResourceVersion: s.ResourceVersion, Object: s})
 	}
 	for _, p := range o.Policies {
-		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: "NetworkPolicy", Name: p.Name, ResourceVersion: p.ResourceVersion, Object: p})
+		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: kinds.NetworkPolicy, Name: p.Name, ResourceVersion: p.ResourceVersion, Object: p})
 	}
 	if o.PDB != nil {
-		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: "PodDisruptionBudget", Name: o.PDB.Name, ResourceVersion: o.PDB.ResourceVersion, Object: o.PDB})
+		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: kinds.PodDisruptionBudget, Name: o.PDB.Name, ResourceVersion: o.PDB.ResourceVersion, Object: o.PDB})
 	}
 	sort.Slice(v.Owned.Objects, func(i, j int) bool {
 		a, b := v.Owned.Objects[i], v.Owned.Objects[j]
@@ -223,24 +241,11 @@ func Normalize(namespace, name string, o *Observation) View {
 
 func reservationView(f *v1alpha1.CelldFleet, rs []*v1alpha1.CelldReservation) ReservationView {
 	var rv ReservationView
-	// The oldest reservation of the bucket wins: a bucket is bound to the first fleet that reserved it.
-	var first *v1alpha1.CelldReservation
-	for _, r := range rs {
-		// By identity, not by name: a reservation made under any naming, and any spelling of the
-		// bucket, holds it.
-		if !bucket.Same(r.Spec.Bucket, f.Spec.Bucket) {
-			continue
-		}
-		if first == nil || r.CreationTimestamp.Before(&first.CreationTimestamp) ||
-			(r.CreationTimestamp.Equal(&first.CreationTimestamp) && r.Namespace+"/"+r.Name < first.Namespace+"/"+first.Name) {
-			first = r
-		}
-		rv.Conflicts++
-	}
+	first, others := claim.Binding(f, rs)
 	if first == nil {
 		return rv
 	}
-	rv.Conflicts--
+	rv.Conflicts = others
 	rv.Exists = true
 	rv.Name = first.Name
 	rv.BoundTo = first.Spec.FleetUID
@@ -250,45 +255,12 @@ func reservationView(f *v1alpha1.CelldFleet, rs []*v1alpha1.CelldReservation) Re
 	return rv
 }
 
-// claimant is the rival with a stronger claim to the bucket than f, nil when f's is the
-// strongest. A fleet that carries the finalizer was bound to the bucket (a refused fleet never
-// gets it) and may still run members that use it, so it comes first; then the oldest fleet, then
-// the namespace/name, so every fleet reaches the same ranking from its own observation and only
-// one of them binds the bucket.
 func claimant(f *v1alpha1.CelldFleet, rivals []*v1alpha1.CelldFleet) *Claimant {
-	var best *v1alpha1.CelldFleet
-	for _, r := range rivals {
-		if r.UID == f.UID || !bucket.Same(r.Spec.Bucket, f.Spec.Bucket) {
-			continue
-		}
-		if strongerClaim(r, f) && (best == nil || strongerClaim(r, best)) {
-			best = r
-		}
-	}
+	best := claim.Strongest(f, rivals)
 	if best == nil {
 		return nil
 	}
 	return &Claimant{Namespace: best.Namespace, Name: best.Name, UID: best.UID}
-}
-
-// strongerClaim: a's claim to a bucket both name beats b's.
-func strongerClaim(a, b *v1alpha1.CelldFleet) bool {
-	if fa, fb := hasFinalizer(a), hasFinalizer(b); fa != fb {
-		return fa
-	}
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
-}
-
-func hasFinalizer(f *v1alpha1.CelldFleet) bool {
-	for _, fin := range f.Finalizers {
-		if fin == v1alpha1.FleetFinalizer {
-			return true
-		}
-	}
-	return false
 }
 
 // RolledOut: the workload's controller has acted on its latest spec and every replica it asks

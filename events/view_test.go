@@ -77,12 +77,12 @@ func TestObserveNamesEveryKind(t *testing.T) {
 		gone bool
 		want Kind
 	}{
-		{&v1alpha1.CelldFleet{}, false, FleetObserved},
-		{&v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &metav1.Time{Time: t0}}}, false, FleetDeletionRequested},
-		{&corev1.Pod{}, true, MemberGone},
-		{&corev1.Node{}, true, NodeGone},
-		{&corev1.PersistentVolumeClaim{}, false, DiskObserved},
-		{&appsv1.StatefulSet{}, false, WorkloadObserved},
+		{&v1alpha1.CelldFleet{}, false, Observed},
+		{&v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &metav1.Time{Time: t0}}}, false, Observed},
+		{&corev1.Pod{}, true, Gone},
+		{&corev1.Node{}, true, Gone},
+		{&corev1.PersistentVolumeClaim{}, false, Observed},
+		{&appsv1.StatefulSet{}, false, Observed},
 	} {
 		ev, err := Observe(tc.obj, tc.gone, t0)
 		if err != nil || ev.Kind != tc.want || !ev.Time.Equal(t0) {

@@ -146,7 +146,7 @@ func (l *Loop) Sync(ctx context.Context, key string, now time.Time) (Result, err
 			// Only a write's answer shows that the API server refuses an object rendered from the
 			// spec, so it goes back into the next observation.
 			if a.Kind == machine.Apply || a.Kind == machine.BindReservation {
-				r := &events.Refusal{Generation: obs.Fleet.Generation, Object: RefusedObject(a), Message: refusalMessage(err)}
+				r := &events.Refusal{Generation: obs.Fleet.Generation, Object: a.Ref.String(), Message: refusalMessage(err)}
 				switch {
 				case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 					l.refuse(key, r, time.Time{})
@@ -241,15 +241,6 @@ func (l *Loop) forget(key string) {
 	if l.hooks.Forgot != nil {
 		l.hooks.Forgot(key)
 	}
-}
-
-// RefusedObject names the refused object as a person looks it up: Kind/name.
-func RefusedObject(a machine.Action) string {
-	if a.Kind == machine.BindReservation {
-		return "CelldReservation/" + a.Name
-	}
-	kind, _, _ := strings.Cut(strings.TrimPrefix(a.Key, "apply/"), "/")
-	return kind + "/" + a.Name
 }
 
 // refusalMessage is the API server's own words for a refusal, without the request's wrapping.

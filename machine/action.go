@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // ActionKind names what an action asks a driver to do.
@@ -51,9 +52,10 @@ type Action struct {
 	Kind ActionKind
 	// Key is stable for the same effect on the same object: drivers and tests use it to
 	// recognize a repeat.
-	Key       string
-	Namespace string
-	Name      string
+	Key string
+	// Ref is the object the action is about (the fleet for a finalizer, a status, an event or a
+	// requeue). Its Kind is the object's; the action's own is Action.Kind.
+	kinds.Ref
 	// Object is the content to apply or create.
 	Object any
 	// UID and ResourceVersion are preconditions of a delete.

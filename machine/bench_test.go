@@ -8,7 +8,7 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
-	"github.com/celld/celld-operator/proptest"
+	"github.com/celld/celld-operator/proptest/harness"
 )
 
 // views caches convergedView: bringing 99 members to Steady in the simulator takes seconds, and
@@ -31,17 +31,17 @@ func convergedView(b *testing.B, profile v1alpha1.Profile, n int32) events.View 
 
 func simulateConverged(b *testing.B, profile v1alpha1.Profile, n int32) events.View {
 	b.Helper()
-	w := proptest.NewWorld(int(n)+2, 1)
-	if err := w.CreateFleet(proptest.FleetSpec{Name: "a", Profile: profile, Members: n, Bucket: "a-bucket", Grace: time.Minute}); err != nil {
+	w := harness.NewWorld(int(n)+2, 1)
+	if err := w.CreateFleet(harness.FleetSpec{Name: "a", Profile: profile, Members: n, Bucket: "a-bucket", Grace: time.Minute}); err != nil {
 		b.Fatal(err)
 	}
 	for i := 0; i < int(n)*10+100; i++ {
 		if err := w.Step(1); err != nil {
 			b.Fatal(err)
 		}
-		if f := w.C.Fleet(proptest.Namespace, "a"); f != nil && f.Status.State == v1alpha1.StateSteady && f.Status.Members.Ready == n {
+		if f := w.C.Fleet(harness.Namespace, "a"); f != nil && f.Status.State == v1alpha1.StateSteady && f.Status.Members.Ready == n {
 			w.Step(2)
-			return w.Op.View(proptest.Namespace + "/a")
+			return w.Op.View(harness.Namespace + "/a")
 		}
 	}
 	b.Fatalf("fleet of %d did not converge", n)

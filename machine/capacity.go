@@ -6,8 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/capacity"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/reservation"
 )
 
 // The CapacityObserved condition's reasons: whether usage was observed, and what holds back the
@@ -53,7 +53,7 @@ func (p *planner) capacityCondition(cond func(string, bool, string, string) meta
 	}
 	target := f.Spec.Capacity.TargetUtilization
 	if target <= 0 {
-		target = reservation.DefaultTargetUtilization
+		target = capacity.DefaultTargetUtilization
 	}
 	rec := *fx.target.Recommended
 	msg := fmt.Sprintf("members use %d%% of their CPU requests (target %d%%, %d members sampled): %d members recommended",
@@ -77,7 +77,7 @@ func unbounded(f *v1alpha1.CelldFleet, u *events.Utilization, current int32) int
 	spec := f.Spec
 	one := int32(1)
 	spec.Capacity.MinMembers = &one
-	if t := reservation.TargetFor(&spec, u, current); t.Recommended != nil {
+	if t := capacity.TargetFor(&spec, u, current); t.Recommended != nil {
 		return *t.Recommended
 	}
 	return 0

@@ -12,26 +12,26 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
-	"github.com/celld/celld-operator/proptest"
+	"github.com/celld/celld-operator/proptest/harness"
 )
 
 // convergedFleet brings a fleet of three to Steady in the simulator, with a one-minute grace
 // period, and returns the operator's view of it.
 func convergedFleet(t *testing.T, profile v1alpha1.Profile) events.View {
 	t.Helper()
-	w := proptest.NewWorld(5, 1)
-	if err := w.CreateFleet(proptest.FleetSpec{Name: "a", Profile: profile, Members: 3, Bucket: "a-bucket", Grace: time.Minute}); err != nil {
+	w := harness.NewWorld(5, 1)
+	if err := w.CreateFleet(harness.FleetSpec{Name: "a", Profile: profile, Members: 3, Bucket: "a-bucket", Grace: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 200; i++ {
 		if err := w.Step(1); err != nil {
 			t.Fatal(err)
 		}
-		if f := w.C.Fleet(proptest.Namespace, "a"); f != nil && f.Status.State == v1alpha1.StateSteady && f.Status.Members.Ready == 3 {
+		if f := w.C.Fleet(harness.Namespace, "a"); f != nil && f.Status.State == v1alpha1.StateSteady && f.Status.Members.Ready == 3 {
 			if err := w.Step(2); err != nil {
 				t.Fatal(err)
 			}
-			return w.Op.View(proptest.Namespace + "/a")
+			return w.Op.View(harness.Namespace + "/a")
 		}
 	}
 	t.Fatal("fleet did not converge")

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/render"
 )
 
 // ReasonDeletionBlocked: the fleet's StatefulSet is at zero replicas and its controller will
@@ -27,7 +28,7 @@ type scaleDownBlock struct {
 // time; the block is said already, so one step frees the fleet. Nil when the controller can go
 // on by itself.
 func blockedScaleDown(v *events.View) *scaleDownBlock {
-	if !v.Workload.Exists || v.Workload.Replicas != 0 || !UsesStatefulSet(&v.Fleet.Spec) || len(v.Members) < 2 {
+	if !v.Workload.Exists || v.Workload.Replicas != 0 || !render.UsesStatefulSet(&v.Fleet.Spec) || len(v.Members) < 2 {
 		return nil
 	}
 	ms := make([]*events.Member, 0, len(v.Members))

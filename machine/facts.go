@@ -8,8 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/capacity"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/reservation"
+	"github.com/celld/celld-operator/render"
 )
 
 // HealReason says why a member cannot come back on its own.
@@ -73,8 +74,8 @@ type facts struct {
 	othersReady bool
 	// wait is how long until a member not yet counted lost would be (0 when none).
 	wait   time.Duration
-	target reservation.Target
-	plan   reservation.Plan
+	target capacity.Target
+	plan   capacity.Plan
 	// refused: the bucket is bound to another fleet, or, with no reservation, another fleet has
 	// the stronger claim to it. The fleet then gets nothing: no finalizer, no object.
 	refused bool
@@ -109,7 +110,7 @@ func stabilization(f *v1alpha1.CelldFleet) time.Duration {
 	if w := f.Spec.Capacity.ScaleInStabilization; w != nil {
 		return w.Duration
 	}
-	return reservation.DefaultStabilization
+	return capacity.DefaultStabilization
 }
 
 // nodeHealth says whether a node is usable and, if not, since when it is not.
@@ -182,7 +183,7 @@ func (fx *facts) classify(m *events.Member, grace time.Duration) (*lost, time.Du
 		if left := since.Add(grace).Sub(v.Now); left > 0 {
 			return nil, left
 		}
-		if m.Terminating || UsesStatefulSet(&v.Fleet.Spec) {
+		if m.Terminating || render.UsesStatefulSet(&v.Fleet.Spec) {
 			// A StatefulSet brings the member back under the same name and disk only once its Pod
 			// object is gone, and only a force-delete removes it from a node that does not answer:
 			// that is the second copy fencing exists to prevent. A Deployment's terminating Pod
@@ -293,8 +294,8 @@ func computeFacts(v *events.View) *facts {
 	fx.audit()
 	fx.taken = fx.nameTaken()
 	fx.inputs()
-	fx.target = reservation.TargetFor(&f.Spec, v.Utilization, fx.current)
-	fx.plan = reservation.Step(reservation.Facts{
+	fx.target = capacity.TargetFor(&f.Spec, v.Utilization, fx.current)
+	fx.plan = capacity.Step(capacity.Facts{
 		Current: fx.current, Target: fx.target, Settled: fx.settled(), Now: v.Now,
 		Window: stabilization(f), History: v.Reservation.History,
 	})
@@ -384,7 +385,7 @@ func (fx *facts) isTaken(obj string) bool { return slices.Contains(fx.taken, obj
 // wouldCreate reports whether the fleet would create the object named Kind/name.
 func (fx *facts) wouldCreate(obj string) bool {
 	f := fx.view.Fleet
-	if obj == "CelldReservation/"+ReservationName(f.Spec.Bucket) {
+	if obj == "CelldReservation/"+render.ReservationName(f.Spec.Bucket) {
 		return true
 	}
 	for _, d := range events.DerivedObjects(f) {
@@ -411,7 +412,7 @@ func joinNames(names []string) string {
 func (fx *facts) fenceText() string {
 	u := fx.unfenced[0]
 	after := "its Pod is removed"
-	if UsesStatefulSet(&fx.view.Fleet.Spec) {
+	if render.UsesStatefulSet(&fx.view.Fleet.Spec) {
 		after = "the member is replaced under the same name"
 		if fx.view.Fleet.Spec.Profile == v1alpha1.ProfilePersistentFleet {
 			after += ", on its own disk"

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/render"
 )
 
 // revisionHashLen is the longest hash the StatefulSet controller appends to the StatefulSet's name
@@ -32,7 +33,7 @@ func TestLongestAdmittedNameRendersValidObjects(t *testing.T) {
 		f := fleet(c.profile)
 		f.Name, f.UID, f.Spec.Workload = name, "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", c.workload
 		f.Spec.Members = 1000
-		objs := Render(f, f.Spec.Members, f.Spec.Members)
+		objs := render.Render(f, f.Spec.Members, f.Spec.Members)
 		check := func(what string, errs []string) {
 			if len(errs) > 0 {
 				t.Errorf("%s %s: %s", c.profile, what, strings.Join(errs, "; "))
@@ -70,7 +71,7 @@ func TestLongestAdmittedNameRendersValidObjects(t *testing.T) {
 			check("Deployment", validation.IsDNS1123Subdomain(d.Name))
 			labels("member", d.Spec.Template.ObjectMeta)
 		}
-		r := RenderReservation(f)
+		r := render.RenderReservation(f)
 		check("reservation", validation.IsDNS1123Subdomain(r.Name))
 		labels("reservation", r.ObjectMeta)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 func newFleet(profile v1alpha1.Profile) *v1alpha1.CelldFleet {
@@ -50,7 +51,7 @@ func written(d machine.Decision) []string {
 func TestSomeoneElsesObjectIsNeverWritten(t *testing.T) {
 	f := newFleet(v1alpha1.ProfilePersistentFleet)
 	for _, taken := range []string{"Service/a", "Service/a-peers", "NetworkPolicy/a-clients", "NetworkPolicy/a-peers",
-		"PodDisruptionBudget/a", "StatefulSet/a", "CelldReservation/" + machine.ReservationName(f.Spec.Bucket)} {
+		"PodDisruptionBudget/a", "StatefulSet/a", "CelldReservation/" + render.ReservationName(f.Spec.Bucket)} {
 		t.Run(taken, func(t *testing.T) {
 			v := events.Normalize("ns", "a", &events.Observation{Fleet: f, Unowned: []string{taken, "Deployment/a"}})
 			d := machine.New().Step(&v)
@@ -161,7 +162,7 @@ func TestUninstallKeepsEveryDisk(t *testing.T) {
 func TestDerivedObjectsAreWhatIsRendered(t *testing.T) {
 	for _, f := range []*v1alpha1.CelldFleet{newFleet(v1alpha1.ProfilePersistentFleet), newFleet(v1alpha1.ProfileBucket)} {
 		var rendered []string
-		for _, o := range machine.Render(f, 3, 3).All() {
+		for _, o := range render.Render(f, 3, 3).All() {
 			m := o.(metav1.Object)
 			kind := fmt.Sprintf("%T", o)
 			kind = kind[strings.LastIndex(kind, ".")+1:]

@@ -5,11 +5,12 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
+	"github.com/celld/celld-operator/render"
 )
 
 // planner turns a decided state into actions, level-driven: every action compares what should be
@@ -31,6 +32,10 @@ type planner struct {
 }
 
 func (p *planner) add(a Action) {
+	if a.Ref.Kind == "" {
+		// Finalizers, status, events and requeues are about the fleet itself.
+		a.Ref.Kind = kinds.Fleet
+	}
 	if a.Namespace == "" {
 		a.Namespace = p.v.Namespace
 	}
@@ -120,7 +125,7 @@ func (p *planner) paused() ([]Action, v1alpha1.CelldFleetStatus) {
 		return nil, st
 	}
 	s := st
-	return []Action{{Kind: PublishStatus, Key: "status/" + p.v.Key(), Namespace: p.v.Namespace, Name: p.v.Name, Status: &s}}, st
+	return []Action{{Kind: PublishStatus, Key: "status/" + p.v.Key(), Ref: kinds.Ref{Kind: kinds.Fleet, Namespace: p.v.Namespace, Name: p.v.Name}, Status: &s}}, st
 }
 
 func triggerText(t Trigger) string {
@@ -136,9 +141,9 @@ func (p *planner) live() {
 	f := v.Fleet
 	// A refused spec holds the reservation too: the API server refused it or another object
 	// rendered from this generation, and asking again would only repeat the refusal.
-	if !v.Reservation.Exists && v.Refused == nil && !fx.isTaken("CelldReservation/"+ReservationName(f.Spec.Bucket)) {
-		r := RenderReservation(f)
-		p.add(Action{Kind: BindReservation, Key: "bind/" + f.Namespace + "/" + r.Name + "/" + string(f.UID), Name: r.Name, Object: r})
+	if !v.Reservation.Exists && v.Refused == nil && !fx.isTaken("CelldReservation/"+render.ReservationName(f.Spec.Bucket)) {
+		r := render.RenderReservation(f)
+		p.add(Action{Kind: BindReservation, Key: "bind/" + f.Namespace + "/" + r.Name + "/" + string(f.UID), Ref: kinds.Ref{Kind: kinds.Reservation, Name: r.Name}, Object: r})
 		p.intend("bind bucket %s to this fleet", f.Spec.Bucket.Name)
 	}
 	if !v.HasFinalizer {
@@ -154,16 +159,16 @@ func (p *planner) live() {
 	}
 	objs := p.m.render(f, replicas, p.settledNow)
 	for _, o := range objs.All() {
-		workload := o == any(objs.StatefulSet) || o == any(objs.Deployment)
-		kind, name := kindName(o)
-		if ((workload || v.Refused != nil) && fx.hold != "") || fx.isTaken(kind+"/"+name) {
+		workload := kinds.IsWorkload(o)
+		ref := kinds.RefOf(o)
+		if ((workload || v.Refused != nil) && fx.hold != "") || fx.isTaken(ref.String()) {
 			p.block("%s", fx.hold)
 			continue
 		}
 		if p.m.matches(v, o, replicas, p.settledNow) {
 			continue
 		}
-		a := Action{Kind: Apply, Key: applyKey(o), Name: objectName(o), Object: o}
+		a := Action{Kind: Apply, Key: applyKey(o, replicas), Ref: ref, Object: o}
 		if workload {
 			// The size written is only right for the fleet's spec and the workload as seen: a
 			// cache behind either could raise past the target or lower by more than one.
@@ -243,12 +248,12 @@ func (p *planner) history(replicas int32) {
 				continue
 			}
 		}
-		name, ns := ReservationName(p.v.Fleet.Spec.Bucket), p.v.Namespace
+		name, ns := render.ReservationName(p.v.Fleet.Spec.Bucket), p.v.Namespace
 		if p.v.Reservation.Exists {
 			name, ns = p.v.Reservation.Name, p.v.Reservation.BoundNamespace
 		}
 		p.add(Action{Kind: AppendHistory, Key: fmt.Sprintf("history/%s/%s/%d-%d", p.v.Fleet.UID, r.Kind, r.From, r.To),
-			Namespace: ns, Name: name, Decision: &r})
+			Ref: kinds.Ref{Kind: kinds.Reservation, Namespace: ns, Name: name}, Decision: &r})
 	}
 }
 
@@ -276,7 +281,7 @@ func (p *planner) heal() {
 	case HealVolumeLost:
 		premise.Claim = m.ClaimName
 	}
-	p.add(Action{Kind: DeletePod, Key: "heal/" + p.v.Namespace + "/" + m.Name + "/" + string(m.UID), Name: m.Name,
+	p.add(Action{Kind: DeletePod, Key: "heal/" + p.v.Namespace + "/" + m.Name + "/" + string(m.UID), Ref: kinds.Ref{Kind: kinds.Pod, Name: m.Name},
 		UID: m.UID, ResourceVersion: m.ResourceVersion, Force: c.force, Reason: string(c.reason), Premise: premise})
 	p.add(Action{Kind: RecordEvent, Key: "event/heal/" + m.Name + "/" + string(m.UID), EventType: "Warning", Reason: "Healing",
 		Message: fmt.Sprintf("replacing member %s: %s", m.Name, c.reason)})
@@ -296,11 +301,11 @@ func (p *planner) deleting() {
 	}
 	if v.Workload.Exists && v.Workload.Replicas != 0 {
 		objs := p.m.render(f, 0, v.Workload.Settled)
-		var w any = objs.Deployment
+		var w kinds.Object = objs.Deployment
 		if objs.StatefulSet != nil {
 			w = objs.StatefulSet
 		}
-		p.add(Action{Kind: Apply, Key: applyKey(w), Name: f.Name, Object: w})
+		p.add(Action{Kind: Apply, Key: applyKey(w, 0), Ref: kinds.RefOf(w), Object: w})
 	}
 	if n := len(v.Members); n > 0 {
 		if len(p.fx.unfenced) > 0 {
@@ -324,7 +329,7 @@ func (p *planner) deleting() {
 			if d.Terminating {
 				continue
 			}
-			p.add(Action{Kind: DeleteDisk, Key: "disk/" + v.Namespace + "/" + d.Name + "/" + string(d.UID), Name: d.Name, UID: d.UID, ResourceVersion: d.ResourceVersion,
+			p.add(Action{Kind: DeleteDisk, Key: "disk/" + v.Namespace + "/" + d.Name + "/" + string(d.UID), Ref: kinds.Ref{Kind: kinds.PersistentVolumeClaim, Name: d.Name}, UID: d.UID, ResourceVersion: d.ResourceVersion,
 				Premise: &Premise{NoMembers: true}})
 			p.add(Action{Kind: RecordEvent, Key: "event/disk/" + d.Name + "/" + string(d.UID), EventType: "Normal", Reason: "DiskDeleted",
 				Message: fmt.Sprintf("deleting disk %s of the deleted fleet", d.Name)})
@@ -406,18 +411,12 @@ func (p *planner) requeue() time.Duration {
 	return wait
 }
 
-func applyKey(o any) string {
-	kind, name := kindName(o)
-	switch x := o.(type) {
-	case *appsv1.StatefulSet:
-		return fmt.Sprintf("apply/StatefulSet/%s/%s/replicas=%d", x.Namespace, name, *x.Spec.Replicas)
-	case *appsv1.Deployment:
-		return fmt.Sprintf("apply/Deployment/%s/%s/replicas=%d", x.Namespace, name, *x.Spec.Replicas)
+// applyKey is stable for the same object at the same size: a workload's key carries its
+// replicas, so a resize is a new effect and a repeat of one is not.
+func applyKey(o kinds.Object, replicas int32) string {
+	ref := kinds.RefOf(o)
+	if kinds.IsWorkload(o) {
+		return fmt.Sprintf("apply/%s/%s/%s/replicas=%d", ref.Kind, ref.Namespace, ref.Name, replicas)
 	}
-	return "apply/" + kind + "/" + name
-}
-
-func objectName(o any) string {
-	_, name := kindName(o)
-	return name
+	return "apply/" + string(ref.Kind) + "/" + ref.Name
 }

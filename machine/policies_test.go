@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/render"
 )
 
 // TestRenderPoliciesIngress: the members' policies allow ingress from the members on the peer
@@ -32,9 +33,9 @@ func TestRenderPoliciesIngress(t *testing.T) {
 			for _, profile := range []v1alpha1.Profile{v1alpha1.ProfilePersistentFleet, v1alpha1.ProfileBucket} {
 				f := fleet(profile)
 				f.Spec.Network = tc.network
-				members := SelectorLabels(f)
+				members := render.SelectorLabels(f)
 				from := map[int32][]networkingv1.NetworkPolicyPeer{}
-				for _, p := range Render(f, 3, 3).Policies {
+				for _, p := range render.Render(f, 3, 3).Policies {
 					if !reflect.DeepEqual(p.Spec.PodSelector.MatchLabels, members) || len(p.Spec.PodSelector.MatchExpressions) != 0 {
 						t.Errorf("%s: policy %s selects %v; want the members %v", profile, p.Name, p.Spec.PodSelector, members)
 					}

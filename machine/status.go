@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/render"
 )
 
 // Condition reasons.
@@ -52,7 +53,7 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 			Desired: fx.target.Members, Current: fx.current, Ready: fx.ready, Updated: v.Workload.UpdatedReplicas,
 		},
 		RecommendedMembers: fx.target.Recommended,
-		Selector:           Selector(f),
+		Selector:           render.Selector(f),
 		BlockedBy:          p.blocked,
 		NextAction:         p.next,
 	}

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/capacity"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/reservation"
 )
 
 // world is a small cluster, written for the machine's own tests: a StatefulSet controller with
@@ -410,8 +410,7 @@ func (w *world) apply(a Action) error {
 		case *appsv1.Deployment:
 			panic("the world runs StatefulSets only")
 		default:
-			kind, name := kindName(x)
-			w.owned[kind+"/"+name] = x
+			w.owned[a.Ref.String()] = x
 		}
 	case BindReservation:
 		if w.res == nil {
@@ -420,7 +419,7 @@ func (w *world) apply(a Action) error {
 		}
 	case AppendHistory:
 		if w.res != nil {
-			w.res.Status.CapacityHistory = reservation.Append(w.res.Status.CapacityHistory, *a.Decision)
+			w.res.Status.CapacityHistory = capacity.Append(w.res.Status.CapacityHistory, *a.Decision)
 		}
 	case AddFinalizer:
 		f.Finalizers = []string{v1alpha1.FleetFinalizer}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/celld/celld-operator/proptest/harness"
 	"github.com/celld/celld-operator/proptest/judge"
 
 	"pgregory.net/rapid"
@@ -31,7 +32,7 @@ var storyFlag = flag.Bool("story", false, "print the story of every sequence (us
 // A failure prints a seed: go test ./proptest -run TestContract -rapid.seed=N replays it.
 func TestContract(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		w := NewWorld(10, rapid.Uint64().Draw(rt, "noise-seed"))
+		w := harness.NewWorld(10, rapid.Uint64().Draw(rt, "noise-seed"))
 		w.Adversarial = true
 		p := rapidPicker{rt}
 		if *storyFlag {
@@ -46,7 +47,7 @@ func TestContract(t *testing.T) {
 				}
 			},
 		}
-		for _, op := range Ops {
+		for _, op := range harness.Ops {
 			op := op
 			actions[op.Name] = func(rt *rapid.T) {
 				if err := op.Do(w, rapidPicker{rt}); err != nil {
@@ -54,7 +55,7 @@ func TestContract(t *testing.T) {
 				}
 			}
 		}
-		if err := Ops[0].Do(w, p); err != nil {
+		if err := harness.Ops[0].Do(w, p); err != nil {
 			rt.Fatal(err)
 		}
 		rt.Repeat(actions)
@@ -91,7 +92,7 @@ type coverage struct {
 
 var cover = &coverage{clauses: map[string]int{}, extra: map[string]int{}, faults: map[string]int{}}
 
-func (c *coverage) add(w *World) {
+func (c *coverage) add(w *harness.World) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, n := range w.Check.J.Judged {
@@ -117,7 +118,7 @@ func (c *coverage) table() string {
 	for _, k := range []string{judge.ForceDeletes, judge.PartitionedTimes} {
 		fmt.Fprintf(&b, "coverage: judged %9d  %s\n", c.extra[k], k)
 	}
-	for _, k := range FaultKinds {
+	for _, k := range harness.FaultKinds {
 		fmt.Fprintf(&b, "coverage: fault  %9d  %s\n", c.faults[k], k)
 	}
 	return b.String()
@@ -137,7 +138,7 @@ func (c *coverage) missing() []string {
 			out = append(out, "clause 3: "+k)
 		}
 	}
-	for _, k := range FaultKinds {
+	for _, k := range harness.FaultKinds {
 		if c.faults[k] == 0 {
 			out = append(out, "fault "+k)
 		}

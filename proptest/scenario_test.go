@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/celld/celld-operator/proptest/harness"
 )
 
 var update = flag.Bool("update", false, "rewrite the scenarios' golden files")
@@ -27,7 +29,7 @@ func TestScenarios(t *testing.T) {
 			}
 			defer in.Close()
 			var out bytes.Buffer
-			if err := RunScript(in, &out); err != nil {
+			if err := harness.RunScript(in, &out); err != nil {
 				t.Fatalf("%v\nstory so far:\n%s", err, out.String())
 			}
 			golden := strings.TrimSuffix(path, ".txt") + ".golden"

@@ -1,5 +1,5 @@
-// Command celld-operator runs celld fleets on Kubernetes, and exports, renders and simulates the
-// lifecycle machine it runs.
+// Command celld-operator runs celld fleets on Kubernetes, and exports and renders the lifecycle
+// machine it runs. The simulator is cmd/celld-sim, so this binary does not link it.
 package main
 
 import (

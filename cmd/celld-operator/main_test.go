@@ -11,7 +11,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/machine"
-	"github.com/celld/celld-operator/proptest"
+	"github.com/celld/celld-operator/proptest/harness"
 )
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
@@ -48,12 +48,12 @@ func writeFleet(t *testing.T, f *v1alpha1.CelldFleet) string {
 }
 
 func TestRenderBothProfiles(t *testing.T) {
-	for _, s := range []proptest.FleetSpec{
+	for _, s := range []harness.FleetSpec{
 		{Name: "p", Profile: v1alpha1.ProfilePersistentFleet, Members: 3, Bucket: "p-bucket"},
 		{Name: "b", Profile: v1alpha1.ProfileBucket, Members: 2, Bucket: "b-bucket"},
 		{Name: "o", Profile: v1alpha1.ProfileBucket, Members: 2, Bucket: "o-bucket", Workload: v1alpha1.WorkloadOrderedStatefulSet},
 	} {
-		code, out, errOut := runCLI("render", "-f", writeFleet(t, proptest.NewFleet(s)))
+		code, out, errOut := runCLI("render", "-f", writeFleet(t, harness.NewFleet(s)))
 		if code != 0 {
 			t.Fatalf("render %s: exit %d: %s", s.Name, code, errOut)
 		}
@@ -85,7 +85,7 @@ func TestRenderBothProfiles(t *testing.T) {
 }
 
 func TestBadInputIsOneClearLine(t *testing.T) {
-	bad := proptest.NewFleet(proptest.FleetSpec{Name: "x", Profile: v1alpha1.ProfilePersistentFleet, Members: 3, Bucket: "x-bucket"})
+	bad := harness.NewFleet(harness.FleetSpec{Name: "x", Profile: v1alpha1.ProfilePersistentFleet, Members: 3, Bucket: "x-bucket"})
 	bad.Spec.Storage = nil
 	for _, tc := range []struct {
 		args []string
@@ -95,7 +95,6 @@ func TestBadInputIsOneClearLine(t *testing.T) {
 		{[]string{"render", "-f", "/does/not/exist.yaml"}, "no such file"},
 		{[]string{"render", "-f", writeFleet(t, bad)}, "spec.storage is required"},
 		{[]string{"diagram", "--format", "svg"}, "want dot or mermaid"},
-		{[]string{"simulate", "--steps", "0"}, "--steps 0"},
 		{[]string{"nope"}, "unknown command"},
 		{[]string{"run", "--kube-api-qps", "0"}, "--kube-api-qps 0, --kube-api-burst 50: want both positive"},
 		{[]string{"run", "--kube-api-burst", "0"}, "--kube-api-qps 20, --kube-api-burst 0: want both positive"},
@@ -104,12 +103,5 @@ func TestBadInputIsOneClearLine(t *testing.T) {
 		if code == 0 || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q; want a non-zero exit and one line containing %q", tc.args, code, errOut, tc.want)
 		}
-	}
-}
-
-func TestSimulateHoldsTheContract(t *testing.T) {
-	code, out, errOut := runCLI("simulate", "--seed", "3", "--steps", "20", "--quiet")
-	if code != 0 || !strings.Contains(out, "every clause held") {
-		t.Fatalf("simulate: exit %d\n%s%s", code, out, errOut)
 	}
 }

@@ -11,7 +11,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/kinds"
+	"github.com/celld/celld-operator/render"
 )
 
 func init() {
@@ -88,8 +89,8 @@ func validate(f *v1alpha1.CelldFleet) error {
 }
 
 func writeObjects(w io.Writer, f *v1alpha1.CelldFleet) error {
-	objs := []any{machine.RenderReservation(f)}
-	objs = append(objs, machine.Render(f, f.Spec.Members, -1).All()...)
+	objs := []kinds.Object{render.RenderReservation(f)}
+	objs = append(objs, render.Render(f, f.Spec.Members, -1).All()...)
 	for _, o := range objs {
 		data, err := yaml.Marshal(o)
 		if err != nil {

@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"sort"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,10 +18,12 @@ import (
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/capacity"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
-	"github.com/celld/celld-operator/reservation"
+	"github.com/celld/celld-operator/render"
 )
 
 // FieldManager is the one field manager of everything the operator writes.
@@ -77,7 +76,7 @@ func (ap *Applier) send(ctx context.Context, t *Target, a machine.Action) error 
 		}
 		if cur != nil && !events.ControlledBy(cur, t.Fleet.UID) {
 			return fmt.Errorf("apply %s: %s exists and is not controlled by fleet %s/%s (uid %s): %w",
-				a.Key, loop.RefusedObject(a), t.Fleet.Namespace, t.Fleet.Name, t.Fleet.UID, machine.ErrPremiseChanged)
+				a.Key, a.Ref, t.Fleet.Namespace, t.Fleet.Name, t.Fleet.UID, machine.ErrPremiseChanged)
 		}
 	}
 	switch a.Kind {
@@ -113,7 +112,7 @@ func (ap *Applier) apply(ctx context.Context, a machine.Action) error {
 	}
 	force := true
 	err = ap.patch(ctx, a, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
-	if apierrors.IsInvalid(err) && !isWorkload(a.Object) {
+	if apierrors.IsInvalid(err) && !kinds.IsWorkload(a.Object) {
 		// A hand edit of a list the API server merges by key (a Service's ports, keyed by port
 		// number) stays beside the operator's entry, and the two together can be invalid (two
 		// ports named "client"): apply cannot take the edit back. The operator's spec fields
@@ -128,14 +127,6 @@ func (ap *Applier) apply(ctx context.Context, a machine.Action) error {
 	return nil
 }
 
-func isWorkload(o any) bool {
-	switch o.(type) {
-	case *appsv1.StatefulSet, *appsv1.Deployment:
-		return true
-	}
-	return false
-}
-
 // currentFor is the object an Apply writes as read fresh for this action: the premise's read
 // when there was one (one GET serves both), a new one otherwise.
 func (ap *Applier) currentFor(ctx context.Context, t *Target, a machine.Action) (metav1.Object, error) {
@@ -148,25 +139,11 @@ func (ap *Applier) currentFor(ctx context.Context, t *Target, a machine.Action) 
 
 // current reads the object an Apply writes from the API server, nil when it does not exist.
 func (ap *Applier) current(ctx context.Context, a machine.Action) (metav1.Object, error) {
-	var (
-		obj metav1.Object
-		err error
-	)
-	ns, opts := a.Namespace, metav1.GetOptions{}
-	switch o := a.Object.(type) {
-	case *appsv1.StatefulSet:
-		obj, err = ap.Kube.AppsV1().StatefulSets(ns).Get(ctx, o.Name, opts)
-	case *appsv1.Deployment:
-		obj, err = ap.Kube.AppsV1().Deployments(ns).Get(ctx, o.Name, opts)
-	case *corev1.Service:
-		obj, err = ap.Kube.CoreV1().Services(ns).Get(ctx, o.Name, opts)
-	case *networkingv1.NetworkPolicy:
-		obj, err = ap.Kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, o.Name, opts)
-	case *policyv1.PodDisruptionBudget:
-		obj, err = ap.Kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, o.Name, opts)
-	default:
-		return nil, fmt.Errorf("cannot apply an object of type %T", a.Object)
+	c, name, err := ap.clientFor(a)
+	if err != nil {
+		return nil, err
 	}
+	obj, err := c.get(ctx, name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -178,23 +155,25 @@ func (ap *Applier) current(ctx context.Context, a machine.Action) (metav1.Object
 
 // patch sends one patch of the action's object.
 func (ap *Applier) patch(ctx context.Context, a machine.Action, pt types.PatchType, body []byte, opts metav1.PatchOptions) error {
-	var err error
-	ns := a.Namespace
-	switch o := a.Object.(type) {
-	case *appsv1.StatefulSet:
-		_, err = ap.Kube.AppsV1().StatefulSets(ns).Patch(ctx, o.Name, pt, body, opts)
-	case *appsv1.Deployment:
-		_, err = ap.Kube.AppsV1().Deployments(ns).Patch(ctx, o.Name, pt, body, opts)
-	case *corev1.Service:
-		_, err = ap.Kube.CoreV1().Services(ns).Patch(ctx, o.Name, pt, body, opts)
-	case *networkingv1.NetworkPolicy:
-		_, err = ap.Kube.NetworkingV1().NetworkPolicies(ns).Patch(ctx, o.Name, pt, body, opts)
-	case *policyv1.PodDisruptionBudget:
-		_, err = ap.Kube.PolicyV1().PodDisruptionBudgets(ns).Patch(ctx, o.Name, pt, body, opts)
-	default:
-		return fmt.Errorf("cannot apply an object of type %T", a.Object)
+	c, name, err := ap.clientFor(a)
+	if err != nil {
+		return err
 	}
-	return err
+	return c.patch(ctx, name, pt, body, opts)
+}
+
+// clientFor is the client of the kind of an Apply's object, in the action's namespace, and the
+// object's name.
+func (ap *Applier) clientFor(a machine.Action) (objectClient, string, error) {
+	o, ok := a.Object.(kinds.Object)
+	if !ok {
+		return nil, "", fmt.Errorf("cannot apply an object of type %T", a.Object)
+	}
+	client, ok := ownedClients[kinds.Of(o)]
+	if !ok {
+		return nil, "", fmt.Errorf("cannot apply an object of type %T", a.Object)
+	}
+	return client(ap.Kube, a.Namespace), o.GetName(), nil
 }
 
 // replaceSpec sets each top-level field of the object's rendered spec whole, with a JSON patch:
@@ -294,7 +273,7 @@ func (ap *Applier) appendHistory(ctx context.Context, a machine.Action) error {
 		if err != nil {
 			return err
 		}
-		h := reservation.Append(r.Status.CapacityHistory, *a.Decision)
+		h := capacity.Append(r.Status.CapacityHistory, *a.Decision)
 		if equality.Semantic.DeepEqual(h, r.Status.CapacityHistory) {
 			return nil
 		}
@@ -399,7 +378,7 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 		}
 	}
 	if len(p.Ready) > 0 || p.OnlyNotReady != "" {
-		list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machine.Selector(t.Fleet)})
+		list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{LabelSelector: render.Selector(t.Fleet)})
 		if err != nil {
 			return machine.Fresh{}, fmt.Errorf("list members: %w", err)
 		}
@@ -433,7 +412,7 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 		}
 	}
 	if p.Workload {
-		if !isWorkload(a.Object) {
+		if !kinds.IsWorkload(a.Object) {
 			return machine.Fresh{}, fmt.Errorf("a workload premise on a %T", a.Object)
 		}
 		cur, err := ap.current(ctx, a)

@@ -23,7 +23,9 @@ import (
 
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 func testFleet(profile v1alpha1.Profile) *v1alpha1.CelldFleet {
@@ -95,10 +97,10 @@ func only(t *testing.T, got []k8stesting.Action) k8stesting.Action {
 func TestApplyIsOneServerSideApplyPerObject(t *testing.T) {
 	for _, profile := range []v1alpha1.Profile{v1alpha1.ProfileBucket, v1alpha1.ProfilePersistentFleet} {
 		f := testFleet(profile)
-		for _, obj := range machine.Render(f, 3, -1).All() {
+		for _, obj := range render.Render(f, 3, -1).All() {
 			fx := newFixture()
 			m := obj.(metav1.Object)
-			a := machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Namespace: f.Namespace, Name: m.GetName(), Object: obj}
+			a := machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Ref: kinds.Ref{Namespace: f.Namespace, Name: m.GetName()}, Object: obj}
 			if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, a); err != nil {
 				t.Fatalf("%s %T: %v", profile, obj, err)
 			}
@@ -128,8 +130,8 @@ func TestApplyResources(t *testing.T) {
 	f := testFleet(v1alpha1.ProfilePersistentFleet)
 	var got []string
 	fx := newFixture()
-	for _, obj := range machine.Render(f, 3, -1).All() {
-		if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Namespace: f.Namespace, Object: obj}); err != nil {
+	for _, obj := range render.Render(f, 3, -1).All() {
+		if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Object: obj, Ref: kinds.Ref{Namespace: f.Namespace}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,8 +147,8 @@ func TestApplyResources(t *testing.T) {
 
 func TestBindReservation(t *testing.T) {
 	f := testFleet(v1alpha1.ProfileBucket)
-	r := machine.RenderReservation(f)
-	bind := machine.Action{Kind: machine.BindReservation, Key: "bind", Namespace: f.Namespace, Name: r.Name, Object: r}
+	r := render.RenderReservation(f)
+	bind := machine.Action{Kind: machine.BindReservation, Key: "bind", Ref: kinds.Ref{Namespace: f.Namespace, Name: r.Name}, Object: r}
 
 	t.Run("creates", func(t *testing.T) {
 		fx := newFixture()
@@ -193,7 +195,7 @@ func verbsOf(actions []k8stesting.Action) string {
 
 func TestAppendHistoryRetriesOnConflict(t *testing.T) {
 	f := testFleet(v1alpha1.ProfileBucket)
-	r := machine.RenderReservation(f)
+	r := render.RenderReservation(f)
 	r.ResourceVersion = "1"
 	fx := newFixture(r)
 	conflicts := 1
@@ -205,7 +207,7 @@ func TestAppendHistoryRetriesOnConflict(t *testing.T) {
 		return false, nil, nil
 	})
 	d := v1alpha1.CapacityDecision{Time: metav1.NewTime(time.Unix(100, 0)), Kind: v1alpha1.DecisionGrow, From: 3, To: 5, Source: v1alpha1.SourceManual}
-	a := machine.Action{Kind: machine.AppendHistory, Key: "history", Namespace: r.Namespace, Name: r.Name, Decision: &d}
+	a := machine.Action{Kind: machine.AppendHistory, Key: "history", Ref: kinds.Ref{Namespace: r.Namespace, Name: r.Name}, Decision: &d}
 	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, a); err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +281,7 @@ func TestDeletePodPreconditions(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "alpha-1", Namespace: "team", UID: "uid-pod", ResourceVersion: "42"}}
 	for _, force := range []bool{false, true} {
 		fx := newFixture(pod.DeepCopy())
-		a := machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: "team", Name: "alpha-1", UID: "uid-pod", ResourceVersion: "42", Force: force}
+		a := machine.Action{Kind: machine.DeletePod, Key: "heal", Ref: kinds.Ref{Namespace: "team", Name: "alpha-1"}, UID: "uid-pod", ResourceVersion: "42", Force: force}
 		if force {
 			// The node is gone: the premise's fresh read of it finds nothing.
 			a.Premise = &machine.Premise{Node: "gone", NodeGone: true}
@@ -307,7 +309,7 @@ func TestDeletePodPreconditions(t *testing.T) {
 		}
 	}
 	fx := newFixture()
-	if err := fx.ap.Do(context.Background(), &Target{}, machine.Action{Kind: machine.DeletePod, Namespace: "team", Name: "gone", UID: "u"}); err != nil {
+	if err := fx.ap.Do(context.Background(), &Target{}, machine.Action{Kind: machine.DeletePod, UID: "u", Ref: kinds.Ref{Namespace: "team", Name: "gone"}}); err != nil {
 		t.Errorf("a Pod already gone is done: %v", err)
 	}
 }
@@ -315,7 +317,7 @@ func TestDeletePodPreconditions(t *testing.T) {
 func TestDeleteDiskPrecondition(t *testing.T) {
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-0", Namespace: "team", UID: "uid-pvc"}}
 	fx := newFixture(pvc)
-	a := machine.Action{Kind: machine.DeleteDisk, Namespace: "team", Name: "data-alpha-0", UID: "uid-pvc", ResourceVersion: "9"}
+	a := machine.Action{Kind: machine.DeleteDisk, UID: "uid-pvc", ResourceVersion: "9", Ref: kinds.Ref{Namespace: "team", Name: "data-alpha-0"}}
 	if err := fx.ap.Do(context.Background(), &Target{}, a); err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +388,7 @@ func TestRecordEvent(t *testing.T) {
 // workload the API server refuses is not retried: the refusal is the spec's, and is reported.
 func TestApplyReplacesWhatApplyCannotTakeBack(t *testing.T) {
 	f := testFleet(v1alpha1.ProfilePersistentFleet)
-	objs := machine.Render(f, 3, -1)
+	objs := render.Render(f, 3, -1)
 	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "alpha", field.ErrorList{
 		field.Duplicate(field.NewPath("spec", "ports").Index(1).Child("name"), "client")})
 	for _, c := range []struct {
@@ -410,7 +412,7 @@ func TestApplyReplacesWhatApplyCannotTakeBack(t *testing.T) {
 			})
 		}
 		m := c.obj.(metav1.Object)
-		err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Namespace: f.Namespace, Object: c.obj})
+		err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Ref: kinds.Ref{Namespace: f.Namespace}, Object: c.obj})
 		var got []string
 		for _, r := range writesOf(fx.requests()) {
 			p := r.(k8stesting.PatchAction)
@@ -440,7 +442,7 @@ func TestApplyNeverWritesSomeoneElsesObject(t *testing.T) {
 	f := testFleet(v1alpha1.ProfilePersistentFleet)
 	old := f.DeepCopy()
 	old.UID = "uid-earlier"
-	objs := machine.Render(f, 3, -1)
+	objs := render.Render(f, 3, -1)
 	notController := objs.Services[1].DeepCopy()
 	notController.OwnerReferences[0].Controller = nil
 	for _, c := range []struct {
@@ -449,13 +451,13 @@ func TestApplyNeverWritesSomeoneElsesObject(t *testing.T) {
 		obj      any
 	}{
 		{"a person's service", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team"}}, objs.Services[0]},
-		{"an earlier fleet's policy", machine.Render(old, 3, -1).Policies[0], objs.Policies[0]},
+		{"an earlier fleet's policy", render.Render(old, 3, -1).Policies[0], objs.Policies[0]},
 		{"an owner that is not the controller", notController, objs.Services[1]},
 		{"a person's statefulset", &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team"}}, objs.StatefulSet},
 	} {
 		fx := newFixture(c.existing)
 		m := c.obj.(metav1.Object)
-		err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Namespace: f.Namespace, Name: m.GetName(), Object: c.obj})
+		err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Ref: kinds.Ref{Namespace: f.Namespace, Name: m.GetName()}, Object: c.obj})
 		if !errors.Is(err, machine.ErrPremiseChanged) || !strings.Contains(err.Error(), "not controlled by fleet") {
 			t.Errorf("%s: error %v; want a refusal that says whose it is not", c.name, err)
 		}
@@ -465,7 +467,7 @@ func TestApplyNeverWritesSomeoneElsesObject(t *testing.T) {
 	}
 	// The fleet's own object is written.
 	fx := newFixture(objs.Services[0].DeepCopy())
-	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/alpha", Namespace: f.Namespace, Name: "alpha", Object: objs.Services[0]}); err != nil {
+	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/alpha", Ref: kinds.Ref{Namespace: f.Namespace, Name: "alpha"}, Object: objs.Services[0]}); err != nil {
 		t.Errorf("the fleet's own service: %v", err)
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 // utilizations hold the latest sample of each fleet's member usage, for the next sync to read.
@@ -196,7 +196,7 @@ func (s *sampler) available() (bool, error) {
 }
 
 func (s *sampler) sample(ctx context.Context, f *v1alpha1.CelldFleet, now time.Time) (events.Utilization, bool, error) {
-	sel := labels.SelectorFromSet(machine.SelectorLabels(f)).String()
+	sel := labels.SelectorFromSet(render.SelectorLabels(f)).String()
 	list, err := s.metrics.MetricsV1beta1().PodMetricses(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return events.Utilization{}, false, err

@@ -19,7 +19,7 @@ import (
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 // testInformers are caches filled by hand, never started: handlers and observations read only
@@ -66,7 +66,7 @@ func testInformers(t *testing.T, objs ...any) *Informers {
 }
 
 func memberPod(f *v1alpha1.CelldFleet, name, node string) *corev1.Pod {
-	l := machine.SelectorLabels(f)
+	l := render.SelectorLabels(f)
 	l[events.LabelManagedBy] = events.ManagedBy
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.Namespace, UID: types.UID("uid-" + name), Labels: l},
 		Spec: corev1.PodSpec{NodeName: node}}
@@ -81,7 +81,7 @@ func TestFleetKeys(t *testing.T) {
 	gamma := testFleet(v1alpha1.ProfileBucket)
 	gamma.Name, gamma.UID, gamma.Spec.Bucket.Name = "gamma", "uid-gamma", "other-bucket"
 
-	objs := machine.Render(alpha, 3, 3)
+	objs := render.Render(alpha, 3, 3)
 	pod := memberPod(alpha, "alpha-0", "node-a")
 	otherPod := memberPod(gamma, "gamma-0", "node-b")
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-0", Namespace: "team",
@@ -97,7 +97,7 @@ func TestFleetKeys(t *testing.T) {
 		want []string
 	}{
 		{"fleet: itself and every fleet naming its bucket", alpha, []string{"team/alpha", "team/beta"}},
-		{"reservation: every fleet naming the bucket", machine.RenderReservation(alpha), []string{"team/alpha", "team/beta"}},
+		{"reservation: every fleet naming the bucket", render.RenderReservation(alpha), []string{"team/alpha", "team/beta"}},
 		{"statefulset by controller reference", objs.StatefulSet, []string{"team/alpha"}},
 		// A same-named workload of someone else's holds the fleet (NameTaken): the fleet must hear
 		// of it going away.

@@ -17,7 +17,7 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/bucket"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 // Observe gathers what the caches hold about one fleet, the way events.Store.Observe does for the
@@ -40,7 +40,7 @@ func (i *Informers) Observe(namespace, name string, now time.Time, util *events.
 	}
 	// A reservation under the name the fleet would create that the operator did not make: the
 	// fleet's own cannot be created, and this one is never trusted nor written to.
-	rname := machine.ReservationName(f.Spec.Bucket)
+	rname := render.ReservationName(f.Spec.Bucket)
 	if obj, ok, err := i.Reservations.GetIndexer().GetByKey(namespace + "/" + rname); err == nil && ok {
 		if r, isRes := obj.(*v1alpha1.CelldReservation); isRes && !madeByOperator(r) {
 			o.Unowned = append(o.Unowned, "CelldReservation/"+rname)

@@ -11,13 +11,13 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 func TestObserveGathersTheFleetsObjects(t *testing.T) {
 	f := testFleet(v1alpha1.ProfilePersistentFleet)
 	f.Spec.ServiceAccountName = "celld-iam"
-	objs := machine.Render(f, 3, 3)
+	objs := render.Render(f, 3, 3)
 	old := f.DeepCopy()
 	old.UID = "uid-previous-alpha"
 	stale := memberPod(old, "alpha-9", "node-a") // a Pod of an earlier fleet of the same name
@@ -27,7 +27,7 @@ func TestObserveGathersTheFleetsObjects(t *testing.T) {
 			Labels: map[string]string{events.LabelInstance: "alpha", events.LabelFleetUID: uid}}}
 	}
 	foreignDeploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team"}}
-	i := testInformers(t, f, operatorMade(machine.RenderReservation(f)), objs.StatefulSet, foreignDeploy, objs.Services[0], objs.Services[1],
+	i := testInformers(t, f, operatorMade(render.RenderReservation(f)), objs.StatefulSet, foreignDeploy, objs.Services[0], objs.Services[1],
 		objs.PDB, member, stale, claim("data-alpha-0", "uid-alpha"), claim("data-alpha-1", "uid-previous-alpha"),
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-z"}},
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}})

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/proptest"
+	"github.com/celld/celld-operator/proptest/harness"
 )
 
 // TestObserveTwinsAgree: the informer caches' observation (Informers.Observe) and the
@@ -22,13 +22,13 @@ import (
 func TestObserveTwinsAgree(t *testing.T) {
 	compared := 0
 	for seed := uint64(1); seed <= 6; seed++ {
-		w := proptest.NewWorld(10, seed)
+		w := harness.NewWorld(10, seed)
 		w.Adversarial = true
-		p := proptest.NewSeeded(seed)
+		p := harness.NewSeeded(seed)
 		for step := 0; step < 25; step++ {
-			op := proptest.Ops[p.Int("op", 0, len(proptest.Ops)-1)]
+			op := harness.Ops[p.Int("op", 0, len(harness.Ops)-1)]
 			if step == 0 {
-				op = proptest.Ops[0]
+				op = harness.Ops[0]
 			}
 			if err := op.Do(w, p); err != nil {
 				t.Fatalf("seed %d step %d %s: %v", seed, step, op.Name, err)
@@ -41,11 +41,11 @@ func TestObserveTwinsAgree(t *testing.T) {
 	}
 }
 
-func compareObservations(t *testing.T, w *proptest.World) int {
+func compareObservations(t *testing.T, w *harness.World) int {
 	t.Helper()
 	var objs []any
 	for _, ev := range w.C.Resync() {
-		if ev.Object == nil || strings.HasSuffix(string(ev.Kind), "Gone") {
+		if ev.Object == nil || ev.Kind == events.Gone {
 			continue
 		}
 		objs = append(objs, ev.Object)

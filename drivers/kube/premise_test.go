@@ -14,7 +14,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 // A heal decided on a cache that lags is confirmed with fresh reads first: a node that is ready
@@ -27,7 +29,7 @@ func TestHealConfirmsItsPremise(t *testing.T) {
 		if ready {
 			st = corev1.ConditionTrue
 		}
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", UID: "uid-" + types.UID(name), ResourceVersion: "7", Labels: machine.SelectorLabels(f)},
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", UID: "uid-" + types.UID(name), ResourceVersion: "7", Labels: render.SelectorLabels(f)},
 			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}}}
 	}
 	node := func(ready corev1.ConditionStatus, fenced bool) *corev1.Node {
@@ -49,7 +51,7 @@ func TestHealConfirmsItsPremise(t *testing.T) {
 		n.Name = "n2"
 		return n
 	}
-	fenced := machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: "team", Name: "alpha-0", UID: "uid-alpha-0", ResourceVersion: "7", Force: true,
+	fenced := machine.Action{Kind: machine.DeletePod, Key: "heal", Ref: kinds.Ref{Namespace: "team", Name: "alpha-0"}, UID: "uid-alpha-0", ResourceVersion: "7", Force: true,
 		Premise: &machine.Premise{Node: "n1", NodeFenced: true, NodeUnhealthySince: since, Ready: []string{"alpha-1"}}}
 	gone := fenced
 	gone.Premise = &machine.Premise{Node: "n1", NodeGone: true, Ready: []string{"alpha-1"}}
@@ -91,7 +93,7 @@ func TestForceNeedsAFencedNode(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "alpha-1", Namespace: "team", UID: "uid-pod", ResourceVersion: "42"}}
 	for _, p := range []*machine.Premise{nil, {}, {Node: "n1"}, {Node: "n1", NodeUnhealthySince: time.Now()}} {
 		fx := newFixture(pod.DeepCopy())
-		a := machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: "team", Name: "alpha-1", UID: "uid-pod", ResourceVersion: "42", Force: true, Premise: p}
+		a := machine.Action{Kind: machine.DeletePod, Key: "heal", Ref: kinds.Ref{Namespace: "team", Name: "alpha-1"}, UID: "uid-pod", ResourceVersion: "42", Force: true, Premise: p}
 		if err := fx.ap.Do(context.Background(), &Target{}, a); err == nil || sent[k8stesting.DeleteActionImpl](fx) {
 			t.Errorf("premise %+v: force-delete went out (err %v, requests %v)", p, err, fx.requests())
 		}
@@ -109,15 +111,15 @@ func TestWorkloadWriteConfirmsItsPremise(t *testing.T) {
 		return f
 	}
 	deployment := func(generation int64) runtime.Object {
-		d := machine.Render(fleet(2), 5, -1).Deployment.DeepCopy()
+		d := render.Render(fleet(2), 5, -1).Deployment.DeepCopy()
 		d.Generation = generation
 		return d
 	}
 	write := func(p machine.Premise) machine.Action {
 		f := fleet(2)
-		d := machine.Render(f, 5, -1).Deployment
+		d := render.Render(f, 5, -1).Deployment
 		p.Fleet = f.Name
-		return machine.Action{Kind: machine.Apply, Key: "apply/deployment", Namespace: f.Namespace, Name: d.Name, Object: d, Premise: &p}
+		return machine.Action{Kind: machine.Apply, Key: "apply/deployment", Ref: kinds.Ref{Namespace: f.Namespace, Name: d.Name}, Object: d, Premise: &p}
 	}
 	for _, tc := range []struct {
 		name    string

@@ -11,7 +11,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 // operatorMade gives a reservation the managedFields the API server records when the operator
@@ -30,7 +30,7 @@ func writtenBy(r *v1alpha1.CelldReservation, manager string) *v1alpha1.CelldRese
 
 func TestMadeByOperator(t *testing.T) {
 	f := testFleet(v1alpha1.ProfileBucket)
-	mine := machine.RenderReservation(f)
+	mine := render.RenderReservation(f)
 	relabelled := operatorMade(mine)
 	delete(relabelled.Labels, events.LabelManagedBy)
 	statusOnly := writtenBy(mine, FieldManager)
@@ -68,14 +68,14 @@ func TestMadeByOperator(t *testing.T) {
 // claim name is seen whatever its labels, and only under the exact name.
 func TestObserveIgnoresWhatTheOperatorDidNotMake(t *testing.T) {
 	f := testFleet(v1alpha1.ProfilePersistentFleet)
-	objs := machine.Render(f, 3, 3)
-	squat := writtenBy(machine.RenderReservation(f), "kubectl-create")
+	objs := render.Render(f, 3, 3)
+	squat := writtenBy(render.RenderReservation(f), "kubectl-create")
 	squat.Namespace, squat.Spec.FleetUID, squat.Labels[events.LabelFleetUID] = "elsewhere", "uid-forged", "uid-forged"
-	forgedHere := writtenBy(machine.RenderReservation(f), "kubectl-create")
+	forgedHere := writtenBy(render.RenderReservation(f), "kubectl-create")
 	userService := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "alpha-peers", Namespace: "team"}}
 	old := f.DeepCopy()
 	old.UID = "uid-previous"
-	oldPolicy := machine.Render(old, 3, 3).Policies[0] // a fleet of the same name before this one
+	oldPolicy := render.Render(old, 3, 3).Policies[0] // a fleet of the same name before this one
 	claim := func(name string, labels map[string]string) *corev1.PersistentVolumeClaim {
 		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", UID: types.UID("uid-" + name), Labels: labels}}
 	}
@@ -88,7 +88,7 @@ func TestObserveIgnoresWhatTheOperatorDidNotMake(t *testing.T) {
 	if len(o.Reservations) != 0 {
 		t.Errorf("reservations %d, want none: neither was made by the operator", len(o.Reservations))
 	}
-	want := []string{"CelldReservation/" + machine.ReservationName(f.Spec.Bucket), "NetworkPolicy/alpha-clients", "Service/alpha-peers"}
+	want := []string{"CelldReservation/" + render.ReservationName(f.Spec.Bucket), "NetworkPolicy/alpha-clients", "Service/alpha-peers"}
 	got := slices.Sorted(slices.Values(o.Unowned))
 	if !slices.Equal(got, want) {
 		t.Errorf("unowned %v, want %v", got, want)

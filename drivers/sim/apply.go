@@ -37,7 +37,7 @@ func (c *Cluster) apply(obj any, namespace string) (applied, error) {
 		return applied{}, fmt.Errorf("apply: %T is not a Kubernetes object", obj)
 	}
 	k, ok := kindOf(obj)
-	if !ok || !kinds[k].applicable {
+	if !ok || !row(k).Owned {
 		return applied{}, fmt.Errorf("apply: the operator does not apply %T", obj)
 	}
 	in = copyOf(in)
@@ -102,7 +102,7 @@ func keepAllocated(in, cur *corev1.Service) {
 
 func invalid(obj object, errs field.ErrorList) error {
 	k := mustKind(obj)
-	return apierrors.NewInvalid(schema.GroupKind{Group: kinds[k].resource.Group, Kind: string(k)}, obj.GetName(), errs)
+	return apierrors.NewInvalid(schema.GroupKind{Group: row(k).Resource.Group, Kind: string(k)}, obj.GetName(), errs)
 }
 
 func validateSelector(obj object) error {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -83,13 +84,13 @@ func TestApplyRefusesWhatTheAPIServerRefuses(t *testing.T) {
 
 	bigger := statefulSet(f, 3, "celld:v1")
 	bigger.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("20Gi")
-	if err := c.Do(machine.Action{Kind: machine.Apply, Key: "k", Namespace: ns, Object: bigger}); !apierrors.IsInvalid(err) {
+	if err := c.Do(machine.Action{Kind: machine.Apply, Key: "k", Ref: kinds.Ref{Namespace: ns}, Object: bigger}); !apierrors.IsInvalid(err) {
 		t.Fatalf("changing volumeClaimTemplates: err %v, want Invalid", err)
 	}
 
 	wrongSelector := statefulSet(f, 3, "celld:v1")
 	wrongSelector.Spec.Template.Labels = map[string]string{"x": "y"}
-	if err := c.Do(machine.Action{Kind: machine.Apply, Key: "k", Namespace: ns, Object: wrongSelector}); !apierrors.IsInvalid(err) {
+	if err := c.Do(machine.Action{Kind: machine.Apply, Key: "k", Ref: kinds.Ref{Namespace: ns}, Object: wrongSelector}); !apierrors.IsInvalid(err) {
 		t.Fatalf("selector not matching the template: err %v, want Invalid", err)
 	}
 	mustEqual(t, "writes", len(c.Writes()), 1)

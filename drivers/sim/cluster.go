@@ -90,7 +90,7 @@ func New(opts Options) *Cluster {
 		revisions:  map[string]corev1.PodTemplateSpec{},
 		broken:     map[string]bool{},
 	}
-	for k := range kinds {
+	for _, k := range kindOrder {
 		c.objs[k] = map[string]object{}
 		c.tombstones[k] = map[string]object{}
 	}

@@ -71,7 +71,7 @@ func (c *Cluster) conflict(k Kind, name string) error {
 		return nil
 	}
 	c.conflicts--
-	return apierrors.NewConflict(kinds[k].resource, name,
+	return apierrors.NewConflict(row(k).Resource, name,
 		errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 }
 
@@ -89,7 +89,7 @@ func (c *Cluster) doApply(a machine.Action, req *Request) error {
 	if !ok {
 		return fmt.Errorf("object %T is not a kind the cluster stores", a.Object)
 	}
-	req.Verb, req.Resource, req.Name = "apply", kinds[k].resource.Resource, o.GetName()
+	req.Verb, req.Resource, req.Name = "apply", row(k).Resource.Resource, o.GetName()
 	if o.GetNamespace() != "" {
 		req.Namespace = o.GetNamespace()
 	}
@@ -128,7 +128,7 @@ func (c *Cluster) doApply(a machine.Action, req *Request) error {
 }
 
 func (c *Cluster) doFinalizer(a machine.Action, req *Request) error {
-	req.Verb, req.Resource = "patch", kinds[KindFleet].resource.Resource
+	req.Verb, req.Resource = "patch", row(KindFleet).Resource.Resource
 	if err := c.conflict(KindFleet, a.Name); err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (c *Cluster) doFinalizer(a machine.Action, req *Request) error {
 		if a.Kind == machine.RemoveFinalizer {
 			return nil
 		}
-		return apierrors.NewNotFound(kinds[KindFleet].resource, a.Name)
+		return apierrors.NewNotFound(row(KindFleet).Resource, a.Name)
 	}
 	next := f.DeepCopy()
 	if a.Kind == machine.RemoveFinalizer {
@@ -157,7 +157,7 @@ func (c *Cluster) doFinalizer(a machine.Action, req *Request) error {
 }
 
 func (c *Cluster) doDeletePod(a machine.Action, req *Request) error {
-	req.Verb, req.Resource = "delete", kinds[KindPod].resource.Resource
+	req.Verb, req.Resource = "delete", row(KindPod).Resource.Resource
 	if err := c.conflict(KindPod, a.Name); err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func (c *Cluster) Fresh(a machine.Action) machine.Fresh {
 }
 
 func (c *Cluster) doDeleteDisk(a machine.Action, req *Request) error {
-	req.Verb, req.Resource = "delete", kinds[KindPVC].resource.Resource
+	req.Verb, req.Resource = "delete", row(KindPVC).Resource.Resource
 	if err := c.conflict(KindPVC, a.Name); err != nil {
 		return err
 	}
@@ -274,7 +274,7 @@ func (c *Cluster) doDeleteDisk(a machine.Action, req *Request) error {
 }
 
 func (c *Cluster) doPublishStatus(a machine.Action, req *Request) error {
-	req.Verb, req.Resource = "update", kinds[KindFleet].resource.Resource+"/status"
+	req.Verb, req.Resource = "update", row(KindFleet).Resource.Resource+"/status"
 	if a.Status == nil {
 		return errors.New("no status to publish")
 	}

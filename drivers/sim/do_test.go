@@ -1,15 +1,17 @@
 package sim
 
 import (
-	"github.com/celld/celld-operator/reservation"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/celld/celld-operator/capacity"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -21,7 +23,7 @@ func bind(c *Cluster, f *v1alpha1.CelldFleet, other bool) error {
 	if other {
 		r.Spec.FleetUID = "uid-other"
 	}
-	return c.Do(machine.Action{Kind: machine.BindReservation, Key: "bind/" + r.Name, Namespace: f.Namespace, Object: r})
+	return c.Do(machine.Action{Kind: machine.BindReservation, Key: "bind/" + r.Name, Ref: kinds.Ref{Namespace: f.Namespace}, Object: r})
 }
 
 func TestBindReservationIsIdempotentForItsFleetAndRefusesAnother(t *testing.T) {
@@ -48,7 +50,7 @@ func TestAppendHistorySkipsARepeatTrimsAndRetriesConflicts(t *testing.T) {
 	f := newFleet(t, c, "alpha", v1alpha1.ProfileBucket)
 	must(t, bind(c, f, false))
 	appendH := func(d *v1alpha1.CapacityDecision) error {
-		return c.Do(machine.Action{Kind: machine.AppendHistory, Key: "h", Namespace: ns, Name: "alpha-bucket", Decision: d})
+		return c.Do(machine.Action{Kind: machine.AppendHistory, Key: "h", Ref: kinds.Ref{Namespace: ns, Name: "alpha-bucket"}, Decision: d})
 	}
 	must(t, appendH(decision(v1alpha1.DecisionScaleInRequested, 3, 1, c.Now())))
 	c.Advance(time.Minute)
@@ -60,7 +62,7 @@ func TestAppendHistorySkipsARepeatTrimsAndRetriesConflicts(t *testing.T) {
 		must(t, appendH(decision(v1alpha1.DecisionShrinkOne, i, i-1, c.Now())))
 	}
 	h := c.Reservation(ns, "alpha-bucket").Status.CapacityHistory
-	mustEqual(t, "trimmed length", len(h), reservation.MaxHistory)
+	mustEqual(t, "trimmed length", len(h), capacity.MaxHistory)
 	mustEqual(t, "standing request kept", h[0].Kind, v1alpha1.DecisionScaleInRequested)
 	mustEqual(t, "newest", h[len(h)-1].To, int32(0))
 
@@ -72,7 +74,7 @@ func TestAppendHistorySkipsARepeatTrimsAndRetriesConflicts(t *testing.T) {
 	if err := appendH(decision(v1alpha1.DecisionShrinkOne, 3, 2, c.Now())); !apierrors.IsConflict(err) {
 		t.Fatalf("after %d conflicts: %v, want Conflict", maxRetries+1, err)
 	}
-	if err := c.Do(machine.Action{Kind: machine.AppendHistory, Key: "h", Namespace: ns, Name: "nope",
+	if err := c.Do(machine.Action{Kind: machine.AppendHistory, Key: "h", Ref: kinds.Ref{Namespace: ns, Name: "nope"},
 		Decision: decision(v1alpha1.DecisionGrow, 0, 1, c.Now())}); !apierrors.IsNotFound(err) {
 		t.Fatalf("missing reservation: %v, want NotFound", err)
 	}
@@ -117,7 +119,7 @@ func TestDeletePodChecksPreconditionsAndRecordsTheContract(t *testing.T) {
 	if err := del(machine.Action{UID: p.UID}); !apierrors.IsConflict(err) {
 		t.Fatalf("delete of the replaced Pod's old UID: %v, want Conflict (precondition)", err)
 	}
-	must(t, c.Do(machine.Action{Kind: machine.DeletePod, Key: "x", Namespace: ns, Name: "alpha-9", UID: "uid-x"}))
+	must(t, c.Do(machine.Action{Kind: machine.DeletePod, Key: "x", Ref: kinds.Ref{Namespace: ns, Name: "alpha-9"}, UID: "uid-x"}))
 	mustEqual(t, "writes", len(c.Writes()), writes)
 }
 
@@ -150,7 +152,7 @@ func TestPublishStatusWritesOnlyStatusAndOnlyWhenItChanges(t *testing.T) {
 	f := newFleet(t, c, "alpha", v1alpha1.ProfileBucket)
 	st := &v1alpha1.CelldFleetStatus{State: v1alpha1.StateSteady, ObservedGeneration: 1}
 	publish := func() {
-		must(t, c.Do(machine.Action{Kind: machine.PublishStatus, Key: "status", Namespace: ns, Name: f.Name, Status: st}))
+		must(t, c.Do(machine.Action{Kind: machine.PublishStatus, Key: "status", Ref: kinds.Ref{Namespace: ns, Name: f.Name}, Status: st}))
 	}
 	publish()
 	publish()
@@ -161,7 +163,7 @@ func TestPublishStatusWritesOnlyStatusAndOnlyWhenItChanges(t *testing.T) {
 	must(t, c.ClearStatus(ns, f.Name))
 	mustEqual(t, "cleared", c.Fleet(ns, f.Name).Status.State, v1alpha1.FleetState(""))
 
-	must(t, c.Do(machine.Action{Kind: machine.RecordEvent, Key: "ev", Namespace: ns, Name: f.Name, EventType: "Normal", Reason: "Grew", Message: "3 members"}))
+	must(t, c.Do(machine.Action{Kind: machine.RecordEvent, Key: "ev", Ref: kinds.Ref{Namespace: ns, Name: f.Name}, EventType: "Normal", Reason: "Grew", Message: "3 members"}))
 	mustEqual(t, "events", len(c.Events()), 1)
 	must(t, c.Do(machine.Action{Kind: machine.Requeue, Key: "rq", After: time.Minute}))
 	mustEqual(t, "requests", len(c.Requests()), 3)

@@ -17,7 +17,7 @@ import (
 func (c *Cluster) CrashMember(namespace, name string) error {
 	p := c.pod(namespace, name)
 	if p == nil {
-		return fmt.Errorf("crash member %s/%s: %w", namespace, name, apierrors.NewNotFound(kinds[KindPod].resource, name))
+		return fmt.Errorf("crash member %s/%s: %w", namespace, name, apierrors.NewNotFound(row(KindPod).Resource, name))
 	}
 	c.crash(p)
 	return nil

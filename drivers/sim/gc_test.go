@@ -8,16 +8,17 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
 func TestFleetDeletionWaitsForTheFinalizerThenCollectsWhatItOwns(t *testing.T) {
 	c := newCluster(t, 3, Options{})
 	f := newFleet(t, c, "alpha", v1alpha1.ProfilePersistentFleet)
-	must(t, c.Do(machine.Action{Kind: machine.BindReservation, Key: "bind", Namespace: ns, Object: &v1alpha1.CelldReservation{
+	must(t, c.Do(machine.Action{Kind: machine.BindReservation, Key: "bind", Ref: kinds.Ref{Namespace: ns}, Object: &v1alpha1.CelldReservation{
 		ObjectMeta: metav1.ObjectMeta{Name: "alpha-bucket", Namespace: ns}, Spec: v1alpha1.CelldReservationSpec{FleetName: f.Name, FleetUID: f.UID,
 			Profile: f.Spec.Profile, Bucket: f.Spec.Bucket}}}))
-	must(t, c.Do(machine.Action{Kind: machine.AddFinalizer, Key: "fin", Namespace: ns, Name: f.Name}))
+	must(t, c.Do(machine.Action{Kind: machine.AddFinalizer, Key: "fin", Ref: kinds.Ref{Namespace: ns, Name: f.Name}}))
 	objs := append(prerequisites(f), statefulSet(f, 3, "celld:v1"))
 	for _, o := range objs {
 		apply(t, c, o)
@@ -27,8 +28,8 @@ func TestFleetDeletionWaitsForTheFinalizerThenCollectsWhatItOwns(t *testing.T) {
 
 	must(t, c.DeleteFleet(ns, f.Name))
 	evs := c.Drain()
-	if len(evs) != 1 || evs[0].Kind != events.FleetDeletionRequested {
-		t.Fatalf("deletion events %v, want one FleetDeletionRequested", evs)
+	if len(evs) != 1 || evs[0].Kind != events.Observed || evs[0].Object.(*v1alpha1.CelldFleet).DeletionTimestamp == nil {
+		t.Fatalf("deletion events %v, want one fleet observed with its deletion requested", evs)
 	}
 	runFor(c, 5*time.Minute)
 	if got := c.Fleet(ns, f.Name); got == nil || got.DeletionTimestamp == nil {
@@ -39,7 +40,7 @@ func TestFleetDeletionWaitsForTheFinalizerThenCollectsWhatItOwns(t *testing.T) {
 			t.Fatalf("%T %s collected while its owner still exists", o, o.(object).GetName())
 		}
 	}
-	must(t, c.Do(machine.Action{Kind: machine.RemoveFinalizer, Key: "fin", Namespace: ns, Name: f.Name}))
+	must(t, c.Do(machine.Action{Kind: machine.RemoveFinalizer, Key: "fin", Ref: kinds.Ref{Namespace: ns, Name: f.Name}}))
 	if c.Fleet(ns, f.Name) != nil {
 		t.Fatal("fleet kept after its last finalizer went")
 	}
@@ -68,12 +69,12 @@ func TestAddFinalizerToAFleetBeingDeletedIsRefused(t *testing.T) {
 	next.Finalizers = []string{"someone.else/keep"}
 	c.put(next)
 	must(t, c.DeleteFleet(ns, f.Name))
-	err := c.Do(machine.Action{Kind: machine.AddFinalizer, Key: "fin", Namespace: ns, Name: f.Name})
+	err := c.Do(machine.Action{Kind: machine.AddFinalizer, Key: "fin", Ref: kinds.Ref{Namespace: ns, Name: f.Name}})
 	if err == nil {
 		t.Fatal("added a finalizer to a fleet being deleted")
 	}
 	// Removing ours when it is not there, or when the fleet is gone, is done.
-	must(t, c.Do(machine.Action{Kind: machine.RemoveFinalizer, Key: "fin", Namespace: ns, Name: f.Name}))
-	must(t, c.Do(machine.Action{Kind: machine.RemoveFinalizer, Key: "fin", Namespace: ns, Name: "nope"}))
+	must(t, c.Do(machine.Action{Kind: machine.RemoveFinalizer, Key: "fin", Ref: kinds.Ref{Namespace: ns, Name: f.Name}}))
+	must(t, c.Do(machine.Action{Kind: machine.RemoveFinalizer, Key: "fin", Ref: kinds.Ref{Namespace: ns, Name: "nope"}}))
 	mustEqual(t, "writes", len(c.Writes()), 0)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -134,7 +135,7 @@ func prerequisites(f *v1alpha1.CelldFleet) []any {
 func apply(t *testing.T, c *Cluster, obj any) {
 	t.Helper()
 	o := obj.(object)
-	must(t, c.Do(machine.Action{Kind: machine.Apply, Key: "apply/" + o.GetName(), Namespace: o.GetNamespace(), Name: o.GetName(), Object: obj}))
+	must(t, c.Do(machine.Action{Kind: machine.Apply, Key: "apply/" + o.GetName(), Ref: kinds.Ref{Namespace: o.GetNamespace(), Name: o.GetName()}, Object: obj}))
 }
 
 // runFor advances the clock in 5s steps, settling after each, for d.

@@ -89,7 +89,7 @@ func (c *Cluster) AddNode(name, zone string) error {
 func (c *Cluster) LoseNode(name string) error {
 	n := c.node(name)
 	if n == nil {
-		return fmt.Errorf("lose node %s: %w", name, apierrors.NewNotFound(kinds[KindNode].resource, name))
+		return fmt.Errorf("lose node %s: %w", name, apierrors.NewNotFound(row(KindNode).Resource, name))
 	}
 	c.remove(n)
 	c.nodeGone[name] = c.now
@@ -109,7 +109,7 @@ func (c *Cluster) SetNodeUnreachable(name string) error {
 func (c *Cluster) FenceNode(name string) error {
 	n := c.node(name)
 	if n == nil {
-		return fmt.Errorf("fence node %s: %w", name, apierrors.NewNotFound(kinds[KindNode].resource, name))
+		return fmt.Errorf("fence node %s: %w", name, apierrors.NewNotFound(row(KindNode).Resource, name))
 	}
 	next := n.DeepCopy()
 	for _, t := range next.Spec.Taints {
@@ -152,7 +152,7 @@ func (c *Cluster) SetNodeReady(name string) error {
 func (c *Cluster) setNodeHealth(name string, status corev1.ConditionStatus, taint, reason string) error {
 	n := c.node(name)
 	if n == nil {
-		return fmt.Errorf("set node %s %s: %w", name, status, apierrors.NewNotFound(kinds[KindNode].resource, name))
+		return fmt.Errorf("set node %s %s: %w", name, status, apierrors.NewNotFound(row(KindNode).Resource, name))
 	}
 	next := n.DeepCopy()
 	for i := range next.Status.Conditions {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -31,7 +32,7 @@ func TestLostNodeLeavesItsPodTerminatingUntilForceDeleted(t *testing.T) {
 	mustEqual(t, "alpha-0 ready on a lost node", podReady(p), false)
 
 	// A graceful delete is accepted but never completes: no kubelet finishes it.
-	must(t, c.Do(machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: ns, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion}))
+	must(t, c.Do(machine.Action{Kind: machine.DeletePod, Key: "heal", Ref: kinds.Ref{Namespace: ns, Name: p.Name}, UID: p.UID, ResourceVersion: p.ResourceVersion}))
 	runFor(c, time.Hour)
 	p = c.Pod(ns, "alpha-0")
 	if p == nil || !terminating(p) {
@@ -39,14 +40,14 @@ func TestLostNodeLeavesItsPodTerminatingUntilForceDeleted(t *testing.T) {
 	}
 	// Its claim, asked to go, stays while the Pod mounts it.
 	pvc := c.PVC(ns, "data-alpha-0")
-	must(t, c.Do(machine.Action{Kind: machine.DeleteDisk, Key: "disk", Namespace: ns, Name: pvc.Name, UID: pvc.UID}))
+	must(t, c.Do(machine.Action{Kind: machine.DeleteDisk, Key: "disk", Ref: kinds.Ref{Namespace: ns, Name: pvc.Name}, UID: pvc.UID}))
 	runFor(c, time.Minute)
 	if pvc := c.PVC(ns, "data-alpha-0"); pvc == nil || pvc.DeletionTimestamp == nil {
 		t.Fatalf("claim mounted by a stuck Pod: %v, want terminating", pvc)
 	}
 
 	// Force: the Pod goes at once, then the claim, and the StatefulSet recreates the member.
-	must(t, c.Do(machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: ns, Name: p.Name, UID: p.UID, Force: true}))
+	must(t, c.Do(machine.Action{Kind: machine.DeletePod, Key: "heal", Ref: kinds.Ref{Namespace: ns, Name: p.Name}, UID: p.UID, Force: true}))
 	if c.Pod(ns, "alpha-0") != nil && c.Pod(ns, "alpha-0").UID == p.UID {
 		t.Fatal("force delete left the Pod")
 	}
@@ -72,7 +73,7 @@ func TestReplacementStaysPendingWhenItsDiskZoneHasNoRoom(t *testing.T) {
 	mustEqual(t, "alpha-1 node", c.Pod(ns, "alpha-1").Spec.NodeName, "n2")
 	must(t, c.LoseNode("n2"))
 	p := c.Pod(ns, "alpha-1")
-	must(t, c.Do(machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: ns, Name: p.Name, UID: p.UID, Force: true}))
+	must(t, c.Do(machine.Action{Kind: machine.DeletePod, Key: "heal", Ref: kinds.Ref{Namespace: ns, Name: p.Name}, UID: p.UID, Force: true}))
 	runFor(c, 5*time.Minute)
 	p = c.Pod(ns, "alpha-1")
 	if p == nil || p.Spec.NodeName != "" {
@@ -141,7 +142,7 @@ func TestUnreachableNodeStillCountsAsASpreadDomain(t *testing.T) {
 	runFor(c, 3*time.Minute)
 	must(t, c.SetNodeUnreachable("n3"))
 	p := c.Pod(ns, "alpha-2")
-	must(t, c.Do(machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: ns, Name: p.Name, UID: p.UID, Force: true}))
+	must(t, c.Do(machine.Action{Kind: machine.DeletePod, Key: "heal", Ref: kinds.Ref{Namespace: ns, Name: p.Name}, UID: p.UID, Force: true}))
 	runFor(c, 5*time.Minute)
 	p = c.Pod(ns, "alpha-2")
 	if p == nil || p.Spec.NodeName != "" {
@@ -164,7 +165,7 @@ func TestUnreachableNodeStillCountsAsASpreadDomain(t *testing.T) {
 	runFor(c2, 3*time.Minute)
 	must(t, c2.SetNodeUnreachable("n3"))
 	p = c2.Pod(ns, "alpha-2")
-	must(t, c2.Do(machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: ns, Name: p.Name, UID: p.UID, Force: true}))
+	must(t, c2.Do(machine.Action{Kind: machine.DeletePod, Key: "heal", Ref: kinds.Ref{Namespace: ns, Name: p.Name}, UID: p.UID, Force: true}))
 	runFor(c2, time.Minute)
 	if n := c2.Pod(ns, "alpha-2").Spec.NodeName; n == "" || n == "n3" {
 		t.Fatalf("with Honor the replacement went to %q, want a healthy node", n)

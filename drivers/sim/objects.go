@@ -7,29 +7,27 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // Kind names a kind of object the cluster stores.
-type Kind string
+type Kind = kinds.Kind
 
 // The kinds the cluster stores.
 const (
-	KindFleet        Kind = "CelldFleet"
-	KindReservation  Kind = "CelldReservation"
-	KindStatefulSet  Kind = "StatefulSet"
-	KindDeployment   Kind = "Deployment"
-	KindPod          Kind = "Pod"
-	KindPVC          Kind = "PersistentVolumeClaim"
-	KindNode         Kind = "Node"
-	KindService      Kind = "Service"
-	KindPolicy       Kind = "NetworkPolicy"
-	KindPDB          Kind = "PodDisruptionBudget"
-	KindStorageClass Kind = "StorageClass"
+	KindFleet        = kinds.Fleet
+	KindReservation  = kinds.Reservation
+	KindStatefulSet  = kinds.StatefulSet
+	KindDeployment   = kinds.Deployment
+	KindPod          = kinds.Pod
+	KindPVC          = kinds.PersistentVolumeClaim
+	KindNode         = kinds.Node
+	KindService      = kinds.Service
+	KindPolicy       = kinds.NetworkPolicy
+	KindPDB          = kinds.PodDisruptionBudget
+	KindStorageClass = kinds.StorageClass
 )
 
 // kindOrder is the order Resync and every whole-cluster pass visit kinds in, so a run is
@@ -37,39 +35,12 @@ const (
 var kindOrder = []Kind{KindNode, KindStorageClass, KindFleet, KindReservation, KindStatefulSet, KindDeployment,
 	KindService, KindPolicy, KindPDB, KindPVC, KindPod}
 
-type kindInfo struct {
-	resource   schema.GroupResource
-	namespaced bool
-	// generation: the API server bumps metadata.generation when the spec changes.
-	generation bool
-	// applicable: the operator may server-side apply it.
-	applicable bool
-}
-
-var kinds = map[Kind]kindInfo{
-	KindFleet:        {schema.GroupResource{Group: "celld.io", Resource: "celldfleets"}, true, true, false},
-	KindReservation:  {schema.GroupResource{Group: "celld.io", Resource: "celldreservations"}, true, true, false},
-	KindStatefulSet:  {schema.GroupResource{Group: "apps", Resource: "statefulsets"}, true, true, true},
-	KindDeployment:   {schema.GroupResource{Group: "apps", Resource: "deployments"}, true, true, true},
-	KindPod:          {schema.GroupResource{Resource: "pods"}, true, false, false},
-	KindPVC:          {schema.GroupResource{Resource: "persistentvolumeclaims"}, true, false, false},
-	KindNode:         {schema.GroupResource{Resource: "nodes"}, false, false, false},
-	KindService:      {schema.GroupResource{Resource: "services"}, true, false, true},
-	KindPolicy:       {schema.GroupResource{Group: "networking.k8s.io", Resource: "networkpolicies"}, true, true, true},
-	KindPDB:          {schema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"}, true, true, true},
-	KindStorageClass: {schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"}, false, false, false},
-}
-
 // object is what every stored Kubernetes type is.
-type object interface {
-	metav1.Object
-	runtime.Object
-}
+type object = kinds.Object
 
 func kindOf(obj any) (Kind, bool) {
-	k := Kind(events.KindOf(obj))
-	_, ok := kinds[k]
-	return k, ok
+	k := kinds.Of(obj)
+	return k, k != ""
 }
 
 func mustKind(obj any) Kind {
@@ -139,4 +110,10 @@ func (c *Cluster) claim(namespace, name string) *corev1.PersistentVolumeClaim {
 // when the type has none (a StorageClass has neither, a NetworkPolicy no status).
 func structField(obj object, name string) reflect.Value {
 	return reflect.ValueOf(obj).Elem().FieldByName(name)
+}
+
+// row is a stored kind's row of the table.
+func row(k Kind) kinds.Row {
+	r, _ := kinds.Lookup(k)
+	return r
 }

@@ -18,8 +18,8 @@ func (c *Cluster) Drain() []events.Event {
 
 // Resync returns what an informer's relist tells: a Gone event for the last object removed under
 // each name (a store that saw it go, or holds a newer object of that name, ignores it), then an
-// Observed event for every object now stored (a terminating fleet gives
-// FleetDeletionRequested), the latest utilization of each fleet and the current time. Folded
+// Observed event for every object now stored (a terminating fleet with its deletion timestamp),
+// the latest utilization of each fleet and the current time. Folded
 // into a store after dropped events, it brings the store to the cluster's state. It does not
 // touch the queue.
 func (c *Cluster) Resync() []events.Event {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -53,7 +54,7 @@ func busyHistory(t *testing.T) (*Cluster, []events.Event) {
 	t.Helper()
 	c := newCluster(t, 4, Options{})
 	f := newFleet(t, c, "alpha", v1alpha1.ProfilePersistentFleet)
-	must(t, c.Do(machine.Action{Kind: machine.BindReservation, Key: "bind", Namespace: ns, Object: &v1alpha1.CelldReservation{
+	must(t, c.Do(machine.Action{Kind: machine.BindReservation, Key: "bind", Ref: kinds.Ref{Namespace: ns}, Object: &v1alpha1.CelldReservation{
 		ObjectMeta: metav1.ObjectMeta{Name: "alpha-bucket", Namespace: ns}, Spec: v1alpha1.CelldReservationSpec{
 			FleetName: f.Name, FleetUID: f.UID, Profile: f.Spec.Profile, Bucket: f.Spec.Bucket}}}))
 	for _, o := range append(prerequisites(f), statefulSet(f, 3, "celld:v1")) {
@@ -66,7 +67,7 @@ func busyHistory(t *testing.T) (*Cluster, []events.Event) {
 	runFor(c, time.Minute)
 	must(t, c.LoseNode("n2"))
 	p := c.Pod(ns, "alpha-1")
-	must(t, c.Do(machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: ns, Name: p.Name, UID: p.UID, Force: true}))
+	must(t, c.Do(machine.Action{Kind: machine.DeletePod, Key: "heal", Ref: kinds.Ref{Namespace: ns, Name: p.Name}, UID: p.UID, Force: true}))
 	runFor(c, 2*time.Minute)
 	return c, c.Drain()
 }
@@ -174,14 +175,7 @@ func TestDroppedEventsAreRecoveredByAResync(t *testing.T) {
 	mustEqual(t, "second resync", summary(s.Observe(ns, "alpha")), truth)
 }
 
-func gone(ev events.Event) bool {
-	switch ev.Kind {
-	case events.FleetGone, events.WorkloadGone, events.MemberGone, events.NodeGone, events.DiskGone,
-		events.ReservationGone, events.OwnedGone, events.StorageClassGone:
-		return true
-	}
-	return false
-}
+func gone(ev events.Event) bool { return ev.Kind == events.Gone }
 
 func TestTheSameRunGivesTheSameEvents(t *testing.T) {
 	render := func(evs []events.Event) string {

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -26,7 +27,7 @@ func TestApplyNeverWritesSomeoneElsesObject(t *testing.T) {
 	must(t, c.Create(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: ns},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}))
 	before := c.get(KindService, ns, svc.Name).GetResourceVersion()
-	err := c.Do(machine.Action{Kind: machine.Apply, Key: "apply/Service/" + svc.Name, Namespace: ns, Name: svc.Name, Object: svc})
+	err := c.Do(machine.Action{Kind: machine.Apply, Key: "apply/Service/" + svc.Name, Ref: kinds.Ref{Namespace: ns, Name: svc.Name}, Object: svc})
 	if !errors.Is(err, machine.ErrPremiseChanged) {
 		t.Fatalf("apply over someone else's Service: %v; want a refusal", err)
 	}

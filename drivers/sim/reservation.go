@@ -7,9 +7,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/capacity"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
-	"github.com/celld/celld-operator/reservation"
 )
 
 // maxRetries bounds AppendHistory's re-read-and-retry loop, as client-go's RetryOnConflict
@@ -28,7 +28,7 @@ func (c *Cluster) doBindReservation(a machine.Action, req *Request) error {
 	if r.Namespace == "" {
 		r.Namespace = a.Namespace
 	}
-	req.Verb, req.Resource, req.Namespace, req.Name = "create", kinds[KindReservation].resource.Resource, r.Namespace, r.Name
+	req.Verb, req.Resource, req.Namespace, req.Name = "create", row(KindReservation).Resource.Resource, r.Namespace, r.Name
 	if err := c.conflict(KindReservation, r.Name); err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func (c *Cluster) doBindReservation(a machine.Action, req *Request) error {
 		}
 		return fmt.Errorf("reservation %s/%s binds bucket %q to fleet %s (uid %s), not to uid %s: %w",
 			cur.Namespace, cur.Name, cur.Spec.Bucket.Name, cur.Spec.FleetName, cur.Spec.FleetUID, r.Spec.FleetUID,
-			apierrors.NewAlreadyExists(kinds[KindReservation].resource, r.Name))
+			apierrors.NewAlreadyExists(row(KindReservation).Resource, r.Name))
 	}
 	// The status subresource makes the server drop status on create; the server records who
 	// wrote the spec, which is how the operator knows its own reservations.
@@ -55,16 +55,16 @@ func (c *Cluster) doBindReservation(a machine.Action, req *Request) error {
 // doAppendHistory is a read-modify-write with optimistic concurrency: on a conflict it re-reads
 // and tries again, and a decision already last in the history is not appended twice.
 func (c *Cluster) doAppendHistory(a machine.Action, req *Request) error {
-	req.Verb, req.Resource = "update", kinds[KindReservation].resource.Resource+"/status"
+	req.Verb, req.Resource = "update", row(KindReservation).Resource.Resource+"/status"
 	if a.Decision == nil {
 		return fmt.Errorf("no decision to append to reservation %s/%s", a.Namespace, a.Name)
 	}
 	for {
 		cur, ok := c.get(KindReservation, a.Namespace, a.Name).(*v1alpha1.CelldReservation)
 		if !ok {
-			return apierrors.NewNotFound(kinds[KindReservation].resource, a.Name)
+			return apierrors.NewNotFound(row(KindReservation).Resource, a.Name)
 		}
-		if n := len(cur.Status.CapacityHistory); n > 0 && reservation.SameDecision(cur.Status.CapacityHistory[n-1], *a.Decision) {
+		if n := len(cur.Status.CapacityHistory); n > 0 && capacity.SameDecision(cur.Status.CapacityHistory[n-1], *a.Decision) {
 			return nil
 		}
 		if err := c.conflict(KindReservation, a.Name); err != nil {
@@ -75,7 +75,7 @@ func (c *Cluster) doAppendHistory(a machine.Action, req *Request) error {
 			return err
 		}
 		next := cur.DeepCopy()
-		next.Status.CapacityHistory = reservation.Append(next.Status.CapacityHistory, *a.Decision.DeepCopy())
+		next.Status.CapacityHistory = capacity.Append(next.Status.CapacityHistory, *a.Decision.DeepCopy())
 		req.Changed = c.put(next)
 		return nil
 	}
@@ -86,7 +86,7 @@ func (c *Cluster) ClearHistory(namespace, name string) error {
 	cur, ok := c.get(KindReservation, namespace, name).(*v1alpha1.CelldReservation)
 	if !ok {
 		return fmt.Errorf("clear history of reservation %s/%s: %w", namespace, name,
-			apierrors.NewNotFound(kinds[KindReservation].resource, name))
+			apierrors.NewNotFound(row(KindReservation).Resource, name))
 	}
 	next := cur.DeepCopy()
 	next.Status.CapacityHistory = nil

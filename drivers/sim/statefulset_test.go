@@ -10,6 +10,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -158,7 +159,7 @@ func TestBrokenRolloutTrap(t *testing.T) {
 	mustEqual(t, "current revision", s.Status.CurrentRevision, v1)
 
 	p := pods["alpha-2"]
-	must(t, c.Do(machine.Action{Kind: machine.DeletePod, Key: "heal/alpha-2", Namespace: ns, Name: p.Name, UID: p.UID,
+	must(t, c.Do(machine.Action{Kind: machine.DeletePod, Key: "heal/alpha-2", Ref: kinds.Ref{Namespace: ns, Name: p.Name}, UID: p.UID,
 		ResourceVersion: p.ResourceVersion, Reason: "StuckOnOldRevision"}))
 	runFor(c, 10*time.Minute)
 	s = c.StatefulSet(ns, "alpha")

@@ -33,7 +33,7 @@ func (c *Cluster) CreateFleet(f *v1alpha1.CelldFleet) (*v1alpha1.CelldFleet, err
 func (c *Cluster) UpdateFleetSpec(namespace, name string, edit func(*v1alpha1.CelldFleetSpec)) error {
 	f := c.fleet(namespace, name)
 	if f == nil {
-		return fmt.Errorf("update fleet %s/%s: %w", namespace, name, apierrors.NewNotFound(kinds[KindFleet].resource, name))
+		return fmt.Errorf("update fleet %s/%s: %w", namespace, name, apierrors.NewNotFound(row(KindFleet).Resource, name))
 	}
 	next := f.DeepCopy()
 	edit(&next.Spec)
@@ -83,7 +83,7 @@ func (c *Cluster) DeleteFleet(namespace, name string) error {
 func (c *Cluster) ClearStatus(namespace, name string) error {
 	f := c.fleet(namespace, name)
 	if f == nil {
-		return fmt.Errorf("clear status of fleet %s/%s: %w", namespace, name, apierrors.NewNotFound(kinds[KindFleet].resource, name))
+		return fmt.Errorf("clear status of fleet %s/%s: %w", namespace, name, apierrors.NewNotFound(row(KindFleet).Resource, name))
 	}
 	next := f.DeepCopy()
 	next.Status = v1alpha1.CelldFleetStatus{}

@@ -37,14 +37,14 @@ func (c *Cluster) emit(obj object, gone bool) {
 // create stores obj (which the cluster now owns) as a new object.
 func (c *Cluster) create(obj object) error {
 	k := mustKind(obj)
-	if !kinds[k].namespaced {
+	if !row(k).Namespaced {
 		obj.SetNamespace("")
 	}
 	if obj.GetName() == "" {
 		return apierrors.NewBadRequest(fmt.Sprintf("create %s: metadata.name is required", k))
 	}
 	if _, ok := c.objs[k][keyOf(obj)]; ok {
-		return apierrors.NewAlreadyExists(kinds[k].resource, obj.GetName())
+		return apierrors.NewAlreadyExists(row(k).Resource, obj.GetName())
 	}
 	c.uidSeq++
 	obj.SetUID(types.UID(fmt.Sprintf("uid-%06d", c.uidSeq)))
@@ -52,7 +52,7 @@ func (c *Cluster) create(obj object) error {
 	obj.SetDeletionTimestamp(nil)
 	obj.SetDeletionGracePeriodSeconds(nil)
 	obj.SetGeneration(0)
-	if kinds[k].generation {
+	if row(k).Generation {
 		obj.SetGeneration(1)
 	}
 	if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok {
@@ -95,7 +95,7 @@ func (c *Cluster) put(obj object) bool {
 	// The API server's BeforeDelete moves metadata.generation on when it sets the deletion
 	// timestamp, as a spec change does: a deletion is a change of intent.
 	deleting := old.GetDeletionTimestamp() == nil && obj.GetDeletionTimestamp() != nil && old.GetGeneration() > 0
-	if deleting || (kinds[k].generation && !equality.Semantic.DeepEqual(structField(old, "Spec").Interface(), structField(obj, "Spec").Interface())) {
+	if deleting || (row(k).Generation && !equality.Semantic.DeepEqual(structField(old, "Spec").Interface(), structField(obj, "Spec").Interface())) {
 		obj.SetGeneration(old.GetGeneration() + 1)
 	}
 	if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !graceful(obj) {
@@ -146,14 +146,14 @@ type deletion struct {
 func (c *Cluster) delete(k Kind, namespace, name string, opts deletion) (bool, error) {
 	obj := c.get(k, namespace, name)
 	if obj == nil {
-		return false, apierrors.NewNotFound(kinds[k].resource, name)
+		return false, apierrors.NewNotFound(row(k).Resource, name)
 	}
 	if opts.uid != "" && opts.uid != obj.GetUID() {
-		return false, apierrors.NewConflict(kinds[k].resource, name,
+		return false, apierrors.NewConflict(row(k).Resource, name,
 			fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", opts.uid, obj.GetUID()))
 	}
 	if opts.rv != "" && opts.rv != obj.GetResourceVersion() {
-		return false, apierrors.NewConflict(kinds[k].resource, name,
+		return false, apierrors.NewConflict(row(k).Resource, name,
 			fmt.Errorf("precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", opts.rv, obj.GetResourceVersion()))
 	}
 	if p, ok := obj.(*corev1.Pod); ok {

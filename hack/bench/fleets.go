@@ -24,7 +24,8 @@ import (
 	"github.com/celld/celld-operator/api/generated/informers/externalversions"
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/kinds"
+	"github.com/celld/celld-operator/render"
 )
 
 const (
@@ -131,23 +132,23 @@ func (b *bench) createFleets(ctx context.Context, ns string, from, to int, membe
 	})
 }
 
-// rawObjects renders n fleets exactly as the operator renders them at provisioning (machine.Render,
+// rawObjects renders n fleets exactly as the operator renders them at provisioning (render.Render,
 // from the fleet as the API server defaults it, read back from a dry-run create) and strips what
 // ties them to a fleet: without a fleet object, an owner reference would have the garbage
 // collector delete them.
-func (b *bench) rawObjects(ctx context.Context, ns string, n int, members int32) ([][]any, error) {
+func (b *bench) rawObjects(ctx context.Context, ns string, n int, members int32) ([][]kinds.Object, error) {
 	proto, err := b.cl.celld.CelldV1alpha1().CelldFleets(ns).Create(ctx, newFleet(ns, fleetName(0), members),
 		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
 		return nil, fmt.Errorf("dry-run create of a fleet: %w", err)
 	}
-	out := make([][]any, n)
+	out := make([][]kinds.Object, n)
 	for i := range n {
 		f := proto.DeepCopy()
 		f.Name = fleetName(i)
 		f.UID = uuid.NewUUID()
 		f.Spec.Bucket.Name = ns + "-" + f.Name
-		objs := machine.Render(f, members, -1).All()
+		objs := render.Render(f, members, -1).All()
 		for _, o := range objs {
 			m, err := apimeta.Accessor(o)
 			if err != nil {
@@ -160,7 +161,7 @@ func (b *bench) rawObjects(ctx context.Context, ns string, n int, members int32)
 	return out, nil
 }
 
-func (b *bench) createRaw(ctx context.Context, ns string, objs [][]any) error {
+func (b *bench) createRaw(ctx context.Context, ns string, objs [][]kinds.Object) error {
 	return parallel(len(objs), func(i int) error {
 		for _, o := range objs[i] {
 			var err error

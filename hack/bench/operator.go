@@ -6,127 +6,47 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
+	"github.com/celld/celld-operator/internal/testenv"
 )
 
 // operator is one celld-operator process the bench started, and stops, by its PID.
-type operator struct {
-	cmd     *exec.Cmd
-	metrics string // host:port of /metrics (and /debug/pprof with --pprof)
-	probe   string
-	logPath string
-	exited  chan struct{}
-}
-
-var httpc = &http.Client{Timeout: 30 * time.Second}
+type operator struct{ *testenv.Operator }
 
 // startOperator runs the operator binary as its own user against the bench cluster, watching one
 // namespace, and waits until its caches synced (/readyz). Later flags override earlier ones.
 func (b *bench) startOperator(ctx context.Context, name, namespace string, flags ...string) (*operator, error) {
-	metrics, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	probe, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	op := &operator{metrics: metrics, probe: probe, exited: make(chan struct{}),
-		logPath: filepath.Join(b.cfg.workDir, "logs", name+".log")}
-	args := append([]string{"run",
-		"--kubeconfig", b.cl.opKubeconfig, "--namespace", namespace,
-		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe,
-		"--leader-elect=false", "--log-format", "json", "--log-level", "info", "--pprof",
-		// Plain HTTP on a loopback address: the benchmark reads /metrics and profiles many times.
-		"--metrics-secure=false",
-	}, flags...)
-	if err := os.MkdirAll(filepath.Dir(op.logPath), 0o755); err != nil {
-		return nil, err
-	}
-	logFile, err := os.Create(op.logPath)
-	if err != nil {
-		return nil, err
-	}
-	op.cmd = exec.Command(b.operatorBin, args...)
-	op.cmd.Stdout, op.cmd.Stderr = logFile, logFile
-	if err := op.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, err
-	}
-	b.running(op)
-	go func() {
-		_ = op.cmd.Wait()
-		logFile.Close()
-		close(op.exited)
-	}()
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		select {
-		case <-op.exited:
-			return false, fmt.Errorf("operator exited: %s", op.cmd.ProcessState)
-		default:
-		}
-		resp, err := httpc.Get("http://" + op.probe + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+	var op *operator
+	_, err := testenv.Start(ctx, testenv.Options{
+		Binary: b.operatorBin, LogPath: filepath.Join(b.cfg.workDir, "logs", name+".log"),
+		Ready: 2 * time.Minute, Poll: 100 * time.Millisecond,
+		Args: append([]string{"--kubeconfig", b.cl.opKubeconfig, "--namespace", namespace, "--pprof"}, flags...),
+	}, func(o *testenv.Operator) {
+		op = &operator{o}
+		b.running(op)
 	})
 	if err != nil {
-		op.stop()
-		return nil, fmt.Errorf("operator %s not ready: %w (log %s)", name, err, op.logPath)
+		return nil, fmt.Errorf("operator %s: %w", name, err)
 	}
 	return op, nil
 }
 
 // stop sends SIGTERM to the operator's own PID and waits; SIGKILL after 30 s.
-func (op *operator) stop() {
-	select {
-	case <-op.exited:
-		return
-	default:
-	}
-	_ = op.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-op.exited:
-	case <-time.After(30 * time.Second):
-		_ = op.cmd.Process.Signal(syscall.SIGKILL)
-		<-op.exited
-	}
-}
+func (op *operator) stop() { _ = op.Stop() }
 
-func (op *operator) get(path string) ([]byte, error) {
-	resp, err := httpc.Get("http://" + op.metrics + path)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
-	}
-	return body, nil
-}
+func (op *operator) get(path string) ([]byte, error) { return op.Get(path) }
 
 func (op *operator) scrape() (families, error) {
-	body, err := op.get("/metrics")
+	ms, err := op.Scrape()
 	if err != nil {
 		return nil, err
 	}
-	return parseProm(strings.NewReader(string(body)))
+	return fromMetrics(ms), nil
 }
 
 func (op *operator) writes() (float64, map[string]float64, error) {
@@ -160,7 +80,7 @@ type memSample struct{ heapInuse, heapAlloc, rss float64 }
 // logOffset is the current size of the operator's log: with a later one, it delimits the lines a
 // measured window wrote.
 func (op *operator) logOffset() int64 {
-	st, err := os.Stat(op.logPath)
+	st, err := os.Stat(op.LogPath)
 	if err != nil {
 		return 0
 	}
@@ -229,7 +149,7 @@ func (op *operator) profile(dir, prefix string) *profiler {
 			select {
 			case <-p.stop:
 				return
-			case <-op.exited:
+			case <-op.Exited:
 				return
 			default:
 			}
@@ -254,13 +174,4 @@ func (p *profiler) finish() ([]string, error) {
 	close(p.stop)
 	<-p.done
 	return p.files, p.err
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/drivers/kube"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/internal/testenv"
 )
 
 // runTimeout bounds one run of n fleets.
@@ -132,7 +133,7 @@ func (b *bench) operatorRun(ctx context.Context, name string, n int, res *overhe
 		}
 	}
 	if err != nil {
-		return 0, fmt.Errorf("fleets not converged (operator log %s): %w", op.logPath, err)
+		return 0, fmt.Errorf("fleets not converged (operator log %s): %w", op.LogPath, err)
 	}
 	d := last.Sub(start)
 
@@ -149,7 +150,7 @@ func (b *bench) operatorRun(ctx context.Context, name string, n int, res *overhe
 		res.opWrites = append(res.opWrites, m.value("celld_operator_api_writes_total")/float64(n))
 		res.opSeries = addSeries(res.opSeries, m.series("celld_operator_api_writes_total"), float64(n))
 		res.failed = addSeries(res.failed, failedActions(m), float64(n))
-		res.failLogs = append(res.failLogs, logSpan{op.logPath, logFrom, op.logOffset()})
+		res.failLogs = append(res.failLogs, logSpan{op.LogPath, logFrom, op.logOffset()})
 		if apiErr == nil {
 			if api1, err := b.cl.operatorRequests(ctx); err == nil {
 				d := api1.sub(api0)
@@ -344,7 +345,7 @@ func (b *bench) scaleIn(ctx context.Context) (*scaleInResult, error) {
 		return nil, err
 	}
 	if _, err := fl.wait(ctx, n, runTimeout(2*n)); err != nil {
-		return nil, fmt.Errorf("fleets of 6 not converged (operator log %s): %w", op.logPath, err)
+		return nil, fmt.Errorf("fleets of 6 not converged (operator log %s): %w", op.LogPath, err)
 	}
 	m0, err := op.scrape()
 	if err != nil {
@@ -370,7 +371,7 @@ func (b *bench) scaleIn(ctx context.Context) (*scaleInResult, error) {
 	}
 	last, err := fl.wait(ctx, n, runTimeout(3*n))
 	if err != nil {
-		return nil, fmt.Errorf("fleets not shrunk (operator log %s): %w", op.logPath, err)
+		return nil, fmt.Errorf("fleets not shrunk (operator log %s): %w", op.LogPath, err)
 	}
 	m1, err := op.scrape()
 	if err != nil {
@@ -388,8 +389,8 @@ func (b *bench) scaleIn(ctx context.Context) (*scaleInResult, error) {
 	res.e2a = m1.histogram("celld_operator_event_to_action_seconds").sub(m0.histogram("celld_operator_event_to_action_seconds"))
 	res.queueWait = m1.histogram("workqueue_queue_duration_seconds").sub(m0.histogram("workqueue_queue_duration_seconds"))
 	res.work = m1.histogram("workqueue_work_duration_seconds").sub(m0.histogram("workqueue_work_duration_seconds"))
-	res.failed = subSeries(failedActions(m1), failedActions(m0))
-	res.writes = subSeries(m1.series("celld_operator_api_writes_total"), m0.series("celld_operator_api_writes_total"))
+	res.failed = testenv.Delta(failedActions(m1), failedActions(m0))
+	res.writes = testenv.Delta(m1.series("celld_operator_api_writes_total"), m0.series("celld_operator_api_writes_total"))
 	if res.apiErr = apiErr; apiErr == nil {
 		res.api = api1.sub(api0)
 	}
@@ -467,7 +468,7 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 				return nil, err
 			}
 			if _, err := fl.wait(ctx, level, runTimeout(level-have)); err != nil {
-				return nil, fmt.Errorf("fleets not converged (operator log %s): %w", op.logPath, err)
+				return nil, fmt.Errorf("fleets not converged (operator log %s): %w", op.LogPath, err)
 			}
 			have = level
 		}
@@ -553,7 +554,7 @@ func (b *bench) atRest(ctx context.Context, op *operator, fleets int) (*restResu
 		res.api = api1.sub(api0)
 	}
 	res.opWrites = m1.value("celld_operator_api_writes_total") - m0.value("celld_operator_api_writes_total")
-	res.opSeries = subSeries(m1.series("celld_operator_api_writes_total"), m0.series("celld_operator_api_writes_total"))
+	res.opSeries = testenv.Delta(m1.series("celld_operator_api_writes_total"), m0.series("celld_operator_api_writes_total"))
 	q := map[string]string{"name": "celldfleet"}
 	res.resyncAdds = m1.sum("workqueue_adds_total", q) - m0.sum("workqueue_adds_total", q)
 	res.syncs = m1.histogram("workqueue_work_duration_seconds").total - m0.histogram("workqueue_work_duration_seconds").total
@@ -577,16 +578,6 @@ func failedActions(m families) map[string]float64 {
 	for _, s := range m["celld_operator_actions_total"] {
 		if s.labels["result"] == "error" {
 			out[s.labels["kind"]] += s.value
-		}
-	}
-	return out
-}
-
-func subSeries(a, b map[string]float64) map[string]float64 {
-	out := map[string]float64{}
-	for k, v := range a {
-		if d := v - b[k]; d != 0 {
-			out[k] = d
 		}
 	}
 	return out
@@ -667,8 +658,8 @@ func (b *bench) lifecycle(ctx context.Context, op *operator, ns string, w *watch
 	if err != nil {
 		return nil, err
 	}
-	res := &lifecycleResult{fleets: k, opWrites: w1 - w0, opSeries: subSeries(s1, s0), failed: subSeries(failedActions(m1), failedActions(m0)),
-		failLogs: []logSpan{{op.logPath, logFrom, op.logOffset()}}}
+	res := &lifecycleResult{fleets: k, opWrites: w1 - w0, opSeries: testenv.Delta(s1, s0), failed: testenv.Delta(failedActions(m1), failedActions(m0)),
+		failLogs: []logSpan{{op.LogPath, logFrom, op.logOffset()}}}
 	api1, err := b.cl.operatorRequests(ctx)
 	if apiErr == nil {
 		apiErr = err

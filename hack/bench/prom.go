@@ -1,17 +1,15 @@
 package main
 
 import (
-	"bufio"
-	"fmt"
 	"io"
+	"maps"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
-)
 
-// A small reader of the Prometheus text format: enough for counters, gauges and histograms,
-// without making prometheus/common a direct dependency of the module for a benchmark.
+	"github.com/celld/celld-operator/internal/testenv"
+)
 
 type sample struct {
 	labels map[string]string
@@ -19,78 +17,49 @@ type sample struct {
 }
 
 // families are the samples of one scrape by metric name (a histogram's _bucket, _sum and _count
-// series under their own names).
+// series under their own names, as the text format writes them).
 type families map[string][]sample
 
 func parseProm(r io.Reader) (families, error) {
-	out := families{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		name, labels, rest, err := splitSeries(line)
-		if err != nil {
-			return nil, fmt.Errorf("metrics line %q: %w", line, err)
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			return nil, fmt.Errorf("metrics line %q: no value", line)
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("metrics line %q: %w", line, err)
-		}
-		out[name] = append(out[name], sample{labels: labels, value: v})
+	ms, err := testenv.ParseMetrics(r)
+	if err != nil {
+		return nil, err
 	}
-	return out, sc.Err()
+	return fromMetrics(ms), nil
 }
 
-func splitSeries(line string) (name string, labels map[string]string, rest string, err error) {
-	labels = map[string]string{}
-	i := strings.IndexAny(line, "{ ")
-	if i < 0 {
-		return "", nil, "", fmt.Errorf("no value")
-	}
-	name = line[:i]
-	if line[i] == ' ' {
-		return name, labels, line[i+1:], nil
-	}
-	s := line[i+1:]
-	for {
-		s = strings.TrimLeft(s, ", ")
-		if strings.HasPrefix(s, "}") {
-			return name, labels, s[1:], nil
-		}
-		eq := strings.IndexByte(s, '=')
-		if eq < 0 || eq+1 >= len(s) || s[eq+1] != '"' {
-			return "", nil, "", fmt.Errorf("bad labels")
-		}
-		key := s[:eq]
-		s = s[eq+2:]
-		var b strings.Builder
-		j := 0
-		for ; j < len(s) && s[j] != '"'; j++ {
-			if s[j] == '\\' && j+1 < len(s) {
-				j++
-				switch s[j] {
-				case 'n':
-					b.WriteByte('\n')
-				default:
-					b.WriteByte(s[j])
-				}
-				continue
+// fromMetrics flattens parsed families into samples by series name.
+func fromMetrics(ms testenv.Metrics) families {
+	out := families{}
+	for name, f := range ms {
+		for _, m := range f.Metric {
+			labels := testenv.Labels(m)
+			with := func(k, v string) map[string]string {
+				l := maps.Clone(labels)
+				l[k] = v
+				return l
 			}
-			b.WriteByte(s[j])
+			switch {
+			case m.Histogram != nil:
+				h := m.Histogram
+				for _, b := range h.Bucket {
+					out[name+"_bucket"] = append(out[name+"_bucket"], sample{with("le", strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)), float64(b.GetCumulativeCount())})
+				}
+				out[name+"_sum"] = append(out[name+"_sum"], sample{labels, h.GetSampleSum()})
+				out[name+"_count"] = append(out[name+"_count"], sample{labels, float64(h.GetSampleCount())})
+			case m.Summary != nil:
+				q := m.Summary
+				for _, x := range q.Quantile {
+					out[name] = append(out[name], sample{with("quantile", strconv.FormatFloat(x.GetQuantile(), 'g', -1, 64)), x.GetValue()})
+				}
+				out[name+"_sum"] = append(out[name+"_sum"], sample{labels, q.GetSampleSum()})
+				out[name+"_count"] = append(out[name+"_count"], sample{labels, float64(q.GetSampleCount())})
+			default:
+				out[name] = append(out[name], sample{labels, testenv.Value(m)})
+			}
 		}
-		if j >= len(s) {
-			return "", nil, "", fmt.Errorf("unterminated label value")
-		}
-		labels[key] = b.String()
-		s = s[j+1:]
 	}
+	return out
 }
 
 // sum adds the samples of name whose labels include match.

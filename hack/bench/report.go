@@ -396,7 +396,7 @@ func method(c config) string {
   100m CPU / 128Mi per member, scaleInStabilization 0s.
 - Overhead: the operator is started and its caches synced before the clock starts; the clock runs
   from the first create to the last fleet seen converged (Steady, Ready=True, every member ready,
-  observedGeneration current) by the bench's watch. The raw run creates what machine.Render
+  observedGeneration current) by the bench's watch. The raw run creates what render.Render
   renders for the same fleets (owner references removed), and stops the clock at the last
   StatefulSet with readyReplicas == replicas. Runs alternate, after one uncounted warm-up run of
   each kind with up to 5 fleets; every run has its own namespace, deleted and waited for.
@@ -456,7 +456,7 @@ func profileSummary(cum string) string {
 		{"its API requests (Applier.Do)", "github.com/celld/celld-operator/drivers/kube.(*Applier).Do"},
 		{"status writes", "github.com/celld/celld-operator/drivers/kube.(*Applier).publishStatus"},
 		{"machine.Step", "github.com/celld/celld-operator/machine.(*Fleet).Step"},
-		{"drift comparison (machine.Matches)", "github.com/celld/celld-operator/machine.Matches"},
+		{"drift comparison (render.Matches)", "github.com/celld/celld-operator/render.Matches"},
 		{"Observe", "github.com/celld/celld-operator/drivers/kube.(*Informers).Observe"},
 		{"decoding watch events (client-go)", "k8s.io/apimachinery/pkg/watch.(*StreamWatcher).receive"},
 		{"GC", "runtime.gcBgMarkWorker"},

@@ -8,18 +8,18 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/drivers/sim"
-	"github.com/celld/celld-operator/proptest"
+	"github.com/celld/celld-operator/proptest/harness"
 	"github.com/celld/celld-operator/proptest/judge"
 )
 
 // partitioned returns a world with a converged three-member PersistentFleet, one of whose nodes
 // is now partitioned: unreachable, its member still running.
-func partitioned(t *testing.T) (*proptest.World, string, string) {
+func partitioned(t *testing.T) (*harness.World, string, string) {
 	t.Helper()
-	w := proptest.NewWorld(6, 1)
-	must(t, w.CreateFleet(proptest.FleetSpec{Name: "alpha", Profile: v1alpha1.ProfilePersistentFleet, Members: 3, Bucket: "b", Grace: 20 * time.Second}))
+	w := harness.NewWorld(6, 1)
+	must(t, w.CreateFleet(harness.FleetSpec{Name: "alpha", Profile: v1alpha1.ProfilePersistentFleet, Members: 3, Bucket: "b", Grace: 20 * time.Second}))
 	must(t, w.Converge())
-	pod := w.C.Pod(proptest.Namespace, "alpha-1")
+	pod := w.C.Pod(harness.Namespace, "alpha-1")
 	must(t, w.C.SetNodeUnreachable(pod.Spec.NodeName))
 	w.C.Advance(time.Minute)
 	w.C.Settle()
@@ -33,9 +33,9 @@ func TestTwoCopiesAreFlagged(t *testing.T) {
 	w, pod, node := partitioned(t)
 	j := judge.New(w.C)
 	must(t, j.Round())
-	must(t, w.C.ForceDelete(sim.KindPod, proptest.Namespace, pod))
+	must(t, w.C.ForceDelete(sim.KindPod, harness.Namespace, pod))
 	w.C.Settle()
-	if p := w.C.Pod(proptest.Namespace, pod); p == nil || p.Spec.NodeName == node {
+	if p := w.C.Pod(harness.Namespace, pod); p == nil || p.Spec.NodeName == node {
 		t.Fatalf("the StatefulSet did not replace %s elsewhere: %v", pod, p)
 	}
 	err := j.Round()
@@ -55,7 +55,7 @@ func TestForceOnUnfencedNodeIsFlagged(t *testing.T) {
 	w, pod, _ := partitioned(t)
 	j := judge.New(w.C)
 	must(t, j.Round())
-	p := w.C.Pod(proptest.Namespace, pod)
+	p := w.C.Pod(harness.Namespace, pod)
 	must(t, w.C.Do(heal(p.Name, string(p.UID), p.ResourceVersion)))
 	err := j.Round()
 	var v *judge.Violation

@@ -5,35 +5,19 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/celld/celld-operator/proptest"
+	"github.com/celld/celld-operator/proptest/harness"
 )
 
-func init() {
-	register("simulate", "a random lifecycle sequence through the simulator, with every contract check (--seed N --steps M)", func(args []string, stdout, stderr io.Writer) error {
-		fs := newFlags("simulate", stderr)
-		seed := fs.Uint64("seed", 1, "seed of the sequence: the same seed replays the same story")
-		steps := fs.Int("steps", 40, "how many user actions and faults the sequence has")
-		quiet := fs.Bool("quiet", false, "print only the summary")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
-		if *steps < 1 {
-			return fmt.Errorf("--steps %d: want at least 1", *steps)
-		}
-		return simulate(stdout, *seed, *steps, *quiet)
-	})
-}
-
 func simulate(w io.Writer, seed uint64, steps int, quiet bool) error {
-	world := proptest.NewWorld(10, seed)
+	world := harness.NewWorld(10, seed)
 	world.Adversarial = true
 	if !quiet {
 		world.Trace = func(l string) { fmt.Fprintln(w, l) }
 	}
-	pick := proptest.NewSeeded(seed)
+	pick := harness.NewSeeded(seed)
 	run := func() error {
 		for i := 0; i < steps; i++ {
-			op := proptest.Ops[pick.Int("op", 0, len(proptest.Ops)-1)]
+			op := harness.Ops[pick.Int("op", 0, len(harness.Ops)-1)]
 			if err := op.Do(world, pick); err != nil {
 				return fmt.Errorf("step %d (%s): %w", i+1, op.Name, err)
 			}
@@ -45,7 +29,7 @@ func simulate(w io.Writer, seed uint64, steps int, quiet bool) error {
 	}
 	err := run()
 	fmt.Fprintf(w, "\nseed %d: %d steps, %d operator rounds, %d contract checks\n%s", seed, steps, world.Rounds(), world.Check.Total(), world.Check.Summary())
-	var v *proptest.Violation
+	var v *harness.Violation
 	if errors.As(err, &v) {
 		fmt.Fprintf(w, "VIOLATION of clause %s\n  %s\n", v.Clause, v.Detail)
 		return fmt.Errorf("contract violated with seed %d", seed)

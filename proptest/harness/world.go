@@ -1,4 +1,4 @@
-package proptest
+package harness
 
 import (
 	"fmt"

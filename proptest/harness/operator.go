@@ -1,7 +1,8 @@
-// Package proptest drives the operator's loop (package loop, the one drivers/kube runs) through
-// the in-memory cluster, and checks the safety contract (SPEC section 5) after every step:
-// rapid model-based tests, golden scenario scripts and `celld-operator simulate` all run on it.
-package proptest
+// Package harness is the property tests' world: it drives the operator's loop (package loop, the
+// one drivers/kube runs) through the in-memory cluster, plays a person's actions and faults
+// (Ops, scripts), and checks the safety contract (SPEC section 5) after every step. The rapid
+// model-based tests and golden scenario scripts of package proptest, and `celld-sim`, run on it.
+package harness
 
 import (
 	"context"

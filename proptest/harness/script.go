@@ -1,22 +1,23 @@
-package proptest
+package harness
 
 import (
 	"bufio"
 
 	"fmt"
 	"io"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/drivers/sim"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 // RunScript plays a scenario script against a new world and writes the story: every command,
@@ -163,7 +164,7 @@ func command(w *World, f []string, out io.Writer) error {
 		if fl == nil {
 			return fmt.Errorf("no fleet %s", name)
 		}
-		return w.C.ClearHistory(Namespace, machine.ReservationName(fl.Spec.Bucket))
+		return w.C.ClearHistory(Namespace, render.ReservationName(fl.Spec.Bucket))
 	case "show":
 		fmt.Fprint(out, w.Describe(name))
 		return nil

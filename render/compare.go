@@ -1,4 +1,4 @@
-package machine
+package render
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"

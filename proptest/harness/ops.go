@@ -1,4 +1,4 @@
-package proptest
+package harness
 
 import (
 	"fmt"
@@ -15,10 +15,11 @@ import (
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/proptest/judge"
+	"github.com/celld/celld-operator/render"
 )
 
 // Picker draws the random choices of a lifecycle sequence: rapid in tests (so failures shrink and
-// replay), a seeded generator in `celld-operator simulate`.
+// replay), a seeded generator in `celld-sim`.
 type Picker interface {
 	Int(label string, min, max int) int
 }
@@ -201,7 +202,7 @@ var Ops = []Op{
 	}},
 	{"delete-reservation", func(w *World, p Picker) error {
 		if f := w.C.Fleet(Namespace, pickFleet(w, p)); f != nil {
-			r := machine.ReservationName(f.Spec.Bucket)
+			r := render.ReservationName(f.Spec.Bucket)
 			if w.C.Reservation(Namespace, r) != nil {
 				w.Faults[FaultReservationDeleted]++
 				if err := w.Fault("someone deletes reservation "+r, func() error { return w.C.DeleteReservation(Namespace, r) }); err != nil {
@@ -213,7 +214,7 @@ var Ops = []Op{
 	}},
 	{"recreate-reservation", func(w *World, p Picker) error {
 		if f := w.C.Fleet(Namespace, pickFleet(w, p)); f != nil {
-			if err := w.recreateReservation(machine.ReservationName(f.Spec.Bucket)); err != nil {
+			if err := w.recreateReservation(render.ReservationName(f.Spec.Bucket)); err != nil {
 				return err
 			}
 		}
@@ -293,7 +294,7 @@ var Ops = []Op{
 	{"clear-history", func(w *World, p Picker) error {
 		name := pickFleet(w, p)
 		if f := w.C.Fleet(Namespace, name); f != nil {
-			r := machine.ReservationName(f.Spec.Bucket)
+			r := render.ReservationName(f.Spec.Bucket)
 			if w.C.Reservation(Namespace, r) != nil {
 				w.Faults[FaultHistoryCleared]++
 				w.tracef("%s user clears the history of reservation %s", w.C.Now().Format("15:04:05"), r)

@@ -1,8 +1,8 @@
-// Package reservation is the capacity policy: one function turns manual requests and
+// Package capacity is the capacity policy: one function turns manual requests and
 // recommendations into a target, one step policy turns a target into the next size, and the
 // capacity history (kept in the fleet's CelldReservation) drives scale-in stabilization across
 // operator restarts. It is pure.
-package reservation
+package capacity
 
 import (
 	"fmt"

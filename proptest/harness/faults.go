@@ -1,4 +1,4 @@
-package proptest
+package harness
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/drivers/sim"
-	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/render"
 )
 
 // The fault kinds of the README's Guarantees table, and the other disturbances of a sequence.
@@ -133,7 +133,7 @@ const someone = "someone-else"
 func (w *World) createForeign(fleet string, which int) error {
 	fake := NewFleet(FleetSpec{Name: fleet, Profile: v1alpha1.ProfileBucket, Members: 1, Bucket: "foreign", Workload: v1alpha1.WorkloadDeployment})
 	fake.UID = types.UID("uid-foreign-" + fleet)
-	objs := machine.Render(fake, 1, -1)
+	objs := render.Render(fake, 1, -1)
 	var obj metav1.Object
 	var kind sim.Kind
 	switch which {

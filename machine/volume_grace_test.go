@@ -1,0 +1,50 @@
+package machine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+)
+
+// TestMissingClaimWaitsForTheGracePeriod: a claim missing from the view may only lag its Pod (the
+// two are separate watches), so its member is replaced for a lost volume only once it has been
+// not ready for the grace period, and then it is.
+func TestMissingClaimWaitsForTheGracePeriod(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		notReady time.Duration
+		heals    int
+	}{
+		{"within the grace period", worldGrace / 2, 0},
+		{"past the grace period", 2 * worldGrace, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, v := steadyView(t)
+			v.Members = append([]events.Member(nil), v.Members...)
+			m := &v.Members[1]
+			m.Ready, m.NotReadySince = false, v.Now.Add(-tc.notReady)
+			var disks []events.Disk
+			for _, d := range v.Disks {
+				if d.Name != m.ClaimName {
+					disks = append(disks, d)
+				}
+			}
+			if len(disks) != len(v.Disks)-1 {
+				t.Fatalf("member %s has no claim %s among %d disks", m.Name, m.ClaimName, len(v.Disks))
+			}
+			v.Disks = disks
+			d := New().Step(&v)
+			heals := 0
+			for _, a := range d.Actions {
+				if a.Kind == DeletePod && a.Reason == string(HealVolumeLost) && a.Name == m.Name {
+					heals++
+				}
+			}
+			if heals != tc.heals || (d.To == v1alpha1.StateHealing) != (tc.heals == 1) {
+				t.Fatalf("%d heals for a lost volume, state %s; want %d", heals, d.To, tc.heals)
+			}
+		})
+	}
+}

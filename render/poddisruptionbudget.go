@@ -1,0 +1,23 @@
+package render
+
+import (
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+)
+
+// renderPDB lets voluntary disruptions (drains) take one member at a time, matching what celld
+// tolerates.
+func renderPDB(f *v1alpha1.CelldFleet) *policyv1.PodDisruptionBudget {
+	one := intstr.FromInt32(1)
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+		ObjectMeta: meta(f, f.Name, "disruption-budget"),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: &one,
+			Selector:       &metav1.LabelSelector{MatchLabels: SelectorLabels(f)},
+		},
+	}
+}

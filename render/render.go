@@ -1,0 +1,137 @@
+package render
+
+import (
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
+)
+
+// Container and volume layout of a member.
+const (
+	ContainerName = "celld"
+	DataMountPath = "/var/lib/celld"
+	// The root filesystem is read-only; celld's temporary files go to a scratch emptyDir of
+	// ScratchLimit at ScratchMountPath.
+	ScratchVolume    = "tmp"
+	ScratchMountPath = "/tmp"
+	// PeerServiceSuffix names the headless peer Service: "<fleet>-peers".
+	PeerServiceSuffix = "-peers"
+	clientPortName    = "client"
+	peerPortName      = "peer"
+	defaultClientPort = 7000
+	defaultPeerPort   = 7001
+)
+
+// ScratchLimit bounds the scratch mount: temporary files, not data, which has a volume of its own.
+var ScratchLimit = resource.MustParse("256Mi")
+
+// Objects is everything rendered for one fleet, in the order it is applied: prerequisites first,
+// the workload last.
+type Objects struct {
+	Services    []*corev1.Service
+	Policies    []*networkingv1.NetworkPolicy
+	PDB         *policyv1.PodDisruptionBudget
+	StatefulSet *appsv1.StatefulSet
+	Deployment  *appsv1.Deployment
+}
+
+// All lists the rendered objects in apply order.
+func (o *Objects) All() []kinds.Object {
+	out := make([]kinds.Object, 0, 6)
+	for _, s := range o.Services {
+		out = append(out, s)
+	}
+	for _, p := range o.Policies {
+		out = append(out, p)
+	}
+	out = append(out, o.PDB)
+	if o.StatefulSet != nil {
+		out = append(out, o.StatefulSet)
+	}
+	if o.Deployment != nil {
+		out = append(out, o.Deployment)
+	}
+	return out
+}
+
+// UsesStatefulSet reports whether the fleet's members run as a StatefulSet.
+func UsesStatefulSet(spec *v1alpha1.CelldFleetSpec) bool {
+	return spec.Profile == v1alpha1.ProfilePersistentFleet || spec.Workload == v1alpha1.WorkloadOrderedStatefulSet
+}
+
+// SelectorLabels select a fleet's members. They are immutable for the workload's life.
+func SelectorLabels(f *v1alpha1.CelldFleet) map[string]string {
+	return map[string]string{
+		events.LabelName:     events.AppName,
+		events.LabelInstance: f.Name,
+		events.LabelFleetUID: string(f.UID),
+	}
+}
+
+// Selector is the member selector as the scale subresource shows it.
+func Selector(f *v1alpha1.CelldFleet) string {
+	return labels.SelectorFromSet(SelectorLabels(f)).String()
+}
+
+func objectLabels(f *v1alpha1.CelldFleet, component string) map[string]string {
+	l := SelectorLabels(f)
+	l[events.LabelManagedBy] = events.ManagedBy
+	l[events.LabelComponent] = component
+	return l
+}
+
+func ownerRefs(f *v1alpha1.CelldFleet) []metav1.OwnerReference {
+	t := true
+	return []metav1.OwnerReference{{
+		APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "CelldFleet",
+		Name: f.Name, UID: f.UID, Controller: &t, BlockOwnerDeletion: &t,
+	}}
+}
+
+func meta(f *v1alpha1.CelldFleet, name, component string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: f.Namespace, Labels: objectLabels(f, component), OwnerReferences: ownerRefs(f)}
+}
+
+func ports(f *v1alpha1.CelldFleet) (client, peer int32) {
+	client, peer = f.Spec.Network.ClientPort, f.Spec.Network.PeerPort
+	if client == 0 {
+		client = defaultClientPort
+	}
+	if peer == 0 {
+		peer = defaultPeerPort
+	}
+	return client, peer
+}
+
+// Render renders every object of a fleet with the workload at replicas. settled is the size
+// whose rollout last completed, recorded on the workload; -1 records none.
+func Render(f *v1alpha1.CelldFleet, replicas, settled int32) *Objects {
+	o := &Objects{
+		Services: []*corev1.Service{renderClientService(f), renderPeerService(f)},
+		Policies: renderPolicies(f),
+		PDB:      renderPDB(f),
+	}
+	tmpl := renderPodTemplate(f)
+	annotations := map[string]string(nil)
+	if settled >= 0 {
+		annotations = map[string]string{events.AnnotationSettled: strconv.Itoa(int(settled))}
+	}
+	if UsesStatefulSet(&f.Spec) {
+		o.StatefulSet = renderStatefulSet(f, replicas, tmpl, annotations)
+	} else {
+		o.Deployment = renderDeployment(f, replicas, tmpl, annotations)
+	}
+	return o
+}
+
+func ptrTo[T any](v T) *T { return &v }
