@@ -3,6 +3,8 @@ SHELL := /usr/bin/env bash
 GO ?= go
 BIN := bin/celld-operator
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 FUZZ_SEQUENCES ?= 20000
 CHAOS_KILLS ?= 200
 MUTANTS_JOBS ?= 1
@@ -16,7 +18,7 @@ help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 build: ## build bin/celld-operator
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/celld-operator
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/celld-operator
 
 test: lint ## everything: vet, generated-file check, unit, property, scenario and end-to-end tests
 	$(GO) test -count=1 -timeout 80m ./...
