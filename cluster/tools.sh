@@ -79,7 +79,8 @@ tool_flags() {
 	v=$(tool_version "$1")
 	case "$1" in
 	promtool)
-		echo "-tags remove_all_sd -ldflags=-s -w -X github.com/prometheus/common/version.Version=${v#v0.3} -X github.com/prometheus/common/version.Branch=archive"
+		v=${v#v0.}
+		echo "-tags remove_all_sd -ldflags=-s -w -X github.com/prometheus/common/version.Version=${v:0:1}.${v:1} -X github.com/prometheus/common/version.Branch=archive"
 		;;
 	helm)
 		echo "-ldflags=-s -w -X helm.sh/helm/v3/internal/version.version=${v} -X helm.sh/helm/v3/internal/version.gitTreeState=archive"

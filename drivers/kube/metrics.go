@@ -37,13 +37,15 @@ type Metrics struct {
 	queueProvider  workqueue.MetricsProvider
 	utilizationGet *prometheus.CounterVec
 	undecodable    *prometheus.CounterVec
+	described      *describedRegisterer
 }
 
 // NewMetrics registers every metric on a new registry.
 func NewMetrics() *Metrics {
-	reg := prometheus.NewRegistry()
+	reg := &describedRegisterer{Registry: prometheus.NewRegistry()}
 	m := &Metrics{
-		Registry: reg,
+		Registry:  reg.Registry,
+		described: reg,
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "transitions_total",
 			Help: "Lifecycle state changes, by the state left and the state entered.",
