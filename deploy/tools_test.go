@@ -44,3 +44,9 @@ func run(t *testing.T, dir, name string, args ...string) string {
 	}
 	return string(out)
 }
+
+// execOut runs a command and returns its output and error, for commands that must fail.
+func execOut(name string, args ...string) (string, error) {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	return string(out), err
+}
