@@ -12,7 +12,7 @@ MUTANTS_JOBS ?= 1
 # packages have code and tests under that tag.
 FAULT_PKGS := ./drivers/kube ./cmd/celld-operator
 
-.PHONY: help build test unit e2e chaos fuzz mutants diagram generate verify lint cluster demo demo-stop bench clean
+.PHONY: help build test unit e2e chaos fuzz mutants diagram generate verify lint cluster demo demo-stop bench clean release
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -68,5 +68,10 @@ demo-stop: ## stop the demo's operator and the local control plane
 bench: ## benchmarks against raw Kubernetes on a control plane of its own -> docs/benchmarks.md (BENCH_FLEETS=500 for the long mode)
 	$(GO) run ./hack/bench
 
+release: ## write a release into _release/VERSION (VERSION=vX.Y.Z): install manifests, Helm chart, OCI image (linux/amd64, linux/arm64), SBOM, SHA256SUMS
+	cluster/build.sh kubectl
+	cluster/tools.sh helm
+	$(GO) run ./hack/release -version $(VERSION)
+
 clean: ## remove build output (the control plane cache stays)
-	rm -rf bin
+	rm -rf bin _release

@@ -59,6 +59,8 @@ type fixture struct {
 
 	ops    []*operator
 	dumped sync.Once
+	// binary, when set, is the operator startOperator runs instead of the suite's test build.
+	binary string
 }
 
 // newFixture creates the test's namespace under the restricted Pod Security Standard, and arranges
@@ -127,7 +129,11 @@ func (f *fixture) startOperator(flags ...string) *operator {
 	if err != nil {
 		f.t.Fatalf("operator log: %v", err)
 	}
-	op.cmd = exec.Command(suite.operator, args...)
+	bin := suite.operator
+	if f.binary != "" {
+		bin = f.binary
+	}
+	op.cmd = exec.Command(bin, args...)
 	op.cmd.Stdout, op.cmd.Stderr = logFile, logFile
 	// A test binary killed by -timeout or ^C runs no cleanup: the operator must not outlive it.
 	op.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
