@@ -178,7 +178,7 @@ func layerTar(files map[string][]byte, at time.Time) ([]byte, error) {
 
 func gzipped(data []byte) ([]byte, error) {
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
 	if err != nil {
 		return nil, err
 	}
