@@ -17,8 +17,9 @@ FAULT_PKGS := ./drivers/kube ./cmd/celld-operator
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-build: ## build bin/celld-operator
+build: ## build bin/celld-operator and the kubectl plugin bin/kubectl-celld
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/celld-operator
+	$(GO) build -o bin/kubectl-celld ./cmd/kubectl-celld
 
 test: lint ## everything: vet, generated-file check, unit, property, scenario and end-to-end tests
 	$(GO) test -count=1 -timeout 80m ./...

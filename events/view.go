@@ -182,6 +182,11 @@ func Normalize(namespace, name string, o *Observation) View {
 		return v
 	}
 	f := o.Fleet
+	if u := o.Utilization; u != nil && !u.Unavailable && u.Time.Before(f.CreationTimestamp.Time) {
+		// Samples are kept by the fleet's name: one taken before this fleet existed measured an
+		// earlier fleet of the same name, deleted since.
+		v.Utilization = nil
+	}
 	v.Deleting = f.DeletionTimestamp != nil
 	v.HasFinalizer = hasFinalizer(f)
 	v.Reservation = reservationView(f, o.Reservations)
@@ -284,6 +289,25 @@ func hasFinalizer(f *v1alpha1.CelldFleet) bool {
 		}
 	}
 	return false
+}
+
+// RolledOut: the workload's controller has acted on its latest spec and every replica it asks
+// for exists, runs that spec and is ready, by the workload's own status.
+func (w WorkloadView) RolledOut() bool {
+	return w.Exists && w.ObservedGeneration >= w.Generation && w.StatusReplicas == w.Replicas &&
+		w.UpdatedReplicas == w.Replicas && w.ReadyReplicas == w.Replicas
+}
+
+// WorkloadOf summarizes a StatefulSet or a Deployment; anything else is no workload.
+func WorkloadOf(obj any) WorkloadView {
+	o := &Observation{}
+	switch w := obj.(type) {
+	case *appsv1.StatefulSet:
+		o.StatefulSet = w
+	case *appsv1.Deployment:
+		o.Deployment = w
+	}
+	return workloadView(o)
 }
 
 func workloadView(o *Observation) WorkloadView {

@@ -93,3 +93,27 @@ func TestObserveNamesEveryKind(t *testing.T) {
 		t.Error("an object of no known kind must be refused")
 	}
 }
+
+// Usage is kept by the fleet's name: a sample taken before the fleet was created measured an
+// earlier fleet of that name and decides nothing for this one; a later one, or word that the
+// cluster serves no metrics, does.
+func TestUtilizationOfAnEarlierFleetOfTheSameName(t *testing.T) {
+	created := t0.Add(time.Hour)
+	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u2", CreationTimestamp: metav1.NewTime(created)}}
+	for _, c := range []struct {
+		name string
+		u    Utilization
+		kept bool
+	}{
+		{"sampled before the fleet existed", Utilization{Time: created.Add(-time.Minute), Percent: 140, Members: 4}, false},
+		{"sampled as it was created", Utilization{Time: created, Percent: 140, Members: 4}, true},
+		{"sampled since", Utilization{Time: created.Add(time.Minute), Percent: 20, Members: 3}, true},
+		{"no metrics API", Utilization{Time: created.Add(-time.Minute), Unavailable: true}, true},
+	} {
+		u := c.u
+		v := Normalize("ns", "a", &Observation{Now: created.Add(time.Hour), Fleet: f, Utilization: &u})
+		if (v.Utilization != nil) != c.kept {
+			t.Errorf("%s: utilization %+v, kept %t; want kept %t", c.name, u, v.Utilization != nil, c.kept)
+		}
+	}
+}

@@ -101,6 +101,11 @@ type Premise struct {
 	Workload           bool
 	WorkloadExists     bool
 	WorkloadGeneration int64
+	// RolledOut: the workload's last change must have rolled out by its status on the fresh read.
+	// A scale-in takes a member away only after the previous change is done, and a cache behind
+	// the workload's status (a member that crashed and came back since) must not make it look
+	// done.
+	RolledOut bool
 	// Claim, when set, names a member's data claim that must still be missing, lost or being
 	// deleted: a cache that has not seen the claim yet must not cost the member.
 	Claim string
@@ -123,10 +128,17 @@ type Fresh struct {
 	// WorkloadExists and WorkloadGeneration are the workload's.
 	WorkloadExists     bool
 	WorkloadGeneration int64
+	// WorkloadRolledOut: the workload's status says its last change rolled out
+	// (events.WorkloadView.RolledOut).
+	WorkloadRolledOut bool
 	// Claim is the premise's claim, nil when it does not exist.
 	Claim *corev1.PersistentVolumeClaim
 	// Members counts the fleet's Pods (by its UID label), terminating ones included.
 	Members int
+	// MemberNodes are the nodes the Pods run on, by name; nil for a node that does not exist. A
+	// Pod keeps saying Ready for a while after its node stops answering (until the node
+	// lifecycle controller marks it): the node is what says whether the member still serves.
+	MemberNodes map[string]*corev1.Node
 }
 
 // Mutating reports whether the action writes to the API server's objects (a Kubernetes Event is

@@ -121,12 +121,46 @@ func TestOperatorDetectedStatesAreDegradedNotDestructive(t *testing.T) {
 			progressing: metav1.ConditionTrue, requeue: grace * 3 / 4,
 		},
 		{
+			name: "a member stuck on an old revision while another is not ready: a person may replace it, the operator does not",
+			base: persistent,
+			breaks: func(v *events.View) {
+				v.Workload.UpdateRevision = "new-hash"
+				v.Members[1].Ready, v.Members[1].Revision, v.Members[1].NotReadySince = false, "old-hash", v.Now.Add(-2*grace)
+				v.Members[2].Ready, v.Members[2].NotReadySince = false, v.Now.Add(-2*grace)
+			},
+			reason:      machine.ReasonMemberLost,
+			message:     "member a-1 cannot come back on its own (BrokenRollout) and member a-2 is not ready: the operator replaces a member only while all the others are ready, so that it never takes two away at once; to replace it anyway, run kubectl delete pod a-1 (it comes back under the same name, on its own disk)",
+			progressing: metav1.ConditionFalse,
+		},
+		{
+			name: "the same while still provisioning, with the member above never scheduled",
+			base: persistent,
+			breaks: func(v *events.View) {
+				v.Fleet.Status.State = v1alpha1.StateProvisioning
+				v.Workload.UpdateRevision = "new-hash"
+				v.Members[1].Ready, v.Members[1].Revision, v.Members[1].NotReadySince = false, "old-hash", v.Now.Add(-2*grace)
+				v.Members[2].Ready, v.Members[2].NodeName, v.Members[2].NotReadySince = false, "", v.Now.Add(-grace/4)
+			},
+			reason:      machine.ReasonMemberLost,
+			message:     "member a-1 cannot come back on its own (BrokenRollout) and member a-2 is not ready: the operator replaces a member only while all the others are ready, so that it never takes two away at once; to replace it anyway, run kubectl delete pod a-1 (it comes back under the same name, on its own disk)",
+			progressing: metav1.ConditionTrue, requeue: grace * 3 / 4,
+		},
+		{
 			name: "a running member's disk deleted by hand",
 			base: persistent,
 			breaks: func(v *events.View) {
 				v.Disks[1].Terminating = true
 			},
 			reason: machine.ReasonDiskLost, message: "disks data-a-1 (member a-1) are being deleted or lost, not by the operator", progressing: metav1.ConditionFalse,
+		},
+		{
+			name: "a member that cannot start on its Lost claim past the grace period: no heal, a new Pod would mount the same claim",
+			base: persistent,
+			breaks: func(v *events.View) {
+				v.Disks[1].Lost = true
+				v.Members[1].Ready, v.Members[1].NotReadySince = false, v.Now.Add(-2*grace)
+			},
+			reason: machine.ReasonDiskLost, message: "run kubectl delete pvc data-a-1 and the member starts again on a new, empty disk", progressing: metav1.ConditionFalse,
 		},
 		{
 			name: "a running member's volume lost",

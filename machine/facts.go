@@ -91,6 +91,9 @@ type facts struct {
 	// doomed names the disks of running members that are going away (deleted by hand, or lost)
 	// while their members still hold them.
 	doomed []string
+	// lostClaims names the claims that are Lost and not being deleted: their members cannot
+	// start on them, and a new Pod would mount the same claim, so only deleting it helps.
+	lostClaims []string
 	// unfenced are the members that only fencing their nodes can replace.
 	unfenced []unfenced
 }
@@ -147,6 +150,15 @@ func (fx *facts) disk(name string) *events.Disk {
 	return nil
 }
 
+// onLostClaim: the member's claim is Lost and nobody is deleting it.
+func (fx *facts) onLostClaim(m *events.Member) bool {
+	if m.ClaimName == "" {
+		return false
+	}
+	d := fx.disk(m.ClaimName)
+	return d != nil && d.Lost && !d.Terminating
+}
+
 // classify says whether a member cannot come back on its own, and if it may soon, in how long.
 func (fx *facts) classify(m *events.Member, grace time.Duration) (*lost, time.Duration) {
 	v := fx.view
@@ -189,6 +201,12 @@ func (fx *facts) classify(m *events.Member, grace time.Duration) (*lost, time.Du
 		// A claim missing from the view may only lag its Pod (separate watches): it counts as lost
 		// once the member has been not ready for the grace period.
 		if d := fx.disk(m.ClaimName); d == nil || d.Lost || d.Terminating {
+			if d != nil && d.Lost && !d.Terminating {
+				// The StatefulSet gives a new Pod this same claim, which never binds again:
+				// replacing the member changes nothing until someone deletes the claim, and the
+				// fleet says so (DiskLost).
+				return nil, 0
+			}
 			if left := m.NotReadySince.Add(grace).Sub(v.Now); left > 0 {
 				return nil, left
 			}
@@ -226,7 +244,7 @@ func computeFacts(v *events.View) *facts {
 		}
 		unfenced := len(fx.unfenced)
 		l, wait := fx.classify(m, grace)
-		if l == nil && len(fx.unfenced) == unfenced && !m.Ready && !m.Terminating {
+		if l == nil && len(fx.unfenced) == unfenced && !m.Ready && !m.Terminating && !fx.onLostClaim(m) {
 			// Not ready, and nothing healing can do about it: after the grace period the fleet
 			// says so, instead of waiting in silence.
 			if left := m.NotReadySince.Add(grace).Sub(v.Now); left > 0 {
@@ -249,6 +267,9 @@ func computeFacts(v *events.View) *facts {
 		if m.ClaimName != "" && !m.Terminating {
 			if d := fx.disk(m.ClaimName); d != nil && (d.Terminating || d.Lost) {
 				fx.doomed = append(fx.doomed, d.Name+" (member "+m.Name+")")
+			}
+			if fx.onLostClaim(m) {
+				fx.lostClaims = append(fx.lostClaims, m.ClaimName)
 			}
 		}
 	}

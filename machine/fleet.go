@@ -35,6 +35,8 @@ type memoKey struct {
 	uid                    types.UID
 	generation             int64
 	replicas, settled      int32
+	// restartedAt: the one input of rendering outside the fleet's spec (its generation).
+	restartedAt string
 }
 
 // New returns the machine of one fleet.
@@ -110,7 +112,13 @@ func (m *Fleet) Step(v *events.View) Decision {
 	}
 	d.To = m.state
 	p := planner{m: m, v: v, fx: fx, observed: observed, to: d.To, settledNow: settledAfter(d, fx)}
-	d.Actions, d.Status = p.plan(d.Transitions)
+	if v.Fleet.Paused() {
+		d = Decision{From: observed, To: observed}
+		p.to = observed
+		d.Actions, d.Status = p.paused()
+	} else {
+		d.Actions, d.Status = p.plan(d.Transitions)
+	}
 	m.quiet = nil
 	if len(d.Actions) == 0 {
 		q := d

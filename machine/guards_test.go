@@ -45,6 +45,16 @@ func TestPremiseRefusesWhatChanged(t *testing.T) {
 	}
 	workload := Premise{Fleet: "a", FleetGeneration: 3, Workload: true, WorkloadExists: true, WorkloadGeneration: 7, Ready: []string{"a-0", "a-1"}}
 	same := Fresh{FleetGeneration: 3, WorkloadExists: true, WorkloadGeneration: 7, Pods: pods("a-0", "a-1")}
+	// onNodes: both members ready by their Pods, a-1 on node n1 as given (nil: gone).
+	onNodes := func(n1 *corev1.Node) Fresh {
+		f := Fresh{FleetGeneration: 3, WorkloadExists: true, WorkloadGeneration: 7, Pods: pods("a-0", "a-1"),
+			MemberNodes: map[string]*corev1.Node{"n1": n1}}
+		f.Pods["a-1"].Spec.NodeName = "n1"
+		return f
+	}
+	healing := Premise{OnlyNotReady: "a-0"}
+	scaleIn := workload
+	scaleIn.RolledOut = true
 	gone := Premise{Node: "n1", NodeGone: true, Ready: []string{"a-0"}}
 	fenced := Premise{Node: "n1", NodeFenced: true, NodeUnhealthySince: tp, Ready: []string{"a-0"}}
 	terminating := readyPod("a-1")
@@ -70,6 +80,14 @@ func TestPremiseRefusesWhatChanged(t *testing.T) {
 		{"the fence was lifted, the node still down", fenced, Fresh{Pods: pods("a-0"), Node: node(false, tp)}, true},
 		{"the node recovered and failed again", fenced, Fresh{Pods: pods("a-0"), Node: node(false, tp.Add(time.Minute), corev1.TaintNodeOutOfService)}, true},
 		{"the fenced node is gone now", fenced, Fresh{Pods: pods("a-0")}, false},
+		{"a ready member's node is ready", workload, onNodes(node(true, tp)), false},
+		{"a ready member's node stopped answering, its Pod still says Ready", workload, onNodes(node(false, tp.Add(time.Minute))), true},
+		{"a ready member's node is gone", workload, onNodes(nil), true},
+		{"a ready member's node was not read", workload, Fresh{FleetGeneration: 3, WorkloadExists: true, WorkloadGeneration: 7, Pods: onNodes(nil).Pods}, true},
+		{"a heal, the other member's node stopped answering", healing, onNodes(node(false, tp.Add(time.Minute))), true},
+		{"a heal, the other member's node is ready", healing, onNodes(node(true, tp)), false},
+		{"a scale-in, rolled out", scaleIn, Fresh{FleetGeneration: 3, WorkloadExists: true, WorkloadGeneration: 7, WorkloadRolledOut: true, Pods: pods("a-0", "a-1")}, false},
+		{"a scale-in, the last change not rolled out by the workload's status", scaleIn, same, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.premise.Check(tc.fresh)

@@ -375,6 +375,9 @@ func (r *run) judgeDecision(v *events.View, d Decision) {
 					r.fatalf("clause 1: the scale-in does not ask that %s still be ready when it goes out", m.Name)
 				}
 			}
+			if a.Premise == nil || !a.Premise.RolledOut {
+				r.fatalf("clause 1: the scale-in does not ask that the last change be rolled out when it goes out")
+			}
 		}
 	}
 	r.judgeStatus(v, d)

@@ -24,7 +24,8 @@ func (m *Fleet) matches(v *events.View, desired any, replicas, settled int32) bo
 	if observed == nil {
 		return false
 	}
-	k := memoKey{kind: kind, name: name, observedRV: rv, uid: v.Fleet.UID, generation: v.Fleet.Generation, replicas: replicas, settled: settled}
+	k := memoKey{kind: kind, name: name, observedRV: rv, uid: v.Fleet.UID, generation: v.Fleet.Generation, replicas: replicas, settled: settled,
+		restartedAt: v.Fleet.Annotations[v1alpha1.AnnotationRestartedAt]}
 	if ok, hit := m.memo[k]; hit {
 		return ok
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
@@ -91,6 +92,40 @@ func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetS
 	return p.actions, st
 }
 
+// paused plans a fleet under AnnotationPaused: its status, which says so and what the fleet
+// would do, and nothing else. The state is what the observation shows; no trigger fires.
+func (p *planner) paused() ([]Action, v1alpha1.CelldFleetStatus) {
+	f := p.v.Fleet
+	p.block("reconciliation paused by annotation %s=%q: nothing but this status is written until it is removed (kubectl celld resume %s, or kubectl annotate celldfleet %s %s-)",
+		v1alpha1.AnnotationPaused, f.Annotations[v1alpha1.AnnotationPaused], f.Name, f.Name, v1alpha1.AnnotationPaused)
+	st := p.status()
+	st.NextAction = ""
+	for i := range st.Conditions {
+		if c := &st.Conditions[i]; c.Type == v1alpha1.ConditionProgressing && c.Status == metav1.ConditionTrue {
+			// Whatever was in flight goes on in the workload's controller, but the operator
+			// starts nothing.
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, "ReconciliationPaused", "the operator starts no change while the fleet is paused"
+			for _, old := range f.Status.Conditions {
+				if old.Type == c.Type && old.Status == c.Status {
+					c.LastTransitionTime = old.LastTransitionTime
+				}
+			}
+		}
+	}
+	st.Conditions = append(st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciliationPaused, Status: metav1.ConditionTrue,
+		Reason: "Paused", Message: p.blocked, ObservedGeneration: f.Generation, LastTransitionTime: metav1.NewTime(p.v.Now.UTC().Truncate(1e9))})
+	for _, old := range f.Status.Conditions {
+		if c := &st.Conditions[len(st.Conditions)-1]; old.Type == c.Type && old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+	}
+	if statusEqual(&st, &f.Status) {
+		return nil, st
+	}
+	s := st
+	return []Action{{Kind: PublishStatus, Key: "status/" + p.v.Key(), Namespace: p.v.Namespace, Name: p.v.Name, Status: &s}}, st
+}
+
 func triggerText(t Trigger) string {
 	if t == TriggerNone {
 		return "observed"
@@ -138,18 +173,51 @@ func (p *planner) live() {
 			w := &v.Workload
 			a.Premise = &Premise{Fleet: f.Name, FleetGeneration: f.Generation, Workload: true, WorkloadExists: w.Exists, WorkloadGeneration: w.Generation}
 			if replicas < fx.current {
-				// A scale-in takes a member away: every member must still be ready.
+				// A scale-in takes a member away: every member must still be ready, and the last
+				// change rolled out.
 				a.Premise.Ready = p.readyMembers("")
+				a.Premise.RolledOut = true
 			}
 		}
 		p.add(a)
 	}
 	p.history(replicas)
-	// A Steady fleet with a member it cannot replace yet says why.
-	if p.to == v1alpha1.StateHealing || (fx.candidate != nil && !fx.othersReady && p.to == v1alpha1.StateSteady) {
+	// A fleet with a member it cannot replace yet says why, in whatever state it waits.
+	if p.to == v1alpha1.StateHealing || (fx.candidate != nil && !fx.othersReady) {
 		p.heal()
 	}
 	p.explain(replicas)
+}
+
+// cannotHeal says why a member that cannot come back is not replaced, and what a person may do:
+// the operator replaces a member only while every other one is ready, but a person who knows the
+// others are down for good (or are held back by this very member, as an ordered StatefulSet
+// holds the members above a stuck one) may replace it by hand.
+func (p *planner) cannotHeal(c *lost) string {
+	var others []string
+	for i := range p.v.Members {
+		if m := &p.v.Members[i]; m != c.member && !memberReady(p.v, m) {
+			others = append(others, m.Name)
+		}
+	}
+	down := "members are missing"
+	switch len(others) {
+	case 0:
+	case 1:
+		down = "member " + others[0] + " is not ready"
+	default:
+		down = "members " + joinNames(others) + " are not ready"
+	}
+	back := "a new member takes its place"
+	switch {
+	case c.reason == HealVolumeLost:
+		back = "it comes back under the same name, on a new, empty disk: its own is lost"
+	case c.member.Ordinal >= 0:
+		back = "it comes back under the same name, on its own disk"
+	}
+	return fmt.Sprintf("member %s cannot come back on its own (%s) and %s: the operator replaces a member only while all the others are ready, "+
+		"so that it never takes two away at once; to replace it anyway, run kubectl delete pod %s (%s)",
+		c.member.Name, c.reason, down, c.member.Name, back)
 }
 
 // readyMembers names the fleet's members but one.
@@ -195,7 +263,7 @@ func (p *planner) heal() {
 		return
 	}
 	if !p.fx.othersReady {
-		p.block("member %s cannot come back (%s) but another member is not ready: replacing it now would take two members away", c.member.Name, c.reason)
+		p.block("%s", p.cannotHeal(c))
 		return
 	}
 	m := c.member
@@ -317,6 +385,9 @@ func (p *planner) explain(replicas int32) {
 	}
 	if len(fx.unfenced) > 0 {
 		p.block("%s", fx.fenceText())
+	}
+	if len(fx.lostClaims) > 0 {
+		p.block("a person to delete the Lost claims %s (kubectl delete pvc %s)", joinNames(fx.lostClaims), strings.Join(fx.lostClaims, " "))
 	}
 	for i := range v.Members {
 		if m := &v.Members[i]; !memberReady(v, m) {

@@ -27,6 +27,8 @@ func (p *Premise) Check(fresh Fresh) error {
 		case p.WorkloadExists && fresh.WorkloadGeneration != p.WorkloadGeneration:
 			return fmt.Errorf("the workload's spec changed since the decision (generation %d, decided on %d): %w",
 				fresh.WorkloadGeneration, p.WorkloadGeneration, ErrPremiseChanged)
+		case p.RolledOut && !fresh.WorkloadRolledOut:
+			return fmt.Errorf("the workload's last change has not rolled out by its status: %w", ErrPremiseChanged)
 		}
 	}
 	if p.Node != "" {
@@ -51,8 +53,14 @@ func (p *Premise) Check(fresh Fresh) error {
 	}
 	if p.OnlyNotReady != "" {
 		for name, pod := range fresh.Pods {
-			if name != p.OnlyNotReady && !events.PodReady(pod) {
+			if name == p.OnlyNotReady {
+				continue
+			}
+			if !events.PodReady(pod) {
 				return fmt.Errorf("member %s is not ready: %w", name, ErrPremiseChanged)
+			}
+			if err := nodeServes(pod, fresh); err != nil {
+				return err
 			}
 		}
 	}
@@ -69,6 +77,28 @@ func (p *Premise) Check(fresh Fresh) error {
 		if pod == nil || !events.PodReady(pod) {
 			return fmt.Errorf("member %s is no longer ready: %w", name, ErrPremiseChanged)
 		}
+		if err := nodeServes(pod, fresh); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodeServes confirms that a ready member's node is ready too: its Pod says Ready until the node
+// lifecycle controller catches up with a node that stopped answering.
+func nodeServes(pod *corev1.Pod, fresh Fresh) error {
+	name := pod.Spec.NodeName
+	if name == "" {
+		return nil
+	}
+	n, read := fresh.MemberNodes[name]
+	switch {
+	case !read:
+		return fmt.Errorf("member %s's node %s was not read: %w", pod.Name, name, ErrPremiseChanged)
+	case n == nil:
+		return fmt.Errorf("member %s's node %s is gone: %w", pod.Name, name, ErrPremiseChanged)
+	case !events.NodeHealth(n).Ready:
+		return fmt.Errorf("member %s's node %s is not ready: %w", pod.Name, name, ErrPremiseChanged)
 	}
 	return nil
 }

@@ -325,6 +325,11 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 	}
 	scratch := ScratchLimit.DeepCopy()
 	t.Spec.Volumes = append(t.Spec.Volumes, corev1.Volume{Name: ScratchVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &scratch}}})
+	if at := f.Annotations[v1alpha1.AnnotationRestartedAt]; at != "" {
+		// A new template is a rollout: the workload's controller replaces the members one at a
+		// time, as for a new image.
+		t.Annotations = map[string]string{v1alpha1.AnnotationRestartedAt: at}
+	}
 	return t
 }
 

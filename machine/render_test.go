@@ -217,3 +217,39 @@ func TestMembersRunHardened(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartIsATemplateChange: a fleet's restart annotation reaches the members' Pod template of
+// either workload, so the workload's controller rolls them; a workload without it, or with an
+// older restart, counts as drift.
+func TestRestartIsATemplateChange(t *testing.T) {
+	for _, profile := range []v1alpha1.Profile{v1alpha1.ProfilePersistentFleet, v1alpha1.ProfileBucket} {
+		f := fleet(profile)
+		before := workloadOf(Render(f, 3, 3))
+		f.Annotations = map[string]string{v1alpha1.AnnotationRestartedAt: "2026-11-30T18:00:00Z"}
+		after := workloadOf(Render(f, 3, 3))
+		if got := templateOf(after).Annotations[v1alpha1.AnnotationRestartedAt]; got != "2026-11-30T18:00:00Z" {
+			t.Errorf("%s: the Pod template carries restartedAt %q", profile, got)
+		}
+		if Matches(after, before) {
+			t.Errorf("%s: a workload rendered before the restart must count as drift", profile)
+		}
+		f.Annotations[v1alpha1.AnnotationRestartedAt] = "2026-11-30T19:00:00Z"
+		if Matches(workloadOf(Render(f, 3, 3)), after) {
+			t.Errorf("%s: a second restart must count as drift", profile)
+		}
+	}
+}
+
+func workloadOf(o *Objects) any {
+	if o.StatefulSet != nil {
+		return o.StatefulSet
+	}
+	return o.Deployment
+}
+
+func templateOf(w any) corev1.PodTemplateSpec {
+	if s, ok := w.(*appsv1.StatefulSet); ok {
+		return s.Spec.Template
+	}
+	return w.(*appsv1.Deployment).Spec.Template
+}

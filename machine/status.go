@@ -3,6 +3,7 @@ package machine
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,6 +94,12 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 		progressing.Reason, progressing.Message = ReasonIdle, "no change in progress"
 	case stuck != "":
 		progressing.Reason, progressing.Message = ReasonMemberStuck, "no progress: "+stuck
+	case len(fx.lostClaims) > 0 && p.to != v1alpha1.StateDeleting:
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonDiskLost,
+			"no progress until a person deletes the Lost claims "+strings.Join(fx.lostClaims, ", ")
+	case fx.candidate != nil && !fx.othersReady && fx.wait == 0 && p.to != v1alpha1.StateDeleting:
+		// Nothing the operator waits for ends on its own: only a person replacing the member does.
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonMemberLost, "no progress: "+p.blocked
 	case p.scaleDown != "" && len(fx.unfenced) == 0:
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonDeletionBlocked, "no progress until a person deletes the member: "+p.scaleDown
 	case len(fx.unfenced) > 0 && p.to == v1alpha1.StateSteady:
@@ -111,9 +118,14 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 	case fx.candidate != nil && !fx.othersReady:
 		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonMemberLost, p.blocked)
 	case len(fx.doomed) > 0 && p.to != v1alpha1.StateDeleting:
-		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonDiskLost, "disks "+joinNames(fx.doomed)+
-			" are being deleted or lost, not by the operator: a member keeps its disk while it runs, then starts again on a new, empty one; "+
-			"copy off what must be kept now, nothing brings a deleted disk back")
+		msg := "disks " + joinNames(fx.doomed) +
+			" are being deleted or lost, not by the operator: a member keeps its disk while it runs, then starts again on a new, empty one; " +
+			"copy off what must be kept now, nothing brings a deleted disk back"
+		if len(fx.lostClaims) > 0 {
+			msg += "; a Lost claim never binds again and its member cannot start on it, nor on a new Pod: run kubectl delete pvc " +
+				strings.Join(fx.lostClaims, " ") + " and the member starts again on a new, empty disk"
+		}
+		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonDiskLost, msg)
 	case stuck != "":
 		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonMemberStuck, stuck)
 	}

@@ -180,9 +180,17 @@ func (w *world) fresh(p *Premise) Fresh {
 	}
 	if w.sts != nil {
 		fr.WorkloadExists, fr.WorkloadGeneration = true, w.sts.Generation
+		fr.WorkloadRolledOut = events.WorkloadOf(w.sts).RolledOut()
 	}
+	fr.MemberNodes = map[string]*corev1.Node{}
 	for name, p := range w.pods {
 		fr.Pods[name] = p.DeepCopy()
+		if n := p.Spec.NodeName; n != "" {
+			fr.MemberNodes[n] = nil
+			if node := w.nodes[n]; node != nil {
+				fr.MemberNodes[n] = node.DeepCopy()
+			}
+		}
 	}
 	if p != nil && p.Node != "" {
 		if n := w.nodes[p.Node]; n != nil {

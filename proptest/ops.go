@@ -454,6 +454,9 @@ func (w *World) unstick() error {
 		if err := w.followDeletionBlocked(f); err != nil {
 			return err
 		}
+		if err := w.followMemberLost(f); err != nil {
+			return err
+		}
 		if len(stuck[f]) < 2 {
 			continue
 		}

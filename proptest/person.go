@@ -20,8 +20,29 @@ func (w *World) followDeletionBlocked(fleet string) error {
 	if f == nil || f.DeletionTimestamp == nil {
 		return nil
 	}
+	return w.deleteAsAsked(f, machine.ReasonDeletionBlocked)
+}
+
+// followMemberLost is a person, once the faults are over, replacing by hand the member a fleet
+// says cannot come back while another is not ready (Degraded=MemberCannotComeBack): the operator
+// will not take two members away, but an ordered StatefulSet holds every member above a stuck
+// one (a Pending member whose disk was deleted is never given a new one), so only a person ends
+// the wait. The member is the one the status names: a message naming the wrong one, or none,
+// leaves the fleet stuck and liveness fails.
+func (w *World) followMemberLost(fleet string) error {
+	f := w.C.Fleet(Namespace, fleet)
+	if f == nil || f.DeletionTimestamp != nil {
+		return nil
+	}
+	return w.deleteAsAsked(f, machine.ReasonMemberLost)
+}
+
+// deleteAsAsked runs the `kubectl delete pod NAME` that the fleet's Degraded condition of the
+// given reason asks for, gracefully, as a person would.
+func (w *World) deleteAsAsked(f *v1alpha1.CelldFleet, reason string) error {
+	fleet := f.Name
 	for _, c := range f.Status.Conditions {
-		if c.Type != v1alpha1.ConditionDegraded || c.Status != "True" || c.Reason != machine.ReasonDeletionBlocked {
+		if c.Type != v1alpha1.ConditionDegraded || c.Status != "True" || c.Reason != reason {
 			continue
 		}
 		_, rest, ok := strings.Cut(c.Message, "kubectl delete pod ")

@@ -61,10 +61,9 @@ func checkNames(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, kin
 	if crd.Spec.Names.Kind != kind || crd.Spec.Names.Plural != plural {
 		t.Errorf("names = %s/%s, want %s/%s", crd.Spec.Names.Kind, crd.Spec.Names.Plural, kind, plural)
 	}
-	for _, s := range shortNames {
-		if !slices.Contains(crd.Spec.Names.ShortNames, s) {
-			t.Errorf("short names %v lack %q", crd.Spec.Names.ShortNames, s)
-		}
+	// Exactly these: a short name another project owns (cert-manager's "cr") shadows it in kubectl.
+	if !slices.Equal(crd.Spec.Names.ShortNames, shortNames) {
+		t.Errorf("short names %v, want %v", crd.Spec.Names.ShortNames, shortNames)
 	}
 	if !slices.Contains(crd.Spec.Names.Categories, "celld") {
 		t.Errorf("categories %v lack %q", crd.Spec.Names.Categories, "celld")
@@ -179,14 +178,25 @@ func TestCelldFleetCRD(t *testing.T) {
 		t.Errorf("scale labelSelectorPath = %v, want .status.selector", sub.Scale.LabelSelectorPath)
 	}
 
-	checkColumns(t, v, "Profile", "Desired", "Ready", "State", "Age")
+	checkColumns(t, v, "Profile", "Desired", "Ready", "State", "Image", "Updated", "Blocked-By", "Age")
+	for _, c := range v.AdditionalPrinterColumns {
+		// Desired is the size decided on, which differs from spec.members in Auto mode; Image,
+		// Updated and Blocked-By are for -o wide.
+		want := map[string]string{"Desired": ".status.members.desired", "Image": ".spec.image", "Updated": ".status.members.updated"}[c.Name]
+		if want != "" && c.JSONPath != want {
+			t.Errorf("column %s shows %s, want %s", c.Name, c.JSONPath, want)
+		}
+		if wide := c.Name == "Image" || c.Name == "Updated" || c.Name == "Blocked-By"; wide != (c.Priority > 0) {
+			t.Errorf("column %s priority %d: wide-only is %t", c.Name, c.Priority, wide)
+		}
+	}
 	checkDescriptions(t, crd, v)
 }
 
 func TestCelldReservationCRD(t *testing.T) {
 	crd := loadCRD(t, "celld.io_celldreservations.yaml")
 	v := onlyVersion(t, crd)
-	checkNames(t, crd, "CelldReservation", "celldreservations", "cr", "cres")
+	checkNames(t, crd, "CelldReservation", "celldreservations", "cres")
 
 	sub := v.Subresources
 	if sub == nil || sub.Status == nil {

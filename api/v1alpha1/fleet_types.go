@@ -60,7 +60,29 @@ const (
 	ConditionProgressing      = "Progressing"
 	ConditionDegraded         = "Degraded"
 	ConditionReservationBound = "ReservationBound"
+	// ConditionReconciliationPaused is True while the fleet carries AnnotationPaused; absent
+	// otherwise.
+	ConditionReconciliationPaused = "ReconciliationPaused"
 )
+
+// AnnotationPaused on a fleet stops the operator from writing anything but the fleet's status:
+// no workload, Service, policy, budget, disk, reservation or finalizer change, not even to
+// delete the fleet. Any value but "false" pauses, so a misspelt "true" does not go unnoticed
+// as a fleet that keeps changing. Removing it (or "false") resumes with one decision on the
+// fleet as it is then.
+const AnnotationPaused = "celld.io/paused"
+
+// AnnotationRestartedAt on a fleet asks for a rolling restart: the operator copies its value
+// into the members' Pod template, so the workload's controller replaces every member once, one
+// at a time, each after the previous is ready; the operator itself deletes no Pod. Setting a
+// new value (kubectl celld restart sets the time) restarts again.
+const AnnotationRestartedAt = "celld.io/restartedAt"
+
+// Paused reports whether the fleet carries AnnotationPaused with a value other than "false".
+func (f *CelldFleet) Paused() bool {
+	v, ok := f.Annotations[AnnotationPaused]
+	return ok && v != "false"
+}
 
 // FleetFinalizer holds a fleet until its members are gone and, for PersistentFleet, its disks deleted.
 const FleetFinalizer = "celld.io/fleet-protection"
@@ -79,9 +101,11 @@ const FleetFinalizer = "celld.io/fleet-protection"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.members,statuspath=.status.members.current,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.spec.profile`,description="Bucket or PersistentFleet"
-// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.members`,description="Requested members"
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.members.desired`,description="The size the operator works toward (spec.members, or the recommendation in Auto mode)"
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.members.ready`,description="Members ready"
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`,description="Lifecycle state"
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`,priority=1,description="The members' image"
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.members.updated`,priority=1,description="Members on the workload's current template"
 // +kubebuilder:printcolumn:name="Blocked-By",type=string,JSONPath=`.status.blockedBy`,priority=1,description="What the fleet waits for"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 52",message="metadata.name must be at most 52 characters: a member Pod carries the label controller-revision-hash=<name>-<hash of up to 10 characters>, and a label value is at most 63 characters"

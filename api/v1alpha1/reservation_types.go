@@ -12,7 +12,7 @@ import (
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:shortName=cr;cres,categories=celld
+// +kubebuilder:resource:shortName=cres,categories=celld
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Fleet",type=string,JSONPath=`.spec.fleetName`
 // +kubebuilder:printcolumn:name="Bucket",type=string,JSONPath=`.spec.bucket.name`

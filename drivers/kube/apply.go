@@ -406,6 +406,22 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 		for i := range list.Items {
 			fresh.Pods[list.Items[i].Name] = &list.Items[i]
 		}
+		fresh.MemberNodes = map[string]*corev1.Node{}
+		for _, pod := range fresh.Pods {
+			name := pod.Spec.NodeName
+			if _, read := fresh.MemberNodes[name]; read || name == "" {
+				continue
+			}
+			n, err := ap.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			switch {
+			case err == nil:
+				fresh.MemberNodes[name] = n
+			case apierrors.IsNotFound(err):
+				fresh.MemberNodes[name] = nil
+			default:
+				return machine.Fresh{}, fmt.Errorf("get node %s of member %s: %w", name, pod.Name, err)
+			}
+		}
 	}
 	if p.FleetGeneration != 0 {
 		f, err := ap.Celld.CelldV1alpha1().CelldFleets(a.Namespace).Get(ctx, p.Fleet, metav1.GetOptions{})
@@ -428,6 +444,7 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 		t.Current, t.CurrentKey = cur, a.Key
 		if cur != nil {
 			fresh.WorkloadExists, fresh.WorkloadGeneration = true, cur.GetGeneration()
+			fresh.WorkloadRolledOut = events.WorkloadOf(cur).RolledOut()
 		}
 	}
 	return fresh, nil

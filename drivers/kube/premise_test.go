@@ -38,6 +38,17 @@ func TestHealConfirmsItsPremise(t *testing.T) {
 		}
 		return n
 	}
+	// memberOn is a ready member on a node of its own, named, in the given state.
+	memberOn := func(nodeName string) *corev1.Pod {
+		p := member("alpha-1", true)
+		p.Spec.NodeName = nodeName
+		return p
+	}
+	otherNode := func(ready corev1.ConditionStatus) *corev1.Node {
+		n := node(ready, false)
+		n.Name = "n2"
+		return n
+	}
 	fenced := machine.Action{Kind: machine.DeletePod, Key: "heal", Namespace: "team", Name: "alpha-0", UID: "uid-alpha-0", ResourceVersion: "7", Force: true,
 		Premise: &machine.Premise{Node: "n1", NodeFenced: true, NodeUnhealthySince: since, Ready: []string{"alpha-1"}}}
 	gone := fenced
@@ -55,6 +66,9 @@ func TestHealConfirmsItsPremise(t *testing.T) {
 		{"node no longer fenced", fenced, []runtime.Object{node(corev1.ConditionUnknown, false), member("alpha-1", true)}, true},
 		{"node fenced and ready", fenced, []runtime.Object{node(corev1.ConditionTrue, true), member("alpha-1", true)}, false},
 		{"other member no longer ready", fenced, []runtime.Object{node(corev1.ConditionUnknown, true), member("alpha-1", false)}, true},
+		{"other member ready, its node ready", fenced, []runtime.Object{node(corev1.ConditionUnknown, true), memberOn("n2"), otherNode(corev1.ConditionTrue)}, false},
+		{"other member ready by its Pod, its node stopped answering", fenced, []runtime.Object{node(corev1.ConditionUnknown, true), memberOn("n2"), otherNode(corev1.ConditionUnknown)}, true},
+		{"other member ready by its Pod, its node gone", fenced, []runtime.Object{node(corev1.ConditionUnknown, true), memberOn("n2")}, true},
 		{"fenced node gone", fenced, []runtime.Object{member("alpha-1", true)}, false},
 		{"node gone", gone, []runtime.Object{member("alpha-1", true)}, false},
 		{"node back", gone, []runtime.Object{node(corev1.ConditionUnknown, false), member("alpha-1", true)}, true},

@@ -229,6 +229,15 @@ func (c *Cluster) Fresh(a machine.Action) machine.Fresh {
 			}
 		}
 	}
+	fresh.MemberNodes = map[string]*corev1.Node{}
+	for _, pod := range fresh.Pods {
+		if name := pod.Spec.NodeName; name != "" {
+			fresh.MemberNodes[name] = nil
+			if n := c.node(name); n != nil {
+				fresh.MemberNodes[name] = n.DeepCopy()
+			}
+		}
+	}
 	if p.FleetGeneration != 0 {
 		if f := c.fleet(a.Namespace, p.Fleet); f != nil {
 			fresh.FleetGeneration = f.Generation
@@ -238,6 +247,7 @@ func (c *Cluster) Fresh(a machine.Action) machine.Fresh {
 		if k, ok := kindOf(o); ok {
 			if w := c.get(k, a.Namespace, o.GetName()); w != nil {
 				fresh.WorkloadExists, fresh.WorkloadGeneration = true, w.GetGeneration()
+				fresh.WorkloadRolledOut = events.WorkloadOf(w).RolledOut()
 			}
 		}
 	}

@@ -406,8 +406,9 @@ func (j *Judge) Settled() error {
 		if replicas != target || len(pods) != int(target) || serving != int(target) {
 			var desc []string
 			for _, p := range pods {
-				desc = append(desc, fmt.Sprintf("%s(node %s %s, %s, serving %t, terminating %t)", p.Name, p.Spec.NodeName,
-					j.c.NodeState(p.Spec.NodeName), p.Status.Phase, j.serving(p, f.Spec.Image), p.DeletionTimestamp != nil))
+				desc = append(desc, fmt.Sprintf("%s(node %s %s, %s, serving %t, terminating %t, revision %s%s)", p.Name, p.Spec.NodeName,
+					j.c.NodeState(p.Spec.NodeName), p.Status.Phase, j.serving(p, f.Spec.Image), p.DeletionTimestamp != nil,
+					p.Labels["controller-revision-hash"], unschedulable(p)))
 			}
 			return fail(C10Liveness, "fleet %s: target %d, workload replicas %d, %d member pods of which %d serve %s: %s",
 				f.Name, target, replicas, len(pods), serving, f.Spec.Image, strings.Join(desc, ", "))
@@ -497,4 +498,14 @@ func (j *Judge) fleetExists(uid types.UID) bool {
 		}
 	}
 	return false
+}
+
+// unschedulable is the scheduler's word on a Pod it could not place, for a failure's story.
+func unschedulable(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return ", unschedulable: " + c.Message
+		}
+	}
+	return ""
 }

@@ -1,0 +1,145 @@
+// Command kubectl-celld is a kubectl plugin for celld fleets: on the PATH, `kubectl celld status
+// FLEET` shows what the operator and the cluster say about a fleet in one screen, and
+// `kubectl celld history FLEET` the capacity decisions its reservation keeps.
+//
+// It only reads: everything it shows is in the API server, where kubectl get and describe find it
+// too; it saves the reader the joins (fleet, Pods, nodes, claims, reservation).
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+)
+
+func main() {
+	if err := newRoot(os.Stdout, os.Stderr, time.Now).Execute(); err != nil {
+		os.Exit(exitCode(err))
+	}
+}
+
+// usageError is a command line the plugin cannot run: exit status 2, as kubectl's.
+type usageError struct{ error }
+
+func exitCode(err error) int {
+	if _, ok := err.(usageError); ok {
+		return 2
+	}
+	return 1
+}
+
+func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
+	// kubectl's own connection flags (--kubeconfig, --context, -n, --server...), read the way
+	// kubectl reads them: KUBECONFIG, then ~/.kube/config.
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	overrides := &clientcmd.ConfigOverrides{}
+	flags := clientcmd.NewInteractiveDeferredLoadingClientConfig(rules, overrides, os.Stdin)
+	root := &cobra.Command{
+		Use:           "kubectl-celld",
+		Short:         "Inspect celld fleets: status and capacity history",
+		SilenceUsage:  true,
+		SilenceErrors: false,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl celld"},
+	}
+	root.SetOut(out)
+	root.SetErr(errOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentFlags().StringVar(&rules.ExplicitPath, "kubeconfig", "", "path to the kubeconfig file")
+	clientcmd.BindOverrideFlags(overrides, root.PersistentFlags(), clientcmd.RecommendedConfigOverrideFlags(""))
+	oneFleet := func(c *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageError{fmt.Errorf("%s takes one fleet name, got %d arguments: see %s --help", c.CommandPath(), len(args), c.CommandPath())}
+		}
+		return nil
+	}
+	root.AddCommand(&cobra.Command{
+		Use:   "status FLEET",
+		Short: "The fleet's state, conditions, members (Pod, node, zone, ready, revision, disk, age), reservation and latest capacity decisions",
+		Example: `  kubectl celld status alpha -n team
+  kubectl celld status alpha -n team --history 10`,
+		Args: oneFleet,
+		RunE: func(c *cobra.Command, args []string) error {
+			cl, ns, err := clientsFor(flags)
+			if err != nil {
+				return err
+			}
+			n, _ := c.Flags().GetInt("history")
+			r, err := read(c.Context(), cl, ns, args[0])
+			if err != nil {
+				return err
+			}
+			printStatus(c.OutOrStdout(), r, now(), n)
+			return nil
+		},
+	})
+	root.Commands()[0].Flags().Int("history", 5, "how many of the latest capacity decisions to show")
+	root.AddCommand(&cobra.Command{
+		Use:     "history FLEET",
+		Short:   "Every capacity decision the fleet's reservation keeps, oldest first",
+		Example: `  kubectl celld history alpha -n team`,
+		Args:    oneFleet,
+		RunE: func(c *cobra.Command, args []string) error {
+			cl, ns, err := clientsFor(flags)
+			if err != nil {
+				return err
+			}
+			r, err := read(c.Context(), cl, ns, args[0])
+			if err != nil {
+				return err
+			}
+			printHistory(c.OutOrStdout(), r, now(), -1)
+			return nil
+		},
+	})
+	for _, c := range []struct {
+		use, short, verb string
+		value            *string
+	}{
+		{"pause FLEET", "Stop the operator from changing the fleet: it writes only the fleet's status until resumed", "paused", ptr("true")},
+		{"resume FLEET", "Let the operator change the fleet again: it decides on the fleet as it is now, in one decision", "resumed", nil},
+	} {
+		c := c
+		root.AddCommand(&cobra.Command{
+			Use:   c.use,
+			Short: c.short,
+			Args:  oneFleet,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				cl, ns, err := clientsFor(flags)
+				if err != nil {
+					return err
+				}
+				if err := annotate(cmd.Context(), cl, ns, args[0], v1alpha1.AnnotationPaused, c.value); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "celldfleet %s/%s %s\n", ns, args[0], c.verb)
+				return nil
+			},
+		})
+	}
+	root.AddCommand(&cobra.Command{
+		Use:   "restart FLEET",
+		Short: "Replace every member once, one at a time, each after the previous is ready (a rolling restart by the workload's controller)",
+		Args:  oneFleet,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, ns, err := clientsFor(flags)
+			if err != nil {
+				return err
+			}
+			at := now().UTC().Format(time.RFC3339)
+			if err := annotate(cmd.Context(), cl, ns, args[0], v1alpha1.AnnotationRestartedAt, &at); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "celldfleet %s/%s restart requested at %s\n", ns, args[0], at)
+			return nil
+		},
+	})
+	return root
+}
+
+func ptr(s string) *string { return &s }
