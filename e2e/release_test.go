@@ -173,7 +173,7 @@ func checkReleaseArtifacts(t *testing.T, dir string) string {
 	v := releaseVersion
 	want := []string{"SHA256SUMS", "celld-operator-crds.yaml", "celld-operator.yaml", "celld-operator-namespaced.yaml",
 		"celld-operator-monitoring.yaml", "celld-operator-dashboard.json", "celld-operator-" + strings.TrimPrefix(v, "v") + ".tgz",
-		"celld-operator-" + v + ".oci.tar", "celld-operator-" + v + ".spdx.json"}
+		"celld-operator-" + v + ".oci.tar", "celld-operator-" + v + ".spdx.json", "kubectl-celld-linux-amd64", "kubectl-celld-linux-arm64"}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)

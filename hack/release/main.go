@@ -1,7 +1,8 @@
 // Command release writes a release of the operator into a folder (make release VERSION=vX.Y.Z):
 // the install manifests pinned to the release's image, the Helm chart, the operator's image for
-// linux/amd64 and linux/arm64 as an OCI archive (no container engine needed), an SPDX SBOM of the
-// binary's modules, and SHA256SUMS of every file.
+// linux/amd64 and linux/arm64 as an OCI archive (no container engine needed), the kubectl plugin
+// for the same platforms, an SPDX SBOM of the operator binary's modules, and SHA256SUMS of every
+// file.
 package main
 
 import (
@@ -109,17 +110,22 @@ func (r *release) run() error {
 	return nil
 }
 
-// binaries builds the operator for every platform into the scratch folder, stamped with the
-// version and the commit, without cgo (the image has no C library).
+// binaries builds the operator for every platform into the scratch folder (the image holds it),
+// stamped with the version and the commit, without cgo (the image has no C library), and the
+// kubectl plugin for the same platforms into the release.
 func (r *release) binaries() error {
 	for _, arch := range platforms {
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags",
-			fmt.Sprintf("-s -w -X main.version=%s -X main.commit=%s", r.version, r.commit),
-			"-o", r.binary(arch), "./cmd/celld-operator")
-		cmd.Dir = r.root
-		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build linux/%s: %w\n%s", arch, err, out)
+		for pkg, out := range map[string]string{
+			"./cmd/celld-operator": r.binary(arch),
+			"./cmd/kubectl-celld":  filepath.Join(r.out, "kubectl-celld-linux-"+arch),
+		} {
+			cmd := exec.Command("go", "build", "-trimpath", "-ldflags",
+				fmt.Sprintf("-s -w -X main.version=%s -X main.commit=%s", r.version, r.commit), "-o", out, pkg)
+			cmd.Dir = r.root
+			cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
+			if b, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("go build %s linux/%s: %w\n%s", pkg, arch, err, b)
+			}
 		}
 	}
 	return nil
