@@ -5,7 +5,7 @@
 #   cluster/build.sh [--force|--check] [NAME...]
 #
 # NAME is any of: etcd kube-apiserver kube-controller-manager kube-scheduler
-# kubectl kwok (default: all). --force rebuilds even when the stamp matches;
+# kubectl kwok metrics-server (default: all). --force rebuilds even when the stamp matches;
 # --check builds nothing and fails when a binary is missing or out of date.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -13,7 +13,7 @@ shopt -s inherit_errexit
 # shellcheck source=SCRIPTDIR/env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
-ALL=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
+ALL=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok metrics-server)
 
 usage() {
 	sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
@@ -59,6 +59,7 @@ version_of() {
 	case "$1" in
 	etcd) echo "${ETCD_VERSION}" ;;
 	kwok) echo "${KWOK_VERSION}" ;;
+	metrics-server) echo "${METRICS_SERVER_VERSION}" ;;
 	*) echo "${KUBE_VERSION}" ;;
 	esac
 }
@@ -68,6 +69,7 @@ module_of() {
 	case "$1" in
 	etcd) echo etcd ;;
 	kwok) echo kwok ;;
+	metrics-server) echo metrics-server ;;
 	*) echo kube ;;
 	esac
 }
@@ -76,6 +78,7 @@ package_of() {
 	case "$1" in
 	etcd) echo go.etcd.io/etcd/server/v3 ;;
 	kwok) echo sigs.k8s.io/kwok/cmd/kwok ;;
+	metrics-server) echo sigs.k8s.io/metrics-server/cmd/metrics-server ;;
 	*) echo "k8s.io/kubernetes/cmd/$1" ;;
 	esac
 }
@@ -87,6 +90,7 @@ cold_time_of() {
 	kube-controller-manager) echo "about 1-2 min" ;;
 	kube-scheduler | kubectl) echo "under 1 min" ;;
 	kwok) echo "about 1-2.5 min" ;;
+	metrics-server) echo "about 2.5-3 min" ;;
 	esac
 }
 
@@ -112,7 +116,7 @@ modtime() {
 	jq -er '.Time' "${info}"
 }
 
-# Writes and resolves the builder module $1 (etcd, kube or kwok). The module
+# Writes and resolves the builder module $1 (etcd, kube, kwok or metrics-server). The module
 # lives outside the project's main module and is regenerated whenever the
 # pinned version changes.
 prepare_module() {
@@ -122,6 +126,7 @@ prepare_module() {
 	etcd) version=${ETCD_VERSION} ;;
 	kwok) version=${KWOK_VERSION} ;;
 	kube) version=${KUBE_VERSION} ;;
+	metrics-server) version=${METRICS_SERVER_VERSION} ;;
 	esac
 	stamp="${dir}/.prepared"
 	if [[ -f "${stamp}" && "$(<"${stamp}")" == "${version}" ]]; then
@@ -150,6 +155,11 @@ prepare_module() {
 			echo "require sigs.k8s.io/kwok ${KWOK_VERSION}"
 			echo
 			echo "tool sigs.k8s.io/kwok/cmd/kwok"
+			;;
+		metrics-server)
+			echo "require sigs.k8s.io/metrics-server ${METRICS_SERVER_VERSION}"
+			echo
+			echo "tool sigs.k8s.io/metrics-server/cmd/metrics-server"
 			;;
 		kube)
 			# k8s.io/kubernetes requires its staging modules at v0.0.0 and
@@ -184,6 +194,14 @@ ldflags_of() {
 	case "${name}" in
 	etcd) ;;
 	kwok) flags+=" -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" ;;
+	metrics-server)
+		# metrics-server reports its version through client-go's version
+		# package, as its own Makefile stamps it.
+		pkg=k8s.io/client-go/pkg/version
+		flags+=" -X ${pkg}.gitVersion=${METRICS_SERVER_VERSION}"
+		flags+=" -X ${pkg}.gitTreeState=archive"
+		flags+=" -X ${pkg}.buildDate=$(modtime sigs.k8s.io/metrics-server "${METRICS_SERVER_VERSION}")"
+		;;
 	*)
 		local minor date
 		version=${KUBE_VERSION}
@@ -227,12 +245,19 @@ build_one() {
 	log "built ${name} ${version} in $((elapsed / 60))m$((elapsed % 60))s"
 }
 
+# What .cache/cluster/stages holds: the kwok version, and the metrics
+# configuration beside the stages (a cache from before it is copied again).
+STAGES_STAMP="${KWOK_VERSION} metrics"
+
 # Copies the kwok stages (and the kwok-volume StorageClass) that kwokctl uses
-# out of the kwok module into .cache/cluster/stages.
+# out of the kwok module into .cache/cluster/stages, with kwok's kubelet
+# resource metrics (the Metric that metrics-server scrapes) and the usage it
+# reports for each Pod (the kwok.x-k8s.io/usage-cpu and usage-memory
+# annotations, 1m and 1Mi without them).
 copy_stages() {
 	local src stamp
 	stamp="${CLUSTER_STAGES}/.version"
-	if ((!force)) && [[ -f "${stamp}" && "$(<"${stamp}")" == "${KWOK_VERSION}" ]]; then
+	if ((!force)) && [[ -f "${stamp}" && "$(<"${stamp}")" == "${STAGES_STAMP}" ]]; then
 		return 0
 	fi
 	src=$(modinfo sigs.k8s.io/kwok "${KWOK_VERSION}" Dir)/kustomize/stage
@@ -249,9 +274,11 @@ copy_stages() {
 		"${src}/volume/fast/pv-delete.yaml" \
 		"${src}/volume/fast/pvc-delete.yaml" \
 		"${src}/volume/fast/storage-class.yaml" \
+		"${src}/../metrics/resource/metrics-resource.yaml" \
+		"${src}/../metrics/usage/usage-from-annotation.yaml" \
 		"${CLUSTER_STAGES}/"
 	chmod u+w "${CLUSTER_STAGES}"/*.yaml
-	echo "${KWOK_VERSION}" >"${stamp}"
+	echo "${STAGES_STAMP}" >"${stamp}"
 }
 
 # promtool and helm, which the monitoring kit's and the release's tests run: cluster/tools.sh
@@ -268,7 +295,7 @@ if ((check)); then
 		is_current "${name}" || exit 1
 	done
 	if [[ " ${targets[*]} " == *" kwok "* ]]; then
-		[[ -f "${CLUSTER_STAGES}/.version" && "$(<"${CLUSTER_STAGES}/.version")" == "${KWOK_VERSION}" ]]
+		[[ -f "${CLUSTER_STAGES}/.version" && "$(<"${CLUSTER_STAGES}/.version")" == "${STAGES_STAMP}" ]]
 	fi
 	exit
 fi

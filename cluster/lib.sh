@@ -7,7 +7,7 @@ LOG_DIR="${CLUSTER_RUN}/logs"
 PID_DIR="${CLUSTER_RUN}/pids"
 
 # Components in start order; down.sh stops them in reverse.
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok metrics-server)
 
 log() { printf '[cluster] %s\n' "$*"; }
 

@@ -3,7 +3,7 @@
 # TERM, then KILL after STOP_TIMEOUT seconds (default 15), as down.sh does.
 # up.sh starts again whatever is not running.
 #
-#   cluster/stop.sh NAME...   # NAME: etcd kube-apiserver kube-controller-manager kube-scheduler kwok
+#   cluster/stop.sh NAME...   # NAME: etcd kube-apiserver kube-controller-manager kube-scheduler kwok metrics-server
 #
 # Components are stopped in the order given. Uses the same environment as
 # up.sh and down.sh (CLUSTER_CACHE, ports). Idempotent.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts the local control plane (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kwok) on 127.0.0.1 with state under .cache/cluster/run, and
+# kube-scheduler, kwok, metrics-server) on 127.0.0.1 with state under .cache/cluster/run, and
 # creates the fake nodes. Idempotent: components already running are kept, and
 # when all are healthy it only prints the kubeconfig path.
 #
@@ -25,6 +25,12 @@ NODE_MONITOR_GRACE_PERIOD="${NODE_MONITOR_GRACE_PERIOD:-20s}"
 DEFAULT_TOLERATION_SECONDS="${DEFAULT_TOLERATION_SECONDS:-30}"
 KCM_CONTROLLERS="${KCM_CONTROLLERS:-*}"
 UP_TIMEOUT="${UP_TIMEOUT:-120}"
+# The HPA controller's sync period and scale-down stabilization, and the
+# metrics-server's scrape interval (10s is the least it accepts): short, so
+# that a test sees usage, and the HPA's answer to it, within seconds.
+HPA_SYNC_PERIOD="${HPA_SYNC_PERIOD:-5s}"
+HPA_DOWNSCALE_STABILIZATION="${HPA_DOWNSCALE_STABILIZATION:-15s}"
+METRIC_RESOLUTION="${METRIC_RESOLUTION:-10s}"
 
 ETCD_DATA="${CLUSTER_RUN}/etcd"
 CURL=(curl --silent --show-error --fail --max-time 2 --noproxy '*')
@@ -40,6 +46,7 @@ healthy() {
 	kube-controller-manager) "${CURL[@]}" --insecure "https://127.0.0.1:${CONTROLLER_MANAGER_PORT}/healthz" >/dev/null 2>&1 ;;
 	kube-scheduler) "${CURL[@]}" --insecure "https://127.0.0.1:${SCHEDULER_PORT}/healthz" >/dev/null 2>&1 ;;
 	kwok) "${CURL[@]}" "http://127.0.0.1:${KWOK_PORT}/healthz" >/dev/null 2>&1 ;;
+	metrics-server) "${CURL[@]}" --cacert "${PKI_DIR}/ca.crt" "https://127.0.0.1:${METRICS_SERVER_PORT}/livez" >/dev/null 2>&1 ;;
 	esac
 }
 
@@ -50,6 +57,7 @@ port_of() {
 	kube-controller-manager) echo "${CONTROLLER_MANAGER_PORT}" ;;
 	kube-scheduler) echo "${SCHEDULER_PORT}" ;;
 	kwok) echo "${KWOK_PORT}" ;;
+	metrics-server) echo "${METRICS_SERVER_PORT}" ;;
 	esac
 }
 
@@ -130,6 +138,11 @@ ensure_pki() {
 	issue_cert ca kube-controller-manager "/CN=system:kube-controller-manager"
 	issue_cert ca kube-scheduler "/CN=system:kube-scheduler"
 	issue_cert ca kwok "/O=system:masters/CN=kwok-controller"
+	issue_cert ca metrics-server "/O=system:masters/CN=metrics-server"
+	# Its serving certificate: the aggregator checks the name of the Service
+	# the APIService points at.
+	issue_cert ca metrics-server-serving "/CN=metrics-server" \
+		"IP:127.0.0.1,DNS:localhost,DNS:metrics-server.kube-system.svc"
 	# Request-header (front proxy) CA: lets kube-controller-manager and
 	# kube-scheduler delegate authentication, and aggregated API servers work.
 	make_ca front-proxy-ca
@@ -173,6 +186,7 @@ ensure_kubeconfigs() {
 	write_kubeconfig "${CLUSTER_RUN}/kube-controller-manager.kubeconfig" kube-controller-manager
 	write_kubeconfig "${CLUSTER_RUN}/kube-scheduler.kubeconfig" kube-scheduler
 	write_kubeconfig "${CLUSTER_RUN}/kwok.kubeconfig" kwok
+	write_kubeconfig "${CLUSTER_RUN}/metrics-server.kubeconfig" metrics-server
 }
 
 # --- components --------------------------------------------------------------
@@ -239,6 +253,8 @@ args_of() {
 			--service-cluster-ip-range="${SERVICE_CIDR}"
 			--node-monitor-period=2s
 			--node-monitor-grace-period="${NODE_MONITOR_GRACE_PERIOD}"
+			--horizontal-pod-autoscaler-sync-period="${HPA_SYNC_PERIOD}"
+			--horizontal-pod-autoscaler-downscale-stabilization="${HPA_DOWNSCALE_STABILIZATION}"
 		)
 		;;
 	kube-scheduler)
@@ -270,6 +286,28 @@ args_of() {
 			--node-lease-duration-seconds="${NODE_LEASE_SECONDS}"
 			--cidr="${POD_CIDR}"
 			--server-address="127.0.0.1:${KWOK_PORT}"
+			--node-ip=127.0.0.1
+			--node-port="${KWOK_PORT}"
+		)
+		;;
+	metrics-server)
+		kc="${CLUSTER_RUN}/metrics-server.kubeconfig"
+		# kwok's kubelet endpoint serves a self-signed certificate, hence
+		# --kubelet-insecure-tls.
+		ARGS=(
+			--kubeconfig="${kc}"
+			--authentication-kubeconfig="${kc}"
+			--authorization-kubeconfig="${kc}"
+			--bind-address=127.0.0.1
+			--secure-port="${METRICS_SERVER_PORT}"
+			--tls-cert-file="${PKI_DIR}/metrics-server-serving.crt"
+			--tls-private-key-file="${PKI_DIR}/metrics-server-serving.key"
+			--cert-dir="${CLUSTER_RUN}/metrics-server"
+			--kubelet-insecure-tls
+			--kubelet-use-node-status-port
+			--kubelet-preferred-address-types=InternalIP
+			--kubelet-request-timeout=5s
+			--metric-resolution="${METRIC_RESOLUTION}"
 		)
 		;;
 	esac
@@ -340,6 +378,61 @@ EOF
 	done
 }
 
+# Points metrics-server at the fake kubelets, once kwok has initialized the
+# nodes (its first status write drops addresses written before it): every
+# fake kubelet is kwok's server, on 127.0.0.1, and serves each node's
+# resource metrics at the path the node's annotation names.
+apply_kubelet_endpoints() {
+	local i name status
+	status="{\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"127.0.0.1\"}],\"daemonEndpoints\":{\"kubeletEndpoint\":{\"Port\":${KWOK_PORT}}}}}"
+	for ((i = 1; i <= NODES; i++)); do
+		printf -v name 'kwok-node-%02d' "${i}"
+		kubectl annotate --overwrite node "${name}" \
+			"metrics.k8s.io/resource-metrics-path=/metrics/nodes/${name}/metrics/resource" >/dev/null
+		kubectl patch node "${name}" --subresource=status --type=merge -p "${status}" >/dev/null
+	done
+}
+
+# Registers metrics-server, which runs outside the cluster, as the resource
+# metrics API: an ExternalName Service lets the aggregator reach it on
+# 127.0.0.1, and the APIService trusts the cluster CA that signed its
+# serving certificate.
+apply_metrics_api() {
+	kubectl apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Service
+metadata:
+  name: metrics-server
+  namespace: kube-system
+  labels:
+    k8s-app: metrics-server
+spec:
+  type: ExternalName
+  externalName: 127.0.0.1
+  ports:
+  - name: https
+    port: ${METRICS_SERVER_PORT}
+    protocol: TCP
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1beta1.metrics.k8s.io
+  labels:
+    k8s-app: metrics-server
+spec:
+  group: metrics.k8s.io
+  version: v1beta1
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  caBundle: $(base64 -w0 "${PKI_DIR}/ca.crt")
+  service:
+    name: metrics-server
+    namespace: kube-system
+    port: ${METRICS_SERVER_PORT}
+EOF
+}
+
 # A restarted kwok has a new identity and waits for the leases held by the old
 # one to expire; deleting the fake nodes' leases lets it take them at once.
 release_node_leases() {
@@ -398,6 +491,17 @@ kubectl wait --for=create serviceaccount/default --namespace default --timeout="
 	{
 		log_tail kube-controller-manager
 		die "default service account not created"
+	}
+
+apply_kubelet_endpoints
+apply_metrics_api
+start_component metrics-server
+wait_healthy metrics-server
+log "waiting for the metrics API (v1beta1.metrics.k8s.io) to be available"
+kubectl wait --for=condition=Available apiservice/v1beta1.metrics.k8s.io --timeout="${UP_TIMEOUT}s" >/dev/null ||
+	{
+		log_tail metrics-server
+		die "the metrics API is not available"
 	}
 
 log "ready in $((SECONDS - up_start))s; export KUBECONFIG=${KUBECONFIG}"

@@ -79,6 +79,10 @@ type Utilization struct {
 	Percent int32
 	// Members is how many members the sample covers.
 	Members int32
-	// Unavailable is true when the cluster serves no metrics API.
+	// Unavailable is true when nothing was observed: the cluster serves no metrics API, the API
+	// does not answer, or it has no usage for the members.
 	Unavailable bool
+	// Why says what was not observed, for the CapacityObserved condition; empty when the
+	// cluster serves no metrics API at all.
+	Why string
 }

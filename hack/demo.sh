@@ -167,6 +167,16 @@ if ((!converged)); then
 	die "the samples did not converge within ${WATCH_TIMEOUT}s (operator log: ${LOG_FILE})"
 fi
 
+# metrics-server needs two scrapes of a new member (10s apart) before it serves a CPU rate.
+log "kubectl top pods: the members' usage as the metrics API serves it (kwok reports what each Pod's kwok.x-k8s.io/usage-cpu and usage-memory annotations say)"
+members=$(kubectl get pods --namespace "${NAMESPACE}" --no-headers 2>/dev/null | wc -l)
+deadline=$((SECONDS + 120))
+until top=$(kubectl top pods --namespace "${NAMESPACE}" 2>/dev/null) && (($(wc -l <<<"${top}") > members)); do
+	((SECONDS < deadline)) || die "kubectl top pods did not show the ${members} members within 120s (metrics-server log: ${CLUSTER_RUN}/logs/metrics-server.log)"
+	sleep 2
+done
+echo "${top}"
+
 cat <<EOF
 
 [demo] both samples are Steady. Drive them from another shell:
@@ -179,6 +189,13 @@ cat <<EOF
   kubectl -n ${NAMESPACE} scale celldfleet persistent-fleet --replicas=2
   kubectl -n ${NAMESPACE} get pods,pvc,celldreservations
   kubectl -n ${NAMESPACE} describe celldfleet persistent-fleet
+
+  # usage: kwok reports what a Pod's annotations say, metrics-server serves it (kubectl top, the HPA),
+  # and in capacity mode Recommend or Auto the operator sizes the fleet on it (CapacityObserved says how)
+  kubectl -n ${NAMESPACE} annotate pod -l app.kubernetes.io/instance=bucket-fleet --overwrite kwok.x-k8s.io/usage-cpu=90m
+  kubectl -n ${NAMESPACE} top pods
+  kubectl -n ${NAMESPACE} patch celldfleet bucket-fleet --type=merge -p '{"spec":{"capacity":{"mode":"Recommend"}}}'
+  kubectl -n ${NAMESPACE} get celldfleet bucket-fleet -o jsonpath='{.status.recommendedMembers}'
 
   # a node stops answering: after spec.healing.unreachableGracePeriod (5m) its fleets say
   # Degraded=MemberUnreachable and how to fence it; nothing is forced away until then

@@ -137,11 +137,8 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 		bound.Reason, bound.Message = ReasonPending, "the reservation of bucket "+f.Spec.Bucket.Name+" is being created"
 	}
 	st.Conditions = []metav1.Condition{ready, progressing, degraded, bound}
-	if f.Spec.Capacity.Mode == v1alpha1.CapacityRecommend || f.Spec.Capacity.Mode == v1alpha1.CapacityAuto {
-		if u := v.Utilization; u != nil && u.Unavailable {
-			st.Conditions = append(st.Conditions, cond(ConditionCapacityObserved, false, ReasonMetricsUnavailable,
-				"the cluster serves no metrics API (metrics.k8s.io): the fleet stays at spec.members"))
-		}
+	if c := p.capacityCondition(cond); c != nil {
+		st.Conditions = append(st.Conditions, *c)
 	}
 	// Keep the transition time of a condition whose status did not change, so an unchanged fleet
 	// writes nothing.

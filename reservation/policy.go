@@ -37,6 +37,11 @@ func TargetFor(spec *v1alpha1.CelldFleetSpec, util *events.Utilization, current 
 	}
 	rec, ok := recommend(&spec.Capacity, util, current)
 	if !ok {
+		// Nothing observed decides nothing: an Auto fleet that runs keeps its size, so a metrics
+		// API that goes away or answers nothing never scales it in (nor leaves a request to).
+		if spec.Capacity.Mode == v1alpha1.CapacityAuto && current > 0 {
+			t.Members = current
+		}
 		return t
 	}
 	t.Recommended = &rec

@@ -119,6 +119,14 @@ func TestManualAndRecommendationSamePath(t *testing.T) {
 	if tg.Members != 4 || tg.Source != v1alpha1.SourceManual {
 		t.Fatalf("without metrics the fleet stays at spec.members: %+v", tg)
 	}
+	for _, util := range []*events.Utilization{nil, {Unavailable: true}} {
+		if tg = TargetFor(spec, util, 7); tg.Members != 7 || tg.Recommended != nil {
+			t.Fatalf("without metrics (%+v) an Auto fleet of 7 keeps its size: %+v", util, tg)
+		}
+	}
+	if tg = TargetFor(spec, nil, 0); tg.Members != 4 {
+		t.Fatalf("without metrics an Auto fleet is created at spec.members: %+v", tg)
+	}
 	spec.Capacity.Mode = v1alpha1.CapacityRecommend
 	tg = TargetFor(spec, &events.Utilization{Percent: 100, Members: 4}, 4)
 	if tg.Members != 4 || tg.Recommended == nil || *tg.Recommended != 8 {

@@ -45,7 +45,7 @@ func (u *utilizations) set(key string, x events.Utilization) bool {
 	defer u.mu.Unlock()
 	old, ok := u.latest[key]
 	u.latest[key] = x
-	return !ok || old.Percent != x.Percent || old.Members != x.Members || old.Unavailable != x.Unavailable
+	return !ok || old.Percent != x.Percent || old.Members != x.Members || old.Unavailable != x.Unavailable || old.Why != x.Why
 }
 
 func (u *utilizations) drop(key string) {
@@ -74,6 +74,7 @@ type sampler struct {
 	enqueue   func(key string)
 	log       zerolog.Logger
 	counts    *prometheus.CounterVec
+	gauges    *capacityGauges
 }
 
 func (s *sampler) run(ctx context.Context, every time.Duration) {
@@ -109,37 +110,68 @@ func (s *sampler) sampleAll(ctx context.Context, now time.Time) {
 	if len(keep) == 0 {
 		return
 	}
+	// A metrics API that does not answer (an aggregated API server that is down answers 503)
+	// leaves nothing observed: the last sample must not go on deciding.
 	available, err := s.available()
 	if err != nil {
 		s.counts.WithLabelValues("error").Inc()
-		s.log.Warn().Err(err).Msg("cannot tell whether the cluster serves the metrics API; retrying")
-		return
+		s.log.Warn().Err(err).Msg("the metrics API (metrics.k8s.io) does not answer: capacity is not observed")
 	}
 	for _, f := range fleets {
 		key := f.Namespace + "/" + f.Name
 		if !keep[key] {
 			continue
 		}
-		if !available {
+		var u events.Utilization
+		switch {
+		case err != nil:
+			u = unobserved(now, WhyMetricsNotAnswering)
+		case !available:
 			s.counts.WithLabelValues("unavailable").Inc()
-			if s.util.set(key, events.Utilization{Time: now, Unavailable: true}) {
-				s.log.Warn().Str("namespace", f.Namespace).Str("fleet", f.Name).
-					Msg("the cluster serves no metrics API (metrics.k8s.io): the fleet stays at spec.members")
-				s.enqueue(key)
+			u = unobserved(now, "")
+		default:
+			var ok bool
+			var serr error
+			u, ok, serr = s.sample(ctx, f, now)
+			switch {
+			case serr != nil:
+				s.counts.WithLabelValues("error").Inc()
+				s.log.Warn().Err(serr).Str("namespace", f.Namespace).Str("fleet", f.Name).Msg("read member usage")
+				u = unobserved(now, WhyMetricsNotAnswering)
+			case !ok:
+				s.counts.WithLabelValues("empty").Inc()
+				u = unobserved(now, WhyNoUsage)
+			default:
+				s.counts.WithLabelValues("ok").Inc()
 			}
-			continue
 		}
-		u, ok, err := s.sample(ctx, f, now)
-		if err != nil {
-			s.counts.WithLabelValues("error").Inc()
-			s.log.Warn().Err(err).Str("namespace", f.Namespace).Str("fleet", f.Name).Msg("read member usage")
-			continue
-		}
-		s.counts.WithLabelValues("ok").Inc()
-		if ok && s.util.set(key, u) {
+		s.gauges.sampled(f, u)
+		if s.util.set(key, u) {
+			if u.Unavailable {
+				s.log.Warn().Str("namespace", f.Namespace).Str("fleet", f.Name).Str("why", orText(u.Why, WhyNoMetricsAPI)).
+					Msg("capacity is not observed: the fleet keeps its size")
+			}
 			s.enqueue(key)
 		}
 	}
+}
+
+// Why capacity is not observed, as the CapacityObserved condition says it.
+const (
+	WhyNoMetricsAPI        = "the cluster serves no metrics API (metrics.k8s.io)"
+	WhyMetricsNotAnswering = "the metrics API (metrics.k8s.io) does not answer: is metrics-server running?"
+	WhyNoUsage             = "the metrics API has no usage for the fleet's members"
+)
+
+func unobserved(now time.Time, why string) events.Utilization {
+	return events.Utilization{Time: now, Unavailable: true, Why: why}
+}
+
+func orText(s, alt string) string {
+	if s != "" {
+		return s
+	}
+	return alt
 }
 
 // available asks discovery whether the metrics API is served: its absence is a fact to report

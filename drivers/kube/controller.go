@@ -113,7 +113,7 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 	opts.Metrics.leader.watch(opts.Leadership)
 	ctl.loop = loop.New(driver{c: ctl, applierSender: applierSender{ctl.ap}}, opts.Log, ctl.hooks())
 	ctl.sampler = &sampler{metrics: c.Metrics, discovery: c.Discovery, inf: ctl.inf, util: ctl.util,
-		enqueue: ctl.queue.Add, log: opts.Log, counts: opts.Metrics.utilizationGet}
+		enqueue: ctl.queue.Add, log: opts.Log, counts: opts.Metrics.utilizationGet, gauges: opts.Metrics.capacity}
 	ctl.inf.OnUndecodable(ctl.undecodable)
 	if err := ctl.inf.AddHandlers(ctl.enqueueEvent); err != nil {
 		return nil, fmt.Errorf("add event handlers: %w", err)
@@ -247,6 +247,7 @@ func (c *Controller) hooks() loop.Hooks {
 			c.metrics.decision.Observe(took.Seconds())
 			c.metrics.states.set(key, d.To)
 			c.metrics.fleets.set(key, d.Status)
+			c.metrics.capacity.decided(key, &d.Status)
 			for _, t := range d.Transitions {
 				c.metrics.transitions.WithLabelValues(string(t.From), string(t.To)).Inc()
 			}
@@ -279,6 +280,7 @@ func (c *Controller) hooks() loop.Hooks {
 		Forgot: func(key string) {
 			c.metrics.states.set(key, "")
 			c.metrics.fleets.drop(key)
+			c.metrics.capacity.forget(key)
 			c.util.drop(key)
 		},
 	}

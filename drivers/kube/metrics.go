@@ -38,6 +38,7 @@ type Metrics struct {
 	utilizationGet *prometheus.CounterVec
 	undecodable    *prometheus.CounterVec
 	described      *describedRegisterer
+	capacity       *capacityGauges
 }
 
 // NewMetrics registers every metric on a new registry.
@@ -90,7 +91,7 @@ func NewMetrics() *Metrics {
 		}),
 		utilizationGet: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "utilization_samples_total",
-			Help: "Samples of member usage read from the metrics API, by result (ok, error, unavailable).",
+			Help: "Samples of member usage read from the metrics API, by result (ok, error, unavailable, empty).",
 		}, []string{"result"}),
 		undecodable: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "undecodable_objects_total",
@@ -110,6 +111,7 @@ func NewMetrics() *Metrics {
 	}
 	m.SetBuild("", "")
 	m.queueProvider = newQueueMetrics(reg)
+	m.capacity = newCapacityGauges(reg)
 	reg.MustRegister(m.transitions, m.unhandled, m.actions, m.writes, m.writesRefused, m.requests, m.faults, m.heals, m.decision, m.eventToAction, m.utilizationGet, m.undecodable, m.states,
 		m.fleets, m.syncs, m.buildInfo, m.leader,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -464,6 +464,28 @@ var Table = []Mutant{
 		Mistake:     "a fleet created under the name of a deleted one inherits its last usage sample",
 		Threatens:   "clause 2: growth reaches the target (a recommendation from this fleet's usage)",
 	},
+	// Capacity observed, or not.
+	{
+		Name: "unobserved-auto-goes-to-spec-members", File: "reservation/policy.go",
+		Original:    "if spec.Capacity.Mode == v1alpha1.CapacityAuto && current > 0 {",
+		Replacement: "if spec.Capacity.Mode == v1alpha1.CapacityAuto && current < 0 {",
+		Mistake:     "an Auto fleet with no usage observed heads back to spec.members: metrics that go away scale it in",
+		Threatens:   "capacity: nothing observed decides nothing, never a scale-in",
+	},
+	{
+		Name: "metrics-down-keeps-last-sample", File: "drivers/kube/capacity.go",
+		Original:    "\t\tcase err != nil:\n\t\t\tu = unobserved(now, WhyMetricsNotAnswering)\n",
+		Replacement: "\t\tcase err != nil:\n\t\t\tcontinue\n",
+		Mistake:     "a metrics API that does not answer (metrics-server down) leaves the last sample deciding",
+		Threatens:   "capacity: nothing observed decides nothing, never a scale-in",
+	},
+	{
+		Name: "no-usage-keeps-last-sample", File: "drivers/kube/capacity.go",
+		Original:    "\t\t\t\tu = unobserved(now, WhyNoUsage)\n",
+		Replacement: "\t\t\t\tcontinue\n",
+		Mistake:     "a metrics API with no usage for the members leaves the last sample deciding",
+		Threatens:   "capacity: nothing observed decides nothing, never a scale-in",
+	},
 	{
 		Name: "pause-ignored", File: "machine/fleet.go",
 		Original:    "if v.Fleet.Paused() {",

@@ -137,7 +137,8 @@ func (j *Judge) Targets(f *v1alpha1.CelldFleet) []int32 {
 	return out
 }
 
-// Target is the size a settled fleet must have: in Auto mode what the latest sample recommends.
+// Target is the size a settled fleet must have: in Auto mode what the latest sample that observed
+// something recommends.
 func (j *Judge) Target(f *v1alpha1.CelldFleet) int32 {
 	t := f.Spec.Members
 	if f.Spec.Capacity.Mode != v1alpha1.CapacityAuto {
@@ -145,10 +146,10 @@ func (j *Judge) Target(f *v1alpha1.CelldFleet) int32 {
 	}
 	for _, s := range j.c.UtilizationSamples() {
 		if s.Namespace == f.Namespace && s.Name == f.Name && !s.Time.Before(f.CreationTimestamp.Time) {
+			// A sample that observed nothing decides nothing: the fleet stays where the
+			// previous one put it.
 			if n, ok := Recommend(&f.Spec.Capacity, s); ok {
 				t = n
-			} else {
-				t = f.Spec.Members
 			}
 		}
 	}

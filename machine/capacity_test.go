@@ -1,0 +1,97 @@
+package machine
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+)
+
+// autoAt is a settled Auto fleet of n members (minMembers 2, 50% target, 2m window) whose
+// spec.members asks for 2: any scale-in would have somewhere to go.
+func autoAt(t *testing.T, n int32) *run {
+	r := newRun(t, v1alpha1.ProfileBucket, n, map[string]int{})
+	r.settle()
+	lo := int32(2)
+	c := &r.w.fleet.Spec.Capacity
+	c.Mode, c.MinMembers, c.TargetUtilization = v1alpha1.CapacityAuto, &lo, 50
+	r.w.fleet.Spec.Members = 2
+	r.w.fleet.Generation++
+	return r
+}
+
+// decide steps a fresh machine on what the world shows with usage u, applies what it decided,
+// and returns the decision and its CapacityObserved condition.
+func (r *run) decide(u *events.Utilization) (Decision, metav1.Condition) {
+	r.t.Helper()
+	o := r.w.observe()
+	o.Utilization = u
+	v := events.Normalize(worldNS, worldName, o)
+	d := New().Step(&v)
+	for _, a := range d.Actions {
+		if err := r.w.apply(a); err != nil {
+			r.t.Fatalf("apply %s: %v", a, err)
+		}
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == ConditionCapacityObserved {
+			return d, c
+		}
+	}
+	r.t.Fatalf("no %s condition: %+v", ConditionCapacityObserved, d.Status.Conditions)
+	return d, metav1.Condition{}
+}
+
+func TestCapacityConditionSaysWhatHoldsAScaleIn(t *testing.T) {
+	r := autoAt(t, 4)
+	low := &events.Utilization{Time: r.w.now, Percent: 10, Members: 4}
+	_, c := r.decide(low)
+	if c.Status != metav1.ConditionTrue || c.Reason != ReasonScaleInStabilization || !strings.Contains(c.Message, "2 members recommended") {
+		t.Fatalf("a scale-in within its window: got %s %s: %s", c.Status, c.Reason, c.Message)
+	}
+
+	// Past the window, a member not ready holds it.
+	r.w.now = r.w.now.Add(3 * time.Minute)
+	p := r.w.members()[0]
+	setPodReady(p, false, r.w.now)
+	if _, c = r.decide(low); c.Reason != ReasonScaleInNotReady {
+		t.Fatalf("a scale-in past its window, a member not ready: got %s %s: %s", c.Status, c.Reason, c.Message)
+	}
+
+	// At minMembers, usage that asks for fewer is held there.
+	r = autoAt(t, 2)
+	if _, c = r.decide(&events.Utilization{Time: r.w.now, Percent: 10, Members: 2}); c.Reason != ReasonMinMembers {
+		t.Fatalf("usage below minMembers: got %s %s: %s", c.Status, c.Reason, c.Message)
+	}
+	if _, c = r.decide(&events.Utilization{Time: r.w.now, Percent: 50, Members: 2}); c.Reason != ReasonObserved {
+		t.Fatalf("usage on target: got %s %s: %s", c.Status, c.Reason, c.Message)
+	}
+}
+
+// TestNothingObservedDecidesNothing: an Auto fleet above spec.members whose usage is not observed
+// (none yet, or a metrics API gone, down or empty) keeps its size and records no request, and its
+// CapacityObserved condition says why.
+func TestNothingObservedDecidesNothing(t *testing.T) {
+	for _, u := range []*events.Utilization{nil, {Unavailable: true}, {Unavailable: true, Why: "the metrics API (metrics.k8s.io) does not answer"}} {
+		r := autoAt(t, 4)
+		if u != nil {
+			u.Time = r.w.now
+		}
+		d, c := r.decide(u)
+		for _, a := range d.Actions {
+			if a.Kind != PublishStatus && a.Kind != RecordEvent && a.Kind != Requeue {
+				t.Errorf("usage %+v: decided %s", u, a)
+			}
+		}
+		if c.Status != metav1.ConditionFalse || c.Reason != ReasonMetricsUnavailable || (u != nil && u.Why != "" && !strings.Contains(c.Message, u.Why)) {
+			t.Errorf("usage %+v: CapacityObserved %s %s: %s", u, c.Status, c.Reason, c.Message)
+		}
+		if d.Status.Members.Desired != 4 {
+			t.Errorf("usage %+v: desired %d, want the size the fleet has, 4", u, d.Status.Members.Desired)
+		}
+	}
+}
