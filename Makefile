@@ -3,6 +3,8 @@ SHELL := /usr/bin/env bash
 GO ?= go
 BIN := bin/celld-operator
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 FUZZ_SEQUENCES ?= 20000
 CHAOS_KILLS ?= 200
 MUTANTS_JOBS ?= 1
@@ -10,13 +12,13 @@ MUTANTS_JOBS ?= 1
 # packages have code and tests under that tag.
 FAULT_PKGS := ./drivers/kube ./cmd/celld-operator
 
-.PHONY: help build test unit e2e chaos fuzz simulate mutants diagram generate verify lint cluster demo demo-stop bench clean
+.PHONY: help build test unit e2e chaos fuzz simulate mutants diagram generate verify lint cluster demo demo-stop bench clean release
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 build: ## build bin/celld-operator and the kubectl plugin bin/kubectl-celld
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/celld-operator
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/celld-operator
 	$(GO) build -o bin/kubectl-celld ./cmd/kubectl-celld
 
 test: lint ## everything: vet, generated-file check, unit, property, scenario and end-to-end tests
@@ -70,5 +72,10 @@ demo-stop: ## stop the demo's operator and the local control plane
 bench: ## benchmarks against raw Kubernetes on a control plane of its own -> docs/benchmarks.md (BENCH_FLEETS=500 for the long mode)
 	$(GO) run ./hack/bench
 
+release: ## write a release into _release/VERSION (VERSION=vX.Y.Z): install manifests, Helm chart, OCI image (linux/amd64, linux/arm64), SBOM, SHA256SUMS
+	cluster/build.sh kubectl
+	cluster/tools.sh helm
+	$(GO) run ./hack/release -version $(VERSION)
+
 clean: ## remove build output (the control plane cache stays)
-	rm -rf bin
+	rm -rf bin _release

@@ -281,6 +281,15 @@ copy_stages() {
 	echo "${STAGES_STAMP}" >"${stamp}"
 }
 
+# promtool and helm, which the monitoring kit's and the release's tests run: cluster/tools.sh
+# builds them on its own, and a full build or check here covers them too.
+if ((${#targets[@]} == ${#ALL[@]})); then
+	tools_args=()
+	((force)) && tools_args+=(--force)
+	((check)) && tools_args+=(--check)
+	"$(dirname "${BASH_SOURCE[0]}")/tools.sh" "${tools_args[@]}"
+fi
+
 if ((check)); then
 	for name in "${targets[@]}"; do
 		is_current "${name}" || exit 1

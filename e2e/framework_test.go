@@ -55,6 +55,8 @@ type fixture struct {
 
 	ops    []*operator
 	dumped sync.Once
+	// binary, when set, is the operator startOperator runs instead of the suite's test build.
+	binary string
 }
 
 // newFixture creates the test's namespace under the restricted Pod Security Standard, and arranges
@@ -104,8 +106,12 @@ type operator struct{ *testenv.Operator }
 func (f *fixture) startOperator(flags ...string) *operator {
 	f.t.Helper()
 	logPath := filepath.Join(suite.logDir, fmt.Sprintf("%s-%d.log", strings.ReplaceAll(f.t.Name(), "/", "_"), len(f.ops)))
+	bin := suite.operator
+	if f.binary != "" {
+		bin = f.binary
+	}
 	op, err := testenv.Start(f.ctx, testenv.Options{
-		Binary: suite.operator, LogPath: logPath, DieWithParent: true, Ready: time.Minute, Poll: poll,
+		Binary: bin, LogPath: logPath, DieWithParent: true, Ready: time.Minute, Poll: poll,
 		Args: append([]string{"--kubeconfig", suite.kubeconfig, "--namespace", f.ns, "--workers", "4"}, flags...),
 	}, func(op *testenv.Operator) {
 		f.ops = append(f.ops, &operator{op})

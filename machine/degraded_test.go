@@ -208,6 +208,32 @@ func TestOperatorDetectedStatesAreDegradedNotDestructive(t *testing.T) {
 			if requeue != c.requeue {
 				t.Errorf("requeue after %s; want %s (actions: %s)", requeue, c.requeue, kinds(d))
 			}
+			// A person is told once per reason entered: a Warning Event when the published status
+			// does not say it yet, none on the resyncs after it is published.
+			var want []string
+			if c.reason != "" {
+				want = []string{"Warning " + c.reason}
+			}
+			if got := warnings(d); strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Errorf("Warning Events %q, want %q", got, want)
+			}
+			published := copyView(v)
+			published.Fleet.Status = d.Status
+			if got := warnings(machine.New().Step(&published)); len(got) != 0 {
+				t.Errorf("Warning Events %q once the Degraded condition is published, want none (one per transition, not per resync)", got)
+			}
+			if c.reason != "" {
+				other := copyView(v)
+				other.Fleet.Status = *d.Status.DeepCopy()
+				for i := range other.Fleet.Status.Conditions {
+					if other.Fleet.Status.Conditions[i].Type == v1alpha1.ConditionDegraded {
+						other.Fleet.Status.Conditions[i].Reason = "SomethingElse"
+					}
+				}
+				if got := warnings(machine.New().Step(&other)); strings.Join(got, ",") != strings.Join(want, ",") {
+					t.Errorf("Warning Events %q when Degraded for another reason before, want %q", got, want)
+				}
+			}
 			t.Logf("%s: Degraded=%s %s", c.name, deg.Status, deg.Message)
 		})
 	}
@@ -280,4 +306,16 @@ func TestUnreservedBucketGoesToTheStrongestClaim(t *testing.T) {
 			}
 		})
 	}
+}
+
+// warnings lists the decision's Warning Events as "Warning Reason", heals apart (they announce a
+// Pod delete, not a condition).
+func warnings(d machine.Decision) []string {
+	var out []string
+	for _, a := range d.Actions {
+		if a.Kind == machine.RecordEvent && a.EventType == "Warning" && a.Reason != "Healing" {
+			out = append(out, a.EventType+" "+a.Reason)
+		}
+	}
+	return out
 }

@@ -285,10 +285,13 @@ func stsReplicas(a Action) (int32, bool) {
 	return 0, false
 }
 
+// nonStatus is the decision apart from what publishes its status: the status write, and the
+// Warning that announces a Degraded reason the published status does not carry yet (it goes out
+// with the write that publishes it, so it follows the stored status by design).
 func nonStatus(d Decision) []string {
 	var out []string
 	for _, a := range d.Actions {
-		if a.Kind != PublishStatus {
+		if a.Kind != PublishStatus && !strings.HasPrefix(a.Key, "event/degraded/") {
 			out = append(out, a.String())
 		}
 	}

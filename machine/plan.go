@@ -84,6 +84,9 @@ func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetS
 			Reason: "StateChanged", Message: fmt.Sprintf("%s -> %s (%s)", from, to, strings.Join(why, ", "))})
 	}
 	st := p.status()
+	if d, ok := enteredDegraded(&st, &v.Fleet.Status); ok {
+		p.add(Action{Kind: RecordEvent, Key: "event/degraded/" + d.Reason, EventType: "Warning", Reason: d.Reason, Message: d.Message})
+	}
 	if !statusEqual(&st, &v.Fleet.Status) {
 		s := st
 		p.add(Action{Kind: PublishStatus, Key: "status/" + v.Key(), Status: &s})

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -190,4 +191,20 @@ func statusEqual(a, b *v1alpha1.CelldFleetStatus) bool {
 		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message &&
 			x.ObservedGeneration == y.ObservedGeneration
 	})
+}
+
+// enteredDegraded is the Degraded condition of st when it says something the published status
+// does not: the fleet became Degraded, or is Degraded for another reason. That is when a person
+// is told with a Warning Event; a resync of the same status tells nothing new, and its
+// PublishStatus is what makes the next one quiet.
+func enteredDegraded(st, published *v1alpha1.CelldFleetStatus) (metav1.Condition, bool) {
+	cur := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded)
+	if cur == nil || cur.Status != metav1.ConditionTrue {
+		return metav1.Condition{}, false
+	}
+	old := apimeta.FindStatusCondition(published.Conditions, v1alpha1.ConditionDegraded)
+	if old != nil && old.Status == metav1.ConditionTrue && old.Reason == cur.Reason {
+		return metav1.Condition{}, false
+	}
+	return *cur, true
 }

@@ -188,6 +188,7 @@ func run(f runFlags, log zerolog.Logger) error {
 	// writes (nothing is stored), and a standby answers scrapes too.
 	reviewCfg := rest.CopyConfig(cfg)
 	metrics := kube.NewMetrics()
+	metrics.SetBuild(version, commit)
 	var election kube.LeaderElection
 	if f.leaderElect {
 		host, _ := os.Hostname()

@@ -110,6 +110,7 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 		eventAt: map[string]time.Time{},
 		syncing: map[string]time.Time{},
 	}
+	opts.Metrics.leader.watch(opts.Leadership)
 	ctl.loop = loop.New(driver{c: ctl, applierSender: applierSender{ctl.ap}}, opts.Log, ctl.hooks())
 	ctl.sampler = &sampler{metrics: c.Metrics, discovery: c.Discovery, inf: ctl.inf, util: ctl.util,
 		enqueue: ctl.queue.Add, log: opts.Log, counts: opts.Metrics.utilizationGet, gauges: opts.Metrics.capacity}
@@ -231,6 +232,11 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		c.mu.Unlock()
 	}()
 	_, err := c.loop.Sync(ctx, key, time.Now())
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	c.metrics.syncs.WithLabelValues(result).Inc()
 	return err
 }
 
@@ -240,6 +246,7 @@ func (c *Controller) hooks() loop.Hooks {
 		Decided: func(key string, d machine.Decision, took time.Duration) {
 			c.metrics.decision.Observe(took.Seconds())
 			c.metrics.states.set(key, d.To)
+			c.metrics.fleets.set(key, d.Status)
 			c.metrics.capacity.decided(key, &d.Status)
 			for _, t := range d.Transitions {
 				c.metrics.transitions.WithLabelValues(string(t.From), string(t.To)).Inc()
@@ -272,6 +279,7 @@ func (c *Controller) hooks() loop.Hooks {
 		Requeue: func(key string, after time.Duration) { c.queue.AddAfter(key, after) },
 		Forgot: func(key string) {
 			c.metrics.states.set(key, "")
+			c.metrics.fleets.drop(key)
 			c.metrics.capacity.forget(key)
 			c.util.drop(key)
 		},

@@ -142,7 +142,7 @@ func TestEachFault(t *testing.T) {
 	if err := get(c); err != nil || api.received.Load() != 1 {
 		t.Errorf("a read under conflicts only: error %v, %d requests sent, want none and 1", err, api.received.Load())
 	}
-	if n := counterValue(t, m.requests.WithLabelValues("get", "statefulsets")); n != 1 {
+	if n := counterValue(t, m.requests.WithLabelValues("get", "statefulsets", "200")); n != 1 {
 		t.Errorf("api_requests_total{get,statefulsets} = %v, want 1", n)
 	}
 
@@ -156,8 +156,9 @@ func TestEachFault(t *testing.T) {
 		}
 	}
 	throttled := counterValue(t, m.faults.WithLabelValues(string(FaultTooManyRequests)))
-	if sent := counterValue(t, m.requests.WithLabelValues("get", "statefulsets")); sent != 4+throttled || throttled == 0 {
-		t.Errorf("4 gets with %v throttled: %v requests counted, want %v", throttled, sent, 4+throttled)
+	ok, refused := counterValue(t, m.requests.WithLabelValues("get", "statefulsets", "200")), counterValue(t, m.requests.WithLabelValues("get", "statefulsets", "429"))
+	if ok != 4 || refused != throttled || throttled == 0 {
+		t.Errorf("4 gets with %v throttled: %v answered 200 and %v answered 429, want 4 and %v", throttled, ok, refused, throttled)
 	}
 }
 
@@ -187,7 +188,7 @@ func TestWatchDropped(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("watch dropped after %s, want within its life of at most 200ms", took)
 	}
-	if counterValue(t, m.faults.WithLabelValues(string(FaultWatchDropped))) != 1 || counterValue(t, m.requests.WithLabelValues("watch", "statefulsets")) != 1 {
+	if counterValue(t, m.faults.WithLabelValues(string(FaultWatchDropped))) != 1 || counterValue(t, m.requests.WithLabelValues("watch", "statefulsets", "200")) != 1 {
 		t.Errorf("want one watch counted, and dropped")
 	}
 	t.Logf("watch dropped after %d events", events)

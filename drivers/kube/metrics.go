@@ -30,17 +30,23 @@ type Metrics struct {
 	decision       prometheus.Histogram
 	eventToAction  prometheus.Histogram
 	states         *stateCollector
+	fleets         *fleetCollector
+	syncs          *prometheus.CounterVec
+	buildInfo      *prometheus.GaugeVec
+	leader         *leaderGauge
 	queueProvider  workqueue.MetricsProvider
 	utilizationGet *prometheus.CounterVec
 	undecodable    *prometheus.CounterVec
+	described      *describedRegisterer
 	capacity       *capacityGauges
 }
 
 // NewMetrics registers every metric on a new registry.
 func NewMetrics() *Metrics {
-	reg := prometheus.NewRegistry()
+	reg := &describedRegisterer{Registry: prometheus.NewRegistry()}
 	m := &Metrics{
-		Registry: reg,
+		Registry:  reg.Registry,
+		described: reg,
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "transitions_total",
 			Help: "Lifecycle state changes, by the state left and the state entered.",
@@ -63,8 +69,8 @@ func NewMetrics() *Metrics {
 		}, []string{"verb", "resource"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "api_requests_total",
-			Help: "Every request the operator sent to the API server, reads (get, list, watch) and writes, client-go's own retries included, by verb and resource.",
-		}, []string{"verb", "resource"}),
+			Help: "Every request the operator sent to the API server, reads (get, list, watch) and writes, client-go's own retries included, by verb, resource and response code (error when no response came).",
+		}, []string{"verb", "resource", "code"}),
 		faults: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "api_faults_injected_total",
 			Help: "Requests failed on purpose by --api-fault-rate, by kind of fault.",
@@ -92,10 +98,22 @@ func NewMetrics() *Metrics {
 			Help: "celld.io objects read that the operator's types cannot decode, by kind and what was done: status_dropped (served without its status) or skipped (not served until fixed).",
 		}, []string{"kind", "handling"}),
 		states: newStateCollector(),
+		fleets: newFleetCollector(),
+		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "syncs_total",
+			Help: "Syncs of one fleet, by result: ok, or error (the fleet is retried with backoff).",
+		}, []string{"result"}),
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: metricsNamespace, Name: "build_info",
+			Help: "Always 1: the operator's version, the commit it was built from and the Go version that built it.",
+		}, []string{"version", "commit", "go_version"}),
+		leader: newLeaderGauge(),
 	}
+	m.SetBuild("", "")
 	m.queueProvider = newQueueMetrics(reg)
 	m.capacity = newCapacityGauges(reg)
 	reg.MustRegister(m.transitions, m.unhandled, m.actions, m.writes, m.writesRefused, m.requests, m.faults, m.heals, m.decision, m.eventToAction, m.utilizationGet, m.undecodable, m.states,
+		m.fleets, m.syncs, m.buildInfo, m.leader,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

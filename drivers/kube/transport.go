@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -30,11 +31,17 @@ func (c *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	resource := resourceOf(req.URL.Path)
+	// The response's code tells a refusal (403, 409, 422) and a server in trouble (429, 5xx) from
+	// a success; "error" is a request that got no response (a closed connection, a timeout).
+	code := "error"
+	if resp != nil {
+		code = strconv.Itoa(resp.StatusCode)
+	}
 	if verb := writeVerb(req); verb != "" {
 		c.m.writes.WithLabelValues(verb, resource).Inc()
-		c.m.requests.WithLabelValues(verb, resource).Inc()
+		c.m.requests.WithLabelValues(verb, resource, code).Inc()
 	} else {
-		c.m.requests.WithLabelValues(readVerb(req), resource).Inc()
+		c.m.requests.WithLabelValues(readVerb(req), resource, code).Inc()
 	}
 	return resp, err
 }

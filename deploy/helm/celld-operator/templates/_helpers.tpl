@@ -1,0 +1,12 @@
+{{/* The labels Helm adds to every object, beside the ones deploy/ sets. */}}
+{{- define "celld-operator.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end }}
+
+{{/* The operator's image: the tag defaults to the chart's appVersion. */}}
+{{- define "celld-operator.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}

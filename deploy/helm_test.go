@@ -1,0 +1,203 @@
+package deploy_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+const chart = "helm/celld-operator"
+
+// objects splits a multi-document YAML stream into objects keyed Kind/namespace/name.
+func objects(t *testing.T, stream string) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for _, doc := range strings.Split(stream, "\n---") {
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatalf("%v in:\n%s", err, doc)
+		}
+		if obj == nil {
+			continue
+		}
+		meta, _ := obj["metadata"].(map[string]any)
+		key := fmt.Sprintf("%s/%v/%v", obj["kind"], meta["namespace"], meta["name"])
+		if _, dup := out[key]; dup {
+			t.Fatalf("%s twice", key)
+		}
+		out[key] = obj
+	}
+	return out
+}
+
+// helmOnly are the labels the chart adds to every object; what deploy/ sets must be there too.
+var helmOnly = []string{"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance", "app.kubernetes.io/version"}
+
+// normalize takes out what may differ between the chart and deploy/: Helm's own labels, and the
+// image's tag (deploy/ names :latest, a released chart its version).
+func normalize(obj map[string]any) {
+	if meta, ok := obj["metadata"].(map[string]any); ok {
+		if labels, ok := meta["labels"].(map[string]any); ok {
+			for _, l := range helmOnly {
+				delete(labels, l)
+			}
+		}
+	}
+	if obj["kind"] != "Deployment" {
+		return
+	}
+	spec := obj["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	for _, c := range spec["containers"].([]any) {
+		c := c.(map[string]any)
+		if image, ok := c["image"].(string); ok {
+			c["image"], _, _ = strings.Cut(image, ":")
+		}
+	}
+}
+
+func helmTemplate(t *testing.T, args ...string) string {
+	t.Helper()
+	return run(t, ".", tool(t, "helm"), append([]string{"template", "celld-operator", chart, "--namespace", "celld-system"}, args...)...)
+}
+
+// sameObjects compares two sets of objects, kinds in skip apart.
+func sameObjects(t *testing.T, what string, chartObjs, deployObjs map[string]map[string]any, skip ...string) {
+	t.Helper()
+	var keys []string
+	for k := range deployObjs {
+		keys = append(keys, k)
+	}
+	for k := range chartObjs {
+		if _, ok := deployObjs[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	compared := 0
+	for _, k := range keys {
+		if slices.Contains(skip, strings.SplitN(k, "/", 2)[0]) {
+			continue
+		}
+		c, d := chartObjs[k], deployObjs[k]
+		switch {
+		case c == nil:
+			t.Errorf("%s: deploy/ has %s, the chart does not", what, k)
+		case d == nil:
+			t.Errorf("%s: the chart has %s, deploy/ does not", what, k)
+		default:
+			normalize(c)
+			normalize(d)
+			if !reflect.DeepEqual(c, d) {
+				cj, _ := json.MarshalIndent(c, "", "  ")
+				dj, _ := json.MarshalIndent(d, "", "  ")
+				t.Errorf("%s: %s drifted from deploy/:\nchart:\n%s\ndeploy/:\n%s", what, k, cj, dj)
+			}
+			compared++
+		}
+	}
+	if compared < 3 {
+		t.Errorf("%s: %d objects compared", what, compared)
+	}
+}
+
+// TestChartMatchesManifests: the chart, at its default values and in each namespace mode,
+// renders the objects deploy/ installs (its Namespace apart: Helm installs into one), so the two
+// never drift. Its monitoring kit is deploy/monitoring/'s, and what it ships as is (the CRDs, the
+// rules and the dashboard) is a copy of deploy/'s.
+func TestChartMatchesManifests(t *testing.T) {
+	kubectl := tool(t, "kubectl")
+	for _, c := range []struct {
+		name, dir string
+		set       []string
+	}{
+		{"cluster-wide", ".", nil},
+		{"namespaced", "namespaced", []string{"--set", "namespaceMode=namespaced", "--set", "watchNamespace=celld-fleets"}},
+	} {
+		rendered := objects(t, helmTemplate(t, append([]string{"--include-crds"}, c.set...)...))
+		manifests := objects(t, run(t, ".", kubectl, "kustomize", c.dir))
+		sameObjects(t, c.name, rendered, manifests, "Namespace")
+	}
+
+	all := []string{"--set", "monitoring.serviceMonitor.enabled=true", "--set", "monitoring.prometheusRule.enabled=true",
+		"--set", "monitoring.metricsReader.enabled=true", "--set", "monitoring.dashboard.enabled=true"}
+	rendered := objects(t, helmTemplate(t, all...))
+	kit := objects(t, run(t, ".", kubectl, "kustomize", "monitoring"))
+	monitoring := map[string]map[string]any{}
+	for k, o := range rendered {
+		if _, ok := kit[k]; ok {
+			monitoring[k] = o
+		}
+	}
+	sameObjects(t, "monitoring", monitoring, kit)
+	dash, err := os.ReadFile("monitoring/dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := rendered["ConfigMap/celld-system/celld-operator-dashboard"]
+	if cm == nil || strings.TrimSpace(cm["data"].(map[string]any)["celld-operator.json"].(string)) != strings.TrimSpace(string(dash)) {
+		t.Errorf("the chart's dashboard ConfigMap does not hold monitoring/dashboard.json")
+	}
+
+	copies := map[string]string{"monitoring/prometheus_rule.yaml": chart + "/files/prometheus_rule.yaml", "monitoring/dashboard.json": chart + "/files/dashboard.json"}
+	crds, _ := filepath.Glob("crds/*.yaml")
+	for _, f := range crds {
+		copies[f] = filepath.Join(chart, f)
+	}
+	shipped, _ := filepath.Glob(chart + "/crds/*.yaml")
+	if len(shipped) != len(crds) || len(crds) == 0 {
+		t.Errorf("the chart ships CRDs %v, deploy/ has %v: run hack/chart-sync.sh", shipped, crds)
+	}
+	for src, dst := range copies {
+		a, errA := os.ReadFile(src)
+		b, errB := os.ReadFile(dst)
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s is not a copy of deploy/%s (%v, %v): run hack/chart-sync.sh", dst, src, errA, errB)
+		}
+	}
+}
+
+// TestChartLintAndValues: helm lint passes in each mode, and the values change what they name.
+func TestChartLintAndValues(t *testing.T) {
+	helm := tool(t, "helm")
+	run(t, ".", helm, "lint", "--strict", chart)
+	run(t, ".", helm, "lint", "--strict", chart, "--set", "namespaceMode=namespaced", "--set", "watchNamespace=team")
+
+	objs := objects(t, helmTemplate(t, "--set", "image.repository=registry.example/celld", "--set", "image.tag=v9.9.9",
+		"--set", "replicas=3", "--set", "resources.limits.memory=1Gi", "--set", "metrics.enabled=false"))
+	dep := objs["Deployment/celld-system/celld-operator"]
+	if dep == nil {
+		t.Fatal("no Deployment rendered")
+	}
+	spec := dep["spec"].(map[string]any)
+	pod := spec["template"].(map[string]any)["spec"].(map[string]any)
+	c := pod["containers"].([]any)[0].(map[string]any)
+	if c["image"] != "registry.example/celld:v9.9.9" || spec["replicas"] != float64(3) {
+		t.Errorf("image %v, replicas %v: want registry.example/celld:v9.9.9 and 3", c["image"], spec["replicas"])
+	}
+	if mem := c["resources"].(map[string]any)["limits"].(map[string]any)["memory"]; mem != "1Gi" {
+		t.Errorf("memory limit %v, want 1Gi", mem)
+	}
+	if args := fmt.Sprint(c["args"]); !strings.Contains(args, "--metrics-bind-address=0") {
+		t.Errorf("metrics disabled, args %s", args)
+	}
+	if _, ok := objs["Service/celld-system/celld-operator-metrics"]; ok {
+		t.Errorf("metrics disabled, yet a metrics Service")
+	}
+
+	// A namespaced install without the namespace to watch is refused, and so is an unknown mode.
+	for _, set := range [][]string{{"namespaceMode=namespaced"}, {"namespaceMode=everywhere"}} {
+		cmd := []string{"template", "celld-operator", chart, "--set", set[0]}
+		if out, err := execOut(helm, cmd...); err == nil {
+			t.Errorf("helm template --set %s rendered:\n%.300s", set[0], out)
+		}
+	}
+}

@@ -1,0 +1,377 @@
+package e2e
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+)
+
+const releaseVersion = "v0.0.0-e2e"
+
+// TestReleaseInstall: make release writes every artifact (the checksums hold, the image carries a
+// binary per platform that reports the release's version, the SBOM lists the binary's modules,
+// the manifests pin the release's image), then its install manifest and its Helm chart each
+// install on the control plane in turn and run a fleet to Ready. kwok runs no container, so the
+// installed Deployment's Pods never run the operator: the operator runs as a process instead,
+// the amd64 binary taken out of the release's image, on a token of the ServiceAccount the
+// release installed, so what it may do is exactly what the release grants (RBAC and the
+// reservation admission policy).
+//
+// Not parallel: the release binds the reservation admission policy in every namespace, which
+// would refuse the reservations of the other tests' operators (they run as the administrator).
+func TestReleaseInstall(t *testing.T) {
+	out := t.TempDir()
+	helm := filepath.Join(suite.clusterBin, "helm")
+	if _, err := os.Stat(helm); err != nil {
+		t.Fatalf("helm is not built (%v): run cluster/tools.sh helm", err)
+	}
+	start := time.Now()
+	cmd := exec.Command("go", "run", "./hack/release", "-version", releaseVersion, "-out", out,
+		"-kubectl", filepath.Join(suite.clusterBin, "kubectl"), "-helm", helm)
+	cmd.Dir = suite.root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hack/release: %v\n%s", err, b)
+	}
+	t.Logf("release %s written in %s", releaseVersion, time.Since(start).Round(time.Second))
+	binary := checkReleaseArtifacts(t, out)
+
+	nsExisted := true
+	if _, err := suite.kube.CoreV1().Namespaces().Get(context.Background(), operatorNamespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		nsExisted = false
+	}
+	if !nsExisted {
+		t.Cleanup(func() {
+			_ = suite.kube.CoreV1().Namespaces().Delete(context.Background(), operatorNamespace, metav1.DeleteOptions{})
+		})
+	}
+	awaitNamespaceUsable(t, context.Background(), operatorNamespace)
+	pinned := "ghcr.io/celld/celld-operator:" + releaseVersion
+
+	t.Run("manifest", func(t *testing.T) {
+		manifest := filepath.Join(out, "celld-operator.yaml")
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		if o, err := kubectlCmd(ctx, "apply", "--server-side", "--force-conflicts", "--field-manager", "e2e", "-f", manifest); err != nil {
+			t.Fatalf("kubectl apply -f celld-operator.yaml: %v\n%s", err, o)
+		}
+		t.Cleanup(func() { uninstall(t, manifest) })
+		runFleetOnRelease(t, binary, pinned)
+	})
+
+	t.Run("helm", func(t *testing.T) {
+		chart := filepath.Join(out, "celld-operator-"+strings.TrimPrefix(releaseVersion, "v")+".tgz")
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		h := func(args ...string) {
+			t.Helper()
+			c := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", suite.kubeconfig)...)
+			if b, err := c.CombinedOutput(); err != nil {
+				t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, b)
+			}
+		}
+		h("install", "celld-operator", chart, "--namespace", operatorNamespace, "--create-namespace")
+		t.Cleanup(func() {
+			c := exec.Command(helm, "uninstall", "celld-operator", "--namespace", operatorNamespace, "--wait", "--kubeconfig", suite.kubeconfig)
+			if b, err := c.CombinedOutput(); err != nil {
+				t.Errorf("helm uninstall: %v\n%s", err, b)
+			}
+		})
+		runFleetOnRelease(t, binary, pinned)
+	})
+}
+
+// runFleetOnRelease checks the installed Deployment runs the release's image, then runs binary
+// on the installed ServiceAccount's token and brings a fleet to Ready, and deletes it.
+func runFleetOnRelease(t *testing.T, binary, pinned string) {
+	t.Helper()
+	f := newFixture(t)
+	f.binary = binary
+	dep, err := suite.kube.AppsV1().Deployments(operatorNamespace).Get(f.ctx, "celld-operator", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the installed Deployment: %v", err)
+	}
+	if got := dep.Spec.Template.Spec.Containers[0].Image; got != pinned {
+		t.Errorf("the installed Deployment runs %s, want the release's %s", got, pinned)
+	}
+	// The admission policy takes a moment to load: until then the administrator's reservation
+	// is not refused, and a fleet could be bound by an identity the release does not trust.
+	probe := &v1alpha1.CelldReservation{ObjectMeta: metav1.ObjectMeta{Name: "probe"},
+		Spec: v1alpha1.CelldReservationSpec{FleetName: "probe", FleetUID: "00000000-0000-0000-0000-000000000000", Profile: v1alpha1.ProfileBucket,
+			Bucket: v1alpha1.BucketSpec{Name: "probe-bucket", Region: "us-east-1"}}}
+	if err := wait.PollUntilContextTimeout(f.ctx, poll, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := suite.celld.CelldV1alpha1().CelldReservations(f.ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "celld operator alone"), nil
+	}); err != nil {
+		t.Fatalf("the release's reservation policy never refused the administrator's reservation")
+	}
+	kubeconfig, _ := serviceAccountKubeconfig(t, f.ctx, operatorNamespace, "celld-operator")
+	op := f.startOperator("--kubeconfig", kubeconfig)
+	fl := f.create(f.newFleet("released", v1alpha1.ProfileBucket, 2))
+	got := f.waitConverged(fl.Name)
+	t.Logf("fleet %s/%s Ready with %d members, on the release's binary and ServiceAccount", f.ns, got.Name, got.Status.Members.Ready)
+	f.deleteFleet(fl.Name, true)
+	op.stop(t)
+}
+
+// uninstall deletes what a release manifest installed, but for its CRDs (every other test's
+// fleets live in them) and its namespace (helm installs into it next), and waits until it is gone.
+func uninstall(t *testing.T, manifest string) {
+	raw, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	var keep []string
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var obj struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Errorf("%s: %v", manifest, err)
+			return
+		}
+		if obj.Kind != "" && obj.Kind != "CustomResourceDefinition" && obj.Kind != "Namespace" {
+			keep = append(keep, doc)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "objects.yaml")
+	if err := os.WriteFile(path, []byte(strings.Join(keep, "\n---\n")), 0o644); err != nil {
+		t.Error(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if o, err := kubectlCmd(ctx, "delete", "--ignore-not-found", "--wait=true", "-f", path); err != nil {
+		t.Errorf("uninstall the release manifest: %v\n%s", err, o)
+	}
+}
+
+// checkReleaseArtifacts judges the release folder and returns the path of the linux/amd64
+// binary taken out of its image.
+func checkReleaseArtifacts(t *testing.T, dir string) string {
+	t.Helper()
+	v := releaseVersion
+	want := []string{"SHA256SUMS", "celld-operator-crds.yaml", "celld-operator.yaml", "celld-operator-namespaced.yaml",
+		"celld-operator-monitoring.yaml", "celld-operator-dashboard.json", "celld-operator-" + strings.TrimPrefix(v, "v") + ".tgz",
+		"celld-operator-" + v + ".oci.tar", "celld-operator-" + v + ".spdx.json", "kubectl-celld-linux-amd64", "kubectl-celld-linux-arm64"}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	for _, w := range want {
+		if !contains(got, w) {
+			t.Errorf("release: no %s among %v", w, got)
+		}
+	}
+	// Every file has a checksum, and every checksum holds.
+	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	summed := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(sums))
+	for sc.Scan() {
+		sum, name, ok := strings.Cut(sc.Text(), "  ")
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if !ok || err != nil {
+			t.Errorf("SHA256SUMS line %q: %v", sc.Text(), err)
+			continue
+		}
+		h := sha256.Sum256(data)
+		if hex.EncodeToString(h[:]) != sum {
+			t.Errorf("SHA256SUMS: %s does not match", name)
+		}
+		summed[name] = true
+	}
+	for _, n := range got {
+		if n != "SHA256SUMS" && !summed[n] {
+			t.Errorf("SHA256SUMS has no line for %s", n)
+		}
+	}
+	// The manifests pin the release's image, never :latest.
+	for _, m := range []string{"celld-operator.yaml", "celld-operator-namespaced.yaml"} {
+		data, _ := os.ReadFile(filepath.Join(dir, m))
+		if !strings.Contains(string(data), "image: ghcr.io/celld/celld-operator:"+v+"\n") || strings.Contains(string(data), ":latest") {
+			t.Errorf("%s does not pin ghcr.io/celld/celld-operator:%s", m, v)
+		}
+	}
+	// The SBOM describes the binary and lists the modules it links.
+	var sbom struct {
+		SPDXVersion string `json:"spdxVersion"`
+		Packages    []struct {
+			Name    string `json:"name"`
+			Version string `json:"versionInfo"`
+		} `json:"packages"`
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "celld-operator-"+v+".spdx.json"))
+	if err := json.Unmarshal(data, &sbom); err != nil {
+		t.Fatalf("SBOM: %v", err)
+	}
+	pkgs := map[string]string{}
+	for _, p := range sbom.Packages {
+		pkgs[p.Name] = p.Version
+	}
+	for _, m := range []string{"github.com/celld/celld-operator", "k8s.io/client-go", "github.com/prometheus/client_golang", "stdlib"} {
+		if pkgs[m] == "" {
+			t.Errorf("SBOM (%s): no module %s", sbom.SPDXVersion, m)
+		}
+	}
+	if pkgs["github.com/celld/celld-operator"] != v || sbom.SPDXVersion != "SPDX-2.3" {
+		t.Errorf("SBOM %s: the operator at %q, want SPDX-2.3 and %s", sbom.SPDXVersion, pkgs["github.com/celld/celld-operator"], v)
+	}
+	return checkImage(t, filepath.Join(dir, "celld-operator-"+v+".oci.tar"))
+}
+
+// checkImage reads the OCI archive as a registry client would: index.json, the image index, a
+// manifest per platform, each config and layer by digest (each digest checked); each layer holds
+// the binary of its platform. The amd64 one must say the release's version.
+func checkImage(t *testing.T, archive string) string {
+	t.Helper()
+	blobs := untar(t, archive)
+	blob := func(digest string) []byte {
+		t.Helper()
+		name := "blobs/sha256/" + strings.TrimPrefix(digest, "sha256:")
+		data, ok := blobs[name]
+		sum := sha256.Sum256(data)
+		if !ok || "sha256:"+hex.EncodeToString(sum[:]) != digest {
+			t.Fatalf("image: blob %s missing or not matching its digest", digest)
+		}
+		return data
+	}
+	type desc struct {
+		MediaType   string                             `json:"mediaType"`
+		Digest      string                             `json:"digest"`
+		Platform    *struct{ Architecture, OS string } `json:"platform"`
+		Annotations map[string]string                  `json:"annotations"`
+	}
+	var top, index struct{ Manifests []desc }
+	if err := json.Unmarshal(blobs["index.json"], &top); err != nil || len(top.Manifests) != 1 {
+		t.Fatalf("image: index.json: %v, %d entries", err, len(top.Manifests))
+	}
+	if ref := top.Manifests[0].Annotations["org.opencontainers.image.ref.name"]; ref != releaseVersion {
+		t.Errorf("image: ref.name %q, want %s", ref, releaseVersion)
+	}
+	if err := json.Unmarshal(blob(top.Manifests[0].Digest), &index); err != nil {
+		t.Fatal(err)
+	}
+	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+	var amd64 string
+	for _, m := range index.Manifests {
+		if m.Platform == nil || m.Platform.OS != "linux" {
+			t.Errorf("image: manifest %s has no linux platform", m.Digest)
+			continue
+		}
+		arch := m.Platform.Architecture
+		var manifest struct {
+			Config desc
+			Layers []desc
+		}
+		if err := json.Unmarshal(blob(m.Digest), &manifest); err != nil || len(manifest.Layers) != 1 {
+			t.Fatalf("image %s: manifest: %v", arch, err)
+		}
+		var config struct {
+			Architecture string
+			Config       struct {
+				Entrypoint []string
+				User       string
+			}
+		}
+		if err := json.Unmarshal(blob(manifest.Config.Digest), &config); err != nil {
+			t.Fatal(err)
+		}
+		if config.Architecture != arch || strings.Join(config.Config.Entrypoint, " ") != "/celld-operator" || config.Config.User != "65532:65532" {
+			t.Errorf("image %s: config %+v", arch, config)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(blob(manifest.Layers[0].Digest)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		layer := readTar(t, zr)
+		bin := layer["celld-operator"]
+		f, err := elf.NewFile(bytes.NewReader(bin))
+		if err != nil || f.Machine != machines[arch] {
+			t.Errorf("image %s: /celld-operator is not a %s executable (%v)", arch, machines[arch], err)
+			continue
+		}
+		delete(machines, arch)
+		if arch == "amd64" {
+			amd64 = filepath.Join(t.TempDir(), "celld-operator")
+			if err := os.WriteFile(amd64, bin, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(machines) != 0 || amd64 == "" {
+		t.Fatalf("image: no image for %v", machines)
+	}
+	ver, err := exec.Command(amd64, "version").Output()
+	if err != nil || strings.TrimSpace(string(ver)) != releaseVersion {
+		t.Errorf("the image's binary says version %q (%v), want %s", ver, err, releaseVersion)
+	}
+	return amd64
+}
+
+func untar(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return readTar(t, f)
+}
+
+func readTar(t *testing.T, r io.Reader) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			data, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[h.Name] = data
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

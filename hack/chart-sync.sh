@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Copies into the Helm chart what it ships as is from deploy/: the CRDs (Helm installs crds/
+# before the templates) and the monitoring kit's rules and dashboard (files/, read by
+# templates/monitoring.yaml). go test ./deploy fails when the copies differ.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+chart=deploy/helm/celld-operator
+rm -f "${chart}"/crds/*.yaml
+cp deploy/crds/*.yaml "${chart}/crds/"
+cp deploy/monitoring/prometheus_rule.yaml deploy/monitoring/dashboard.json "${chart}/files/"

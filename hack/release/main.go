@@ -1,0 +1,148 @@
+// Command release writes a release of the operator into a folder (make release VERSION=vX.Y.Z):
+// the install manifests pinned to the release's image, the Helm chart, the operator's image for
+// linux/amd64 and linux/arm64 as an OCI archive (no container engine needed), the kubectl plugin
+// for the same platforms, an SPDX SBOM of the operator binary's modules, and SHA256SUMS of every
+// file.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// semver is a release version as the chart and the image tag carry it: vMAJOR.MINOR.PATCH with an
+// optional pre-release.
+var semver = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
+
+// platforms the image is built for.
+var platforms = []string{"amd64", "arm64"}
+
+type release struct {
+	root, out, version, commit, image string
+	kubectl, helm                     string
+	created                           time.Time
+	tmp                               string
+}
+
+func main() {
+	var r release
+	flag.StringVar(&r.version, "version", "", "the release's version, vX.Y.Z (required)")
+	flag.StringVar(&r.out, "out", "", "the folder to write (default _release/VERSION); emptied first")
+	flag.StringVar(&r.image, "image", "ghcr.io/celld/celld-operator", "the image repository the manifests and the chart name")
+	flag.StringVar(&r.kubectl, "kubectl", "", "kubectl, for kustomize (default .cache/cluster/bin/kubectl, from cluster/build.sh)")
+	flag.StringVar(&r.helm, "helm", "", "helm, to package the chart (default .cache/cluster/bin/helm, from cluster/tools.sh)")
+	flag.Parse()
+	if err := r.run(); err != nil {
+		fmt.Fprintf(os.Stderr, "release: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func (r *release) run() error {
+	if !semver.MatchString(r.version) {
+		return fmt.Errorf("-version %q: want vMAJOR.MINOR.PATCH, for example v0.1.0", r.version)
+	}
+	root, err := output("", "git", "rev-parse", "--show-toplevel")
+	if err != nil {
+		return fmt.Errorf("run inside the repository: %w", err)
+	}
+	r.root = root
+	// The commit and its time stamp the binaries and the image, so the same commit gives the same
+	// artifacts.
+	if r.commit, err = output(root, "git", "rev-parse", "HEAD"); err != nil {
+		return err
+	}
+	ct, err := output(root, "git", "log", "-1", "--format=%ct")
+	if err != nil {
+		return err
+	}
+	secs, err := strconv.ParseInt(ct, 10, 64)
+	if err != nil {
+		return fmt.Errorf("commit time %q: %w", ct, err)
+	}
+	r.created = time.Unix(secs, 0).UTC()
+	if r.out == "" {
+		r.out = filepath.Join(root, "_release", r.version)
+	}
+	if r.kubectl == "" {
+		r.kubectl = filepath.Join(root, ".cache", "cluster", "bin", "kubectl")
+	}
+	if r.helm == "" {
+		r.helm = filepath.Join(root, ".cache", "cluster", "bin", "helm")
+	}
+	if err := os.RemoveAll(r.out); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(r.out, 0o755); err != nil {
+		return err
+	}
+	if r.tmp, err = os.MkdirTemp("", "celld-release-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(r.tmp)
+
+	steps := []struct {
+		what string
+		do   func() error
+	}{
+		{"install manifests", r.manifests},
+		{"Helm chart", r.chart},
+		{"binaries", r.binaries},
+		{"OCI image", r.ociImage},
+		{"SBOM", r.sbom},
+		{"checksums", r.checksums},
+	}
+	for _, s := range steps {
+		start := time.Now()
+		if err := s.do(); err != nil {
+			return fmt.Errorf("%s: %w", s.what, err)
+		}
+		fmt.Printf("release %s: %s in %s\n", r.version, s.what, time.Since(start).Round(100*time.Millisecond))
+	}
+	fmt.Printf("release %s written to %s\n", r.version, r.out)
+	return nil
+}
+
+// binaries builds the operator for every platform into the scratch folder (the image holds it),
+// stamped with the version and the commit, without cgo (the image has no C library), and the
+// kubectl plugin for the same platforms into the release.
+func (r *release) binaries() error {
+	for _, arch := range platforms {
+		for pkg, out := range map[string]string{
+			"./cmd/celld-operator": r.binary(arch),
+			"./cmd/kubectl-celld":  filepath.Join(r.out, "kubectl-celld-linux-"+arch),
+		} {
+			cmd := exec.Command("go", "build", "-trimpath", "-ldflags",
+				fmt.Sprintf("-s -w -X main.version=%s -X main.commit=%s", r.version, r.commit), "-o", out, pkg)
+			cmd.Dir = r.root
+			cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
+			if b, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("go build %s linux/%s: %w\n%s", pkg, arch, err, b)
+			}
+		}
+	}
+	return nil
+}
+
+func (r *release) binary(arch string) string {
+	return filepath.Join(r.tmp, "celld-operator-linux-"+arch)
+}
+
+// output runs a command and returns its trimmed standard output.
+func output(dir, name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
