@@ -115,6 +115,11 @@ func Step(f Facts) Plan {
 		anchor = decision(f, v1alpha1.DecisionScaleInRequested, f.Current, f.Target.Members)
 		p.Records = append(p.Records, anchor)
 	}
+	if anchor.Time.After(f.Now) {
+		// Recorded ahead of this clock (another replica's clock, a restored backup): the request
+		// stands from now, so its window is neither shortened nor held for as long as the skew.
+		anchor.Time = metav1Time(f.Now)
+	}
 	if ready := anchor.Time.Add(f.Window); f.Now.Before(ready) {
 		p.Wait = ready.Sub(f.Now)
 		p.Blocked = fmt.Sprintf("scale-in stabilization until %s", ready.UTC().Format(time.RFC3339))

@@ -133,3 +133,19 @@ func TestManualAndRecommendationSamePath(t *testing.T) {
 		t.Fatalf("recommend mode shows but does not act: %+v", tg)
 	}
 }
+
+// A request recorded ahead of this clock (a skewed replica, a restored backup) stands from now:
+// its window starts now, neither earlier nor as late as the skew.
+func TestRequestFromTheFutureStandsFromNow(t *testing.T) {
+	ahead := []v1alpha1.CapacityDecision{{Time: metav1.NewTime(t0.Add(24 * time.Hour)), Kind: v1alpha1.DecisionScaleInRequested, From: 6, To: 3}}
+	for _, c := range []struct {
+		window time.Duration
+		next   int32
+		wait   time.Duration
+	}{{0, 5, 0}, {time.Minute, 6, time.Minute}} {
+		p := Step(Facts{Current: 6, Target: manual(3), Settled: true, Now: t0, Window: c.window, History: ahead})
+		if p.Next != c.next || p.Wait != c.wait {
+			t.Errorf("window %s, request a day ahead: next %d, wait %s; want %d, %s", c.window, p.Next, p.Wait, c.next, c.wait)
+		}
+	}
+}

@@ -507,4 +507,11 @@ var Table = []Mutant{
 		Mistake:     "the restart annotation never reaches the members' Pod template",
 		Threatens:   "day-2: a requested rolling restart happens",
 	},
+	{
+		Name: "anchor-from-the-future-held", File: "capacity/policy.go",
+		Original:    "if anchor.Time.After(f.Now) {",
+		Replacement: "if anchor.Time.After(f.Now) && f.Window < 0 {",
+		Mistake:     "a scale-in request recorded ahead of the clock holds the scale-in for as long as the skew",
+		Threatens:   "clause 7: the window is measured from the request, on this clock",
+	},
 }
