@@ -54,6 +54,10 @@ func TestReleaseInstall(t *testing.T) {
 	}
 	t.Logf("release %s written in %s", releaseVersion, time.Since(start).Round(time.Second))
 	binary := checkReleaseArtifacts(t, out)
+	// Registered first, so it runs after every uninstall: the API server drops a deleted policy
+	// binding a moment later, and until then it refuses the reservations of the tests that run
+	// next (their operators run as the administrator).
+	t.Cleanup(func() { waitReservationPolicyGone(t) })
 
 	nsExisted := true
 	if _, err := suite.kube.CoreV1().Namespaces().Get(context.Background(), operatorNamespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
@@ -374,4 +378,20 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// waitReservationPolicyGone waits until the administrator's reservation is no longer refused by
+// the release's reservation policy.
+func waitReservationPolicyGone(t *testing.T) {
+	t.Helper()
+	probe := &v1alpha1.CelldReservation{ObjectMeta: metav1.ObjectMeta{Name: "probe"},
+		Spec: v1alpha1.CelldReservationSpec{FleetName: "probe", FleetUID: "00000000-0000-0000-0000-000000000000", Profile: v1alpha1.ProfileBucket,
+			Bucket: v1alpha1.BucketSpec{Name: "probe-bucket", Region: "us-east-1"}}}
+	err := wait.PollUntilContextTimeout(context.Background(), poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := suite.celld.CelldV1alpha1().CelldReservations("default").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil || !strings.Contains(err.Error(), "celld operator alone"), nil
+	})
+	if err != nil {
+		t.Errorf("the release's reservation policy still refuses the administrator's reservations 2m after its uninstall")
+	}
 }
