@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -73,6 +74,8 @@ func TestOperatorDetectedStates(t *testing.T) {
 			"re-bound to the running fleet each time; the rival never bound and stays BucketReserved", rowReservationDeleted},
 		{"spec-refused", "running fleet given a placement the CRD schema accepts but the API server refuses in the workload",
 			"Degraded=True SpecRefused quoting the API server, workload untouched, members kept; fixed: converged", rowSpecRefused},
+		{"pod-settings", "running PersistentFleet given spec.pod (labels, annotations, env, pull secrets) naming a priority class that does not exist, and a CELLD_ variable",
+			"Degraded=True PriorityClassMissing and SettingsOverridden=True, StatefulSet untouched, members kept; the class created: every member rolled to the settings, the operator's CELLD_ value kept", rowPodSettings},
 		{"claim-deleted", "a running member's claim deleted by hand, then the member fails",
 			"Degraded=True DiskLost while the member holds it; once it fails, VolumeLost heal after the grace period, new disk, converged", rowClaimDeleted},
 	}
@@ -966,4 +969,103 @@ func diffSpecs(want, got map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func rowPodSettings(t *testing.T, f *fixture, op *operator) string {
+	fl := f.create(f.newFleet("settings", v1alpha1.ProfilePersistentFleet, 2))
+	f.waitConverged(fl.Name)
+	before, err := suite.kube.AppsV1().StatefulSets(f.ns).Get(f.ctx, fl.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := f.recordPods()
+	class := f.ns + "-critical"
+	f.update(fl.Name, func(fl *v1alpha1.CelldFleet) {
+		fl.Spec.Pod = v1alpha1.PodSettings{
+			Labels:            map[string]v1alpha1.LabelValue{"team": "storage", "app.kubernetes.io/instance": "stolen"},
+			Annotations:       map[string]v1alpha1.AnnotationValue{"example.com/owner": "platform"},
+			PriorityClassName: class,
+			ImagePullSecrets:  []v1alpha1.PullSecret{{Name: "regcred"}},
+			Env:               []v1alpha1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}, {Name: "CELLD_BUCKET_NAME", Value: "stolen"}},
+		}
+	})
+	got := f.waitDegraded(fl.Name, machine.ReasonPriorityClassMissing, class, "spec.pod.priorityClassName")
+	cur, err := f.fleets().Get(f.ctx, fl.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(cur, v1alpha1.ConditionSettingsOverridden); c.Status != metav1.ConditionTrue ||
+		!strings.Contains(c.Message, "spec.pod.env CELLD_BUCKET_NAME") || !strings.Contains(c.Message, "spec.pod.labels app.kubernetes.io/instance") || strings.Contains(c.Message, "LOG_LEVEL") {
+		t.Errorf("SettingsOverridden=%s %q: want True naming CELLD_BUCKET_NAME and app.kubernetes.io/instance, and not LOG_LEVEL", c.Status, c.Message)
+	}
+	f.holds(3*time.Second, "the last good workload kept", func() error {
+		after, err := suite.kube.AppsV1().StatefulSets(f.ns).Get(f.ctx, fl.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if after.Generation != before.Generation || after.Spec.Template.Spec.PriorityClassName != "" {
+			return fmt.Errorf("workload changed while the class is missing: generation %d->%d, priorityClassName %q", before.Generation, after.Generation, after.Spec.Template.Spec.PriorityClassName)
+		}
+		return f.readyMembers(fl, 2)
+	})
+	f.noDeletions(pods, "member Pods")
+
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Value: 1000}
+	if _, err := suite.kube.SchedulingV1().PriorityClasses().Create(f.ctx, pc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = suite.kube.SchedulingV1().PriorityClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
+	})
+	var why string
+	defer func() {
+		if t.Failed() && why != "" {
+			t.Logf("the members' Pod settings when the wait ended: %s", why)
+		}
+	}()
+	f.waitFleet(fl.Name, converge, "every member rolled to the Pod settings", func(cur *v1alpha1.CelldFleet) bool {
+		if !converged(cur) || condition(cur, v1alpha1.ConditionDegraded).Status != metav1.ConditionFalse {
+			why = "not converged"
+			return false
+		}
+		members := f.members(cur)
+		if len(members) != 2 {
+			why = fmt.Sprintf("%d members", len(members))
+			return false
+		}
+		for _, p := range members {
+			if why = podSettingsMissing(&p, cur, class); why != "" {
+				return false
+			}
+		}
+		return true
+	})
+	f.noHeals(op)
+	return got
+}
+
+// podSettingsMissing says what of rowPodSettings' spec.pod a member Pod, as the API server holds
+// it, lacks; empty when it has every setting and the operator's own values.
+func podSettingsMissing(p *corev1.Pod, fl *v1alpha1.CelldFleet, class string) string {
+	if !podReady(p) || p.DeletionTimestamp != nil {
+		return p.Name + " not ready"
+	}
+	// The API server's priority admission resolves the class: the Pod carries its value.
+	if p.Spec.PriorityClassName != class || p.Spec.Priority == nil || *p.Spec.Priority != 1000 {
+		return fmt.Sprintf("%s: priorityClassName %q priority %v", p.Name, p.Spec.PriorityClassName, p.Spec.Priority)
+	}
+	if p.Labels["team"] != "storage" || p.Labels["app.kubernetes.io/instance"] != fl.Name || p.Annotations["example.com/owner"] != "platform" {
+		return fmt.Sprintf("%s: labels %v annotations %v", p.Name, p.Labels, p.Annotations)
+	}
+	if len(p.Spec.ImagePullSecrets) != 1 || p.Spec.ImagePullSecrets[0].Name != "regcred" {
+		return fmt.Sprintf("%s: imagePullSecrets %v", p.Name, p.Spec.ImagePullSecrets)
+	}
+	env := map[string][]string{}
+	for _, e := range p.Spec.Containers[0].Env {
+		env[e.Name] = append(env[e.Name], e.Value)
+	}
+	if !slices.Equal(env["LOG_LEVEL"], []string{"debug"}) || !slices.Equal(env["CELLD_BUCKET_NAME"], []string{fl.Spec.Bucket.Name}) {
+		return fmt.Sprintf("%s: LOG_LEVEL %v CELLD_BUCKET_NAME %v", p.Name, env["LOG_LEVEL"], env["CELLD_BUCKET_NAME"])
+	}
+	return ""
 }

@@ -49,6 +49,8 @@ type Observation struct {
 	StorageClassKnown bool
 	// ServiceAccountMissing is true when the fleet names a ServiceAccount that does not exist.
 	ServiceAccountMissing bool
+	// PriorityClassMissing is true when spec.pod names a PriorityClass that does not exist.
+	PriorityClassMissing bool
 	// Unowned names (Kind/name: "Service/a-peers", "StatefulSet/a") the objects under the fleet's
 	// derived names (DerivedObjects, both workload kinds) that exist and are not controlled by the
 	// fleet, and a reservation under the name the fleet would create that the operator did not

@@ -62,6 +62,7 @@ type View struct {
 
 	StorageClassMissing   bool
 	ServiceAccountMissing bool
+	PriorityClassMissing  bool
 	// Unowned names (Kind/name) the objects under the fleet's derived names, and the reservation
 	// under the name the fleet would create, that exist and are not the fleet's.
 	Unowned []string
@@ -231,6 +232,7 @@ func Normalize(namespace, name string, o *Observation) View {
 	v.Nodes = nodes(o.Nodes)
 	v.StorageClassMissing = f.Spec.Profile == v1alpha1.ProfilePersistentFleet && o.StorageClassKnown && o.StorageClass == nil
 	v.ServiceAccountMissing = o.ServiceAccountMissing
+	v.PriorityClassMissing = o.PriorityClassMissing
 	v.Unowned = o.Unowned
 	v.Uninstalling = v.Deleting && o.Uninstalling
 	if r := o.Refused; r != nil && r.Generation == f.Generation {

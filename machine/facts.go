@@ -353,6 +353,9 @@ func (fx *facts) inputs() {
 	case v.ServiceAccountMissing:
 		fx.holdReason = ReasonServiceAccountMissing
 		fx.hold = "service account " + v.Fleet.Spec.ServiceAccountName + " does not exist: create it (it carries the members' IAM role) or fix spec.serviceAccountName"
+	case v.PriorityClassMissing:
+		fx.holdReason = ReasonPriorityClassMissing
+		fx.hold = "priority class " + v.Fleet.Spec.Pod.PriorityClassName + " does not exist, and a member Pod naming it cannot be created: create it, or fix spec.pod.priorityClassName; the members run as they are until then"
 	case len(fx.taken) > 0:
 		fx.holdReason = ReasonNameTaken
 		what := " exists and does not belong to this fleet: the operator never takes it over; delete or rename it"

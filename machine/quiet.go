@@ -38,6 +38,7 @@ func fingerprint(v *events.View) uint64 {
 	flag(v.NodesSynced)
 	flag(v.StorageClassMissing)
 	flag(v.ServiceAccountMissing)
+	flag(v.PriorityClassMissing)
 	for _, u := range v.Unowned {
 		str(u)
 	}

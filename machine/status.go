@@ -32,6 +32,7 @@ const (
 	ReasonSpecRefused           = "SpecRefused"
 	ReasonStorageClassMissing   = "StorageClassMissing"
 	ReasonServiceAccountMissing = "ServiceAccountMissing"
+	ReasonPriorityClassMissing  = "PriorityClassMissing"
 	ReasonNameTaken             = "NameTaken"
 	ReasonForeignDisks          = "ForeignDisks"
 	// ReasonMemberStuck: a member has not been ready for the grace period, and replacing it would
@@ -40,6 +41,8 @@ const (
 	// ReasonDiskLost: a running member's disk is being deleted, not by the operator, or is Lost.
 	ReasonDiskLost            = "DiskLost"
 	ConditionCapacityObserved = "CapacityObserved"
+	// ReasonReservedNames: spec.pod names what the operator sets itself (SettingsOverridden).
+	ReasonReservedNames = "ReservedNames"
 )
 
 // status is a function of the view and this step's decision alone; the status the fleet carries
@@ -140,6 +143,10 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 	st.Conditions = []metav1.Condition{ready, progressing, degraded, bound}
 	if c := p.capacityCondition(cond); c != nil {
 		st.Conditions = append(st.Conditions, *c)
+	}
+	if names := render.Overridden(f); len(names) > 0 {
+		st.Conditions = append(st.Conditions, cond(v1alpha1.ConditionSettingsOverridden, true, ReasonReservedNames,
+			strings.Join(names, ", ")+": the operator sets these itself and keeps its own values; remove them from spec.pod, or rename them (CELLD_ variables and celld.io/ keys are the operator's)"))
 	}
 	// Keep the transition time of a condition whose status did not change, so an unchanged fleet
 	// writes nothing.

@@ -80,7 +80,7 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 			{Name: clientPortName, ContainerPort: client, Protocol: corev1.ProtocolTCP},
 			{Name: peerPortName, ContainerPort: peer, Protocol: corev1.ProtocolTCP},
 		},
-		Env:       renderEnv(f),
+		Env:       append(renderEnv(f), userEnv(f)...),
 		Resources: f.Spec.Resources.Container(),
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: events.DataVolume, MountPath: DataMountPath},
@@ -98,10 +98,12 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 		},
 	}
 	t := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: objectLabels(f, "member")},
+		ObjectMeta: metav1.ObjectMeta{Labels: podLabels(f), Annotations: podAnnotations(f)},
 		Spec: corev1.PodSpec{
 			Containers:         []corev1.Container{c},
 			ServiceAccountName: f.Spec.ServiceAccountName,
+			ImagePullSecrets:   pullSecrets(f),
+			PriorityClassName:  f.Spec.Pod.PriorityClassName,
 			// Members get the Kubernetes API token only when the fleet asks: celld never calls the API.
 			AutomountServiceAccountToken: ptrTo(f.Spec.AutomountServiceAccountToken != nil && *f.Spec.AutomountServiceAccountToken),
 			NodeSelector:                 f.Spec.Placement.NodeSelector,
@@ -124,10 +126,5 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 	}
 	scratch := ScratchLimit.DeepCopy()
 	t.Spec.Volumes = append(t.Spec.Volumes, corev1.Volume{Name: ScratchVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &scratch}}})
-	if at := f.Annotations[v1alpha1.AnnotationRestartedAt]; at != "" {
-		// A new template is a rollout: the workload's controller replaces the members one at a
-		// time, as for a new image.
-		t.Annotations = map[string]string{v1alpha1.AnnotationRestartedAt: at}
-	}
 	return t
 }

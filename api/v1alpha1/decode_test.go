@@ -17,6 +17,7 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -76,6 +77,10 @@ func loadAdmission(t testing.TB, file string) *admission {
 func (a *admission) admit(obj map[string]any) error {
 	defaulting.Default(obj, a.structural)
 	if errs := apiservervalidation.ValidateCustomResource(nil, obj, a.schema); len(errs) > 0 {
+		return errs.ToAggregate()
+	}
+	// Lists of x-kubernetes-list-type map or set refuse duplicate keys.
+	if errs := listtype.ValidateListSetsAndMaps(nil, a.structural, obj); len(errs) > 0 {
 		return errs.ToAggregate()
 	}
 	errs, _ := a.cel.Validate(context.Background(), field.NewPath(""), a.structural, obj, nil, celconfig.RuntimeCELCostBudget)
@@ -378,6 +383,65 @@ func TestSamplesAdmittedAndDecoded(t *testing.T) {
 			if err := decodeInto(obj, &v1alpha1.CelldFleet{}); err != nil {
 				t.Errorf("%s does not decode: %v", file, err)
 			}
+		}
+	}
+}
+
+// TestPodSettingsAdmission: spec.pod takes what a Pod takes and refuses, naming the field, what
+// the API server would later refuse on the members' workload.
+func TestPodSettingsAdmission(t *testing.T) {
+	adm := loadAdmission(t, "celld.io_celldfleets.yaml")
+	try := func(pod map[string]any) error {
+		obj := baseFleet(v1alpha1.ProfileBucket)
+		set(obj, pod, "spec", "pod")
+		return adm.admit(obj)
+	}
+	long := strings.Repeat("a", 63)
+	for _, ok := range []map[string]any{
+		{"labels": map[string]any{"team": "storage", "example.com/tier": "", "a.b-c.d/" + long: long, "A_b.c": "x-Y_z.1"}},
+		{"annotations": map[string]any{"prometheus.io/scrape": "true", "note": strings.Repeat("x", 4096)}},
+		{"priorityClassName": "fleet-critical.v2"},
+		{"imagePullSecrets": []any{map[string]any{"name": "regcred"}, map[string]any{"name": "mirror"}}},
+		{"env": []any{
+			map[string]any{"name": "LOG_LEVEL", "value": "debug"},
+			map[string]any{"name": "my.var-1"},
+			map[string]any{"name": "TOKEN", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "s", "key": "token", "optional": true}}},
+			map[string]any{"name": "MODE", "valueFrom": map[string]any{"configMapKeyRef": map[string]any{"name": "cm", "key": "mode.conf"}}},
+		}},
+	} {
+		if err := try(ok); err != nil {
+			t.Errorf("%v refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []struct {
+		pod  map[string]any
+		want string
+	}{
+		{map[string]any{"labels": map[string]any{"-team": "x"}}, "spec.pod.labels keys must be label keys"},
+		{map[string]any{"labels": map[string]any{"Example.com/team": "x"}}, "spec.pod.labels keys"},
+		{map[string]any{"labels": map[string]any{"a/b/c": "x"}}, "spec.pod.labels keys"},
+		{map[string]any{"labels": map[string]any{strings.Repeat("a", 64): "x"}}, "spec.pod.labels keys"},
+		{map[string]any{"labels": map[string]any{"team": "has space"}}, "spec.pod.labels.team"},
+		{map[string]any{"labels": map[string]any{"team": "x" + long}}, "spec.pod.labels.team"},
+		{map[string]any{"labels": map[string]any{"team": "-x"}}, "spec.pod.labels.team"},
+		{map[string]any{"annotations": map[string]any{"a b": "x"}}, "spec.pod.annotations keys"},
+		{map[string]any{"annotations": map[string]any{"note": strings.Repeat("x", 4097)}}, "spec.pod.annotations.note"},
+		{map[string]any{"priorityClassName": "Critical"}, "spec.pod.priorityClassName"},
+		{map[string]any{"imagePullSecrets": []any{map[string]any{"name": "a"}, map[string]any{"name": "a"}}}, "spec.pod.imagePullSecrets[1]"},
+		{map[string]any{"imagePullSecrets": []any{map[string]any{"name": "Reg_Cred"}}}, "spec.pod.imagePullSecrets[0].name"},
+		{map[string]any{"env": []any{map[string]any{"name": "A", "value": "1"}, map[string]any{"name": "A", "value": "2"}}}, "spec.pod.env[1]"},
+		{map[string]any{"env": []any{map[string]any{"name": "1A"}}}, "spec.pod.env[0].name"},
+		{map[string]any{"env": []any{map[string]any{"name": "A=B"}}}, "spec.pod.env[0].name"},
+		{map[string]any{"env": []any{map[string]any{"name": "A", "value": "1", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "s", "key": "k"}}}}}, "set value or valueFrom, not both"},
+		{map[string]any{"env": []any{map[string]any{"name": "A", "valueFrom": map[string]any{}}}}, "exactly one of secretKeyRef and configMapKeyRef"},
+		{map[string]any{"env": []any{map[string]any{"name": "A", "valueFrom": map[string]any{
+			"secretKeyRef": map[string]any{"name": "s", "key": "k"}, "configMapKeyRef": map[string]any{"name": "c", "key": "k"}}}}}, "exactly one of secretKeyRef and configMapKeyRef"},
+		{map[string]any{"env": []any{map[string]any{"name": "A", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "s"}}}}}, "spec.pod.env[0].valueFrom.secretKeyRef.key"},
+		{map[string]any{"env": []any{map[string]any{"name": "A", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "s", "key": "a/b"}}}}}, "spec.pod.env[0].valueFrom.secretKeyRef.key"},
+	} {
+		err := try(bad.pod)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: %v; want refused saying %q", bad.pod, err, bad.want)
 		}
 	}
 }

@@ -63,6 +63,9 @@ const (
 	// ConditionReconciliationPaused is True while the fleet carries AnnotationPaused; absent
 	// otherwise.
 	ConditionReconciliationPaused = "ReconciliationPaused"
+	// ConditionSettingsOverridden is True while spec.pod names a label, annotation or environment
+	// variable the operator sets itself, whose value the operator keeps; absent otherwise.
+	ConditionSettingsOverridden = "SettingsOverridden"
 )
 
 // AnnotationPaused on a fleet stops the operator from writing anything but the fleet's status:
@@ -206,6 +209,121 @@ type CelldFleetSpec struct {
 	// healing says when a member counts as unable to come back on its own.
 	// +optional
 	Healing HealingSpec `json:"healing,omitempty"`
+
+	// pod adds the user's own settings to every member's Pod, beside what the operator renders.
+	// +optional
+	Pod PodSettings `json:"pod,omitempty"`
+}
+
+// PodSettings are what a platform adds to every Pod it runs: pull secrets, its own labels and
+// annotations, a priority class and environment variables. Where one names what the operator
+// sets itself (its labels, celld.io annotations, CELLD_ variables) the operator's value is used
+// and the SettingsOverridden condition names it, so members never lose their selector, ports or
+// bucket to a stray setting. Changing any of them rolls the members one at a time.
+type PodSettings struct {
+	// labels added to every member Pod, for example team: storage.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 253 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="spec.pod.labels keys must be label keys: an optional DNS prefix and a slash, then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, for example team or example.com/team"
+	Labels map[string]LabelValue `json:"labels,omitempty"`
+
+	// annotations added to every member Pod, for example prometheus.io/scrape: "true".
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 253 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="spec.pod.annotations keys must be annotation keys: an optional DNS prefix and a slash, then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+	Annotations map[string]AnnotationValue `json:"annotations,omitempty"`
+
+	// priorityClassName is the PriorityClass of every member Pod. It must exist before it is set:
+	// a member Pod naming a missing class cannot be created, so the operator holds the fleet's
+	// workload as it is (Degraded=PriorityClassMissing) until the class exists.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// imagePullSecrets name Secrets in the fleet's namespace that pull spec.image from a private
+	// registry.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	ImagePullSecrets []PullSecret `json:"imagePullSecrets,omitempty"`
+
+	// env adds environment variables to the celld container after the operator's own. A variable
+	// named like one of the operator's (CELLD_...) is not used: the operator's value is, and the
+	// SettingsOverridden condition names it.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
+	Env []EnvVar `json:"env,omitempty"`
+}
+
+// LabelValue is a label's value: at most 63 letters, digits, '-', '_' or '.', starting and
+// ending with a letter or digit, or empty.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`
+type LabelValue string
+
+// AnnotationValue is an annotation's value, bounded so that 32 of them stay well inside the
+// API server's 256 KiB for all of a Pod's annotations.
+// +kubebuilder:validation:MaxLength=4096
+type AnnotationValue string
+
+// PullSecret names a Secret of type kubernetes.io/dockerconfigjson in the fleet's namespace.
+type PullSecret struct {
+	// name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}
+
+// EnvVar is an environment variable of the celld container: a literal value, or a key of a
+// Secret or ConfigMap in the fleet's namespace.
+// +kubebuilder:validation:XValidation:rule="!(has(self.value) && has(self.valueFrom))",message="spec.pod.env: set value or valueFrom, not both"
+type EnvVar struct {
+	// name of the variable: letters, digits, '_', '-' and '.', not starting with a digit.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z][-._a-zA-Z0-9]*$`
+	Name string `json:"name"`
+	// value of the variable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	Value string `json:"value,omitempty"`
+	// valueFrom reads the value from a key of a Secret or ConfigMap.
+	// +optional
+	ValueFrom *EnvSource `json:"valueFrom,omitempty"`
+}
+
+// EnvSource is one key of one Secret or ConfigMap.
+// +kubebuilder:validation:XValidation:rule="has(self.secretKeyRef) != has(self.configMapKeyRef)",message="spec.pod.env[].valueFrom: set exactly one of secretKeyRef and configMapKeyRef"
+type EnvSource struct {
+	// secretKeyRef selects a key of a Secret.
+	// +optional
+	SecretKeyRef *KeyRef `json:"secretKeyRef,omitempty"`
+	// configMapKeyRef selects a key of a ConfigMap.
+	// +optional
+	ConfigMapKeyRef *KeyRef `json:"configMapKeyRef,omitempty"`
+}
+
+// KeyRef is a key of a named Secret or ConfigMap in the fleet's namespace.
+type KeyRef struct {
+	// name of the Secret or ConfigMap.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+	// key within it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
+	// optional: when true a missing Secret, ConfigMap or key leaves the variable unset instead
+	// of keeping the member from starting.
+	// +optional
+	Optional *bool `json:"optional,omitempty"`
 }
 
 // BucketSpec names an object-store bucket.

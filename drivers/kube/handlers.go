@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -129,6 +130,8 @@ func (i *Informers) FleetKeys(obj any) []string {
 		return i.fleetsOnNode(o.Name)
 	case *storagev1.StorageClass:
 		return i.indexedFleets(byStorageClass, o.Name)
+	case *schedulingv1.PriorityClass:
+		return i.indexedFleets(byPriorityClass, o.Name)
 	case *metav1.PartialObjectMetadata:
 		return i.indexedFleets(byServiceAccount, o.Namespace+"/"+o.Name)
 	case metav1.Object:

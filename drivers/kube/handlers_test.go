@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -53,6 +54,8 @@ func testInformers(t *testing.T, objs ...any) *Informers {
 			inf = i.Nodes
 		case *storagev1.StorageClass:
 			inf = i.StorageClasses
+		case *schedulingv1.PriorityClass:
+			inf = i.PriorityClasses
 		case *metav1.PartialObjectMetadata:
 			inf = i.ServiceAccounts
 		default:
@@ -75,6 +78,7 @@ func memberPod(f *v1alpha1.CelldFleet, name, node string) *corev1.Pod {
 func TestFleetKeys(t *testing.T) {
 	alpha := testFleet(v1alpha1.ProfilePersistentFleet)
 	alpha.Spec.ServiceAccountName = "celld-iam"
+	alpha.Spec.Pod.PriorityClassName = "fleet-critical"
 	beta := testFleet(v1alpha1.ProfileBucket)
 	beta.Name, beta.UID = "beta", "uid-beta"
 	// beta names alpha's bucket: the reservation refuses it, and it must hear of the reservation.
@@ -112,6 +116,8 @@ func TestFleetKeys(t *testing.T) {
 		{"node without members", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-z"}}, nil},
 		{"storage class", &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}}, []string{"team/alpha"}},
 		{"service account", sa, []string{"team/alpha"}},
+		{"priority class", &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "fleet-critical"}}, []string{"team/alpha"}},
+		{"priority class no fleet names", &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "system-node-critical"}}, nil},
 		// Someone else's objects under a fleet's derived names hold that fleet (NameTaken), and
 		// claims under its claim names (ForeignDisks), whatever their labels.
 		{"unlabelled service under a derived name", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "alpha-peers", Namespace: "team"}}, []string{"team/alpha"}},

@@ -18,6 +18,8 @@ const (
 	byBucket = "bucket"
 	// byStorageClass: fleets by spec.storage.storageClassName.
 	byStorageClass = "storageClass"
+	// byPriorityClass: fleets by spec.pod.priorityClassName.
+	byPriorityClass = "priorityClass"
 	// byServiceAccount: fleets by namespace/spec.serviceAccountName.
 	byServiceAccount = "serviceAccount"
 	// byFleetUID: Pods by their celld.io/fleet-uid label.
@@ -42,6 +44,12 @@ func (i *Informers) addIndexers() {
 		byStorageClass: func(obj any) ([]string, error) {
 			if f, ok := obj.(*v1alpha1.CelldFleet); ok && f.Spec.Storage != nil {
 				return []string{f.Spec.Storage.StorageClassName}, nil
+			}
+			return nil, nil
+		},
+		byPriorityClass: func(obj any) ([]string, error) {
+			if f, ok := obj.(*v1alpha1.CelldFleet); ok && f.Spec.Pod.PriorityClassName != "" {
+				return []string{f.Spec.Pod.PriorityClassName}, nil
 			}
 			return nil, nil
 		},

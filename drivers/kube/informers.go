@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -41,6 +42,7 @@ type Informers struct {
 	PDBs            cache.SharedIndexInformer
 	Nodes           cache.SharedIndexInformer
 	StorageClasses  cache.SharedIndexInformer
+	PriorityClasses cache.SharedIndexInformer
 	ServiceAccounts cache.SharedIndexInformer // nil without a metadata client
 
 	fleetLister  celldlisters.CelldFleetLister
@@ -48,6 +50,7 @@ type Informers struct {
 	deployLister appslisters.DeploymentLister
 	nodeLister   corelisters.NodeLister
 	classLister  storagelisters.StorageClassLister
+	prioLister   schedulinglisters.PriorityClassLister
 	starters     []func(stop <-chan struct{})
 
 	reportMu sync.Mutex
@@ -129,6 +132,8 @@ func NewInformers(kube kubernetes.Interface, celld versioned.Interface, meta met
 	i.Nodes, i.nodeLister = nodes.Informer(), nodes.Lister()
 	classes := cluster.Storage().V1().StorageClasses()
 	i.StorageClasses, i.classLister = classes.Informer(), classes.Lister()
+	prio := cluster.Scheduling().V1().PriorityClasses()
+	i.PriorityClasses, i.prioLister = prio.Informer(), prio.Lister()
 
 	i.starters = append(i.starters, fleetFactory.Start, reservationFactory.Start, workloads.Start, owned.Start, cluster.Start)
 	if meta != nil {
@@ -161,7 +166,7 @@ func (i *Informers) Start(stop <-chan struct{}) {
 
 func (i *Informers) all() []cache.SharedIndexInformer {
 	out := []cache.SharedIndexInformer{i.Fleets, i.Reservations, i.StatefulSets, i.Deployments, i.Pods, i.PVCs,
-		i.Services, i.Policies, i.PDBs, i.Nodes, i.StorageClasses}
+		i.Services, i.Policies, i.PDBs, i.Nodes, i.StorageClasses, i.PriorityClasses}
 	if i.ServiceAccounts != nil {
 		out = append(out, i.ServiceAccounts)
 	}

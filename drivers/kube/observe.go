@@ -124,7 +124,19 @@ func (i *Informers) Observe(namespace, name string, now time.Time, util *events.
 		}
 	}
 	o.ServiceAccountMissing = i.serviceAccountMissing(f)
+	o.PriorityClassMissing = i.priorityClassMissing(f)
 	return o, nil
+}
+
+// priorityClassMissing is true only when the PriorityClass cache synced and lacks the class the
+// fleet names: not knowing is not missing.
+func (i *Informers) priorityClassMissing(f *v1alpha1.CelldFleet) bool {
+	name := f.Spec.Pod.PriorityClassName
+	if name == "" || !i.PriorityClasses.HasSynced() {
+		return false
+	}
+	_, err := i.prioLister.Get(name)
+	return apierrors.IsNotFound(err)
 }
 
 // serviceAccountMissing is true only when the ServiceAccount cache synced and lacks the account

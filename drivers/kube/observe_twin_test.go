@@ -94,7 +94,7 @@ func describeObservation(o *events.Observation) string {
 		}
 		fmt.Fprintf(&b, "%s: %s/%s uid=%s rv=%s\n", label, x.GetNamespace(), x.GetName(), x.GetUID(), x.GetResourceVersion())
 	}
-	fmt.Fprintf(&b, "now %s synced %t/%t sa-missing %t unowned %v\n", o.Now, o.NodesSynced, o.StorageClassKnown, o.ServiceAccountMissing, o.Unowned)
+	fmt.Fprintf(&b, "now %s synced %t/%t sa-missing %t pc-missing %t unowned %v\n", o.Now, o.NodesSynced, o.StorageClassKnown, o.ServiceAccountMissing, o.PriorityClassMissing, o.Unowned)
 	if o.Utilization != nil {
 		fmt.Fprintf(&b, "utilization %+v\n", *o.Utilization)
 	}

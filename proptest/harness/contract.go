@@ -282,7 +282,7 @@ func obsFingerprint(o *events.Observation) string {
 	if o.StorageClass != nil {
 		add(o.StorageClass)
 	}
-	fmt.Fprintf(&b, "%t %t %t %v", o.NodesSynced, o.StorageClassKnown, o.ServiceAccountMissing, o.Unowned)
+	fmt.Fprintf(&b, "%t %t %t %t %v", o.NodesSynced, o.StorageClassKnown, o.ServiceAccountMissing, o.PriorityClassMissing, o.Unowned)
 	if u := o.Utilization; u != nil {
 		fmt.Fprintf(&b, " util %+v", *u)
 	}
