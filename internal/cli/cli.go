@@ -88,6 +88,7 @@ func Execute(root *cobra.Command, args []string, errOut io.Writer) int {
 		args = []string{} // nil makes cobra read os.Args
 	}
 	root.SetArgs(args)
+	completionNeedsAShell(root, args)
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0
@@ -104,6 +105,30 @@ func Execute(root *cobra.Command, args []string, errOut io.Writer) int {
 		return 2
 	}
 	return 1
+}
+
+// completionNeedsAShell makes "completion" without a shell, or with one cobra does not know, a
+// usage error rather than its help and exit status 0.
+func completionNeedsAShell(root *cobra.Command, args []string) {
+	root.InitDefaultCompletionCmd(args...) // what ExecuteC does first; it adds the command once
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" || c.Runnable() {
+			continue
+		}
+		var shells []string
+		for _, s := range c.Commands() {
+			shells = append(shells, s.Name())
+		}
+		c.Args = func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return Usagef("unknown shell %q: want %s", args[0], strings.Join(shells, ", "))
+			}
+			return nil
+		}
+		c.RunE = func(c *cobra.Command, _ []string) error {
+			return Usagef("name a shell: %s (for example %s bash)", strings.Join(shells, ", "), c.CommandPath())
+		}
+	}
 }
 
 // unknownCommand rewrites cobra's "unknown command "x" for "prog"\n\nDid you mean this?\n\t..."
