@@ -72,11 +72,9 @@ func newAdmission(data []byte) (*admission, error) {
 func (a *admission) admit(obj map[string]any) []string {
 	delete(obj, "status")
 	// Strict field validation: an unknown field is an error, not silently dropped.
-	var unknown []string
-	if _, _, paths, err := schemaobjectmeta.GetObjectMetaWithOptions(obj, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true}); err != nil {
+	_, _, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(obj, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true})
+	if err != nil {
 		return []string{fmt.Sprintf("metadata: %v", err)}
-	} else {
-		unknown = append(unknown, paths...)
 	}
 	unknown = append(unknown, pruning.PruneWithOptions(obj, a.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})...)
 	if len(unknown) > 0 {

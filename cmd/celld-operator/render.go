@@ -77,7 +77,6 @@ func readInput(path string, stdin io.Reader) ([]byte, error) {
 // fleet is one CelldFleet to render, as the API server would store it.
 type fleet struct {
 	*v1alpha1.CelldFleet
-	doc int
 	// standIn: the manifest has no UID, and the fleet carries a stand-in for the one the API
 	// server assigns.
 	standIn bool
@@ -133,7 +132,6 @@ func readFleets(path string, data []byte, namespace string) ([]fleet, error) {
 			continue
 		}
 		seen[key] = doc
-		f.doc = doc
 		fleets = append(fleets, f)
 	}
 	if len(refused) > 0 {
@@ -170,10 +168,11 @@ func admitFleet(adm *admission, js []byte, namespace string) (fleet, []string) {
 	kind, _ := obj["kind"].(string)
 	apiVersion, _ := obj["apiVersion"].(string)
 	if kind != "CelldFleet" || apiVersion != v1alpha1.SchemeGroupVersion.String() {
+		what := "a " + kind
 		if kind == "" {
-			kind = "object without a kind"
+			what = "an object without a kind"
 		}
-		return fleet{}, []string{fmt.Sprintf("a %s (apiVersion %q), not a CelldFleet: render takes kind CelldFleet, apiVersion %s only", kind, apiVersion, v1alpha1.SchemeGroupVersion)}
+		return fleet{}, []string{fmt.Sprintf("%s (apiVersion %q), not a CelldFleet: render takes kind CelldFleet, apiVersion %s only", what, apiVersion, v1alpha1.SchemeGroupVersion)}
 	}
 	meta, ok := obj["metadata"].(map[string]any)
 	if !ok && obj["metadata"] != nil {

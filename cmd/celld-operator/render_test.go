@@ -124,7 +124,7 @@ func TestRenderRefusesWholeFiles(t *testing.T) {
 			`: document 2: a ConfigMap (apiVersion "v1"), not a CelldFleet: render takes kind CelldFleet, apiVersion celld.io/v1alpha1 only`}},
 		{"another version", strings.Replace(manifest("a", ""), "v1alpha1", "v1beta1", 1), []string{
 			`: document 1: a CelldFleet (apiVersion "celld.io/v1beta1"), not a CelldFleet`}},
-		{"no kind", "just: text\n", []string{": document 1: a object without a kind"}},
+		{"no kind", "just: text\n", []string{`: document 1: an object without a kind (apiVersion ""), not a CelldFleet`}},
 		{"a list", "- a\n- b\n", []string{": document 1: not a Kubernetes object but a list"}},
 		{"no fleet", "# nothing\n", []string{"has no CelldFleet"}},
 		{"the same fleet twice", manifest("a", "") + "---\n" + manifest("a", ""), []string{": document 2: CelldFleet default/a is also document 1"}},

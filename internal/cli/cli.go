@@ -29,8 +29,9 @@ func IsUsage(err error) bool {
 	if errors.As(err, &u) {
 		return true
 	}
-	// The errors cobra makes itself, before any flag is parsed: a command that does not exist
-	// (root's own check) or an argument after a command that takes none (cobra.NoArgs).
+	// The errors cobra makes itself: a command that does not exist (root's own check, or
+	// cobra.NoArgs on a command of its own such as completion bash), or a flag marked required
+	// and not given.
 	msg := err.Error()
 	return strings.HasPrefix(msg, "unknown command ") || strings.HasPrefix(msg, "required flag")
 }
