@@ -4,7 +4,9 @@ GO ?= go
 BIN := bin/celld-operator
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+# When the binary was built, as `celld-operator version` prints it (RFC 3339, UTC).
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BUILD_DATE)
 FUZZ_SEQUENCES ?= 20000
 CHAOS_KILLS ?= 200
 MUTANTS_JOBS ?= 1

@@ -332,9 +332,10 @@ func checkImage(t *testing.T, archive string) string {
 	if len(machines) != 0 || amd64 == "" {
 		t.Fatalf("image: no image for %v", machines)
 	}
+	// version: VERSION, then the commit, the build date and the Go version, each stamped.
 	ver, err := exec.Command(amd64, "version").Output()
-	if err != nil || strings.TrimSpace(string(ver)) != releaseVersion {
-		t.Errorf("the image's binary says version %q (%v), want %s", ver, err, releaseVersion)
+	if err != nil || !strings.HasPrefix(string(ver), "version: "+releaseVersion+"\n") || strings.Contains(string(ver), "unknown") {
+		t.Errorf("the image's binary says %q (%v), want version %s with its commit and build date", ver, err, releaseVersion)
 	}
 	return amd64
 }

@@ -1,51 +1,37 @@
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
+
+	"github.com/celld/celld-operator/internal/cli"
 	"github.com/celld/celld-operator/machine"
 )
 
-// errUsage is returned after a flag set already printed what was wrong.
-var errUsage = errors.New("usage")
-
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("celld-operator "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
+func newDiagram() *cobra.Command {
+	var format string
+	c := &cobra.Command{
+		Use:   "diagram",
+		Short: "Export the lifecycle machine the operator runs (--format dot|mermaid)",
+		Example: `  celld-operator diagram --format dot | dot -Tsvg > lifecycle.svg
+  celld-operator diagram --format mermaid`,
+		Args: cli.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			var out string
+			switch format {
+			case "dot":
+				out = machine.DOT()
+			case "mermaid":
+				out = machine.Mermaid()
+			default:
+				return cli.Usagef("--format %q: want dot or mermaid", format)
+			}
+			_, err := io.WriteString(c.OutOrStdout(), out)
+			return err
+		},
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	return nil
-}
-
-func init() {
-	register("diagram", "export the lifecycle machine (--format dot|mermaid)", func(args []string, stdout, stderr io.Writer) error {
-		fs := newFlags("diagram", stderr)
-		format := fs.String("format", "dot", "dot or mermaid")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
-		switch *format {
-		case "dot":
-			_, err := io.WriteString(stdout, machine.DOT())
-			return err
-		case "mermaid":
-			_, err := io.WriteString(stdout, machine.Mermaid())
-			return err
-		}
-		return fmt.Errorf("--format %q: want dot or mermaid", *format)
-	})
+	c.Flags().StringVar(&format, "format", "dot", "dot or mermaid")
+	_ = c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"dot", "mermaid"}, cobra.ShellCompDirectiveNoFileComp))
+	return c
 }

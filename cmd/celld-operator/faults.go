@@ -3,12 +3,12 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
 	"github.com/celld/celld-operator/drivers/kube"
@@ -22,7 +22,7 @@ var (
 // The test build's flags: the end-to-end tests build the operator with -tags faults to fail a
 // share of its requests on purpose.
 func init() {
-	addFaultFlags = func(fs *flag.FlagSet, f *runFlags) {
+	addFaultFlags = func(fs *pflag.FlagSet, f *runFlags) {
 		fs.Float64Var(&f.faultRate, "api-fault-rate", 0, "for testing resilience only: fail this share (0 to 1) of the operator's API requests on purpose (500, 409, 429, timeouts, dropped watches)")
 		fs.Uint64Var(&f.faultSeed, "api-fault-seed", 1, "seed of the faults --api-fault-rate injects, to reproduce a run")
 		fs.StringVar(&stall, "api-stall-writes", "", "for testing only: RESOURCE:DURATION holds every write to RESOURCE (as api_writes_total names it, e.g. statefulsets) that long before sending it")

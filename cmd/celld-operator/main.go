@@ -3,79 +3,62 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/celld/celld-operator/internal/cli"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
-type command struct {
-	summary string
-	run     func(args []string, stdout, stderr io.Writer) error
-}
-
-var commands = map[string]command{}
-
-func register(name, summary string, run func(args []string, stdout, stderr io.Writer) error) {
-	commands[name] = command{summary: summary, run: run}
-}
-
-func init() {
-	register("version", "print the version", func(_ []string, stdout, _ io.Writer) error {
-		_, err := fmt.Fprintln(stdout, version)
-		return err
-	})
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: celld-operator <command> [flags]")
-	fmt.Fprintln(w, "\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
-	}
-}
 
 func main() { os.Exit(mainArgs(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// mainArgs runs one command and returns the process exit code: 0 on success, 1 when the command
-// failed, 2 on a usage error. Every failure is one line on stderr.
+// mainArgs runs one command and returns the process exit code: 0 on success and on -h/--help
+// (which never runs the command), 1 when the command failed, 2 on a command line it cannot run.
+// Every failure is one line on stderr.
 func mainArgs(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
-	c, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "celld-operator: unknown command %q (try: %s)\n", args[0], strings.Join(sortedNames(), ", "))
-		return 2
-	}
-	if err := c.run(args[1:], stdout, stderr); err != nil {
-		if err == errUsage {
-			return 2
-		}
-		fmt.Fprintf(stderr, "celld-operator %s: %v\n", args[0], err)
-		return 1
-	}
-	return 0
+	return execute(args, os.Stdin, stdout, stderr)
 }
 
-func sortedNames() []string {
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+// execute is mainArgs with the standard input render -f - reads.
+func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return cli.Execute(newRoot(stdin, stdout, stderr), args, stderr)
+}
+
+func newRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "celld-operator",
+		Short: "Run celld fleets on Kubernetes, and export and render the lifecycle machine it runs",
+		Long: `celld-operator runs celld fleets on Kubernetes (celld-operator run), and shows offline what it
+does: the lifecycle machine it runs (diagram) and the objects a fleet renders to (render).`,
+		Version: version,
+		// A command line without a command is a usage error, as an unknown command is.
+		RunE: func(c *cobra.Command, _ []string) error {
+			var names []string
+			for _, s := range c.Commands() {
+				if s.IsAvailableCommand() && s.Name() != "help" {
+					names = append(names, s.Name())
+				}
+			}
+			return cli.Usagef("name a command: %s (see %s --help)", strings.Join(names, ", "), c.CommandPath())
+		},
 	}
-	sort.Strings(names)
-	return names
+	cli.Prepare(root, in, out, errOut)
+	// --version prints what the version command prints.
+	root.SetVersionTemplate(strings.ReplaceAll(readBuild().String(), "{{", `{{"{{"}}`))
+	root.AddCommand(newVersion(), newDiagram(), newRender(), newRun())
+	return root
+}
+
+func newVersion() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, the commit, the build date and the Go version",
+		Args:  cli.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			_, err := io.WriteString(c.OutOrStdout(), readBuild().String())
+			return err
+		},
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/celld/celld-operator/drivers/kube"
+	"github.com/celld/celld-operator/internal/cli"
 )
 
 // runFlags are the flags of `celld-operator run`.
@@ -45,36 +47,47 @@ type runFlags struct {
 // Fault injection exists only in a test build (go build -tags faults, see faults.go): these stay
 // nil in the production binary, which has neither the flags nor the code.
 var (
-	addFaultFlags   func(fs *flag.FlagSet, f *runFlags)
+	addFaultFlags   func(fs *pflag.FlagSet, f *runFlags)
 	checkFaultFlags func(f runFlags) error
 	injectFaults    func(cfg *rest.Config, f runFlags, m *kube.Metrics, log zerolog.Logger)
 )
 
-func init() {
-	register("run", "run the operator against a cluster (--kubeconfig, --leader-elect, ...)", runCommand)
-}
-
-func runCommand(args []string, _, stderr io.Writer) error {
-	f, help, err := parseRunFlags(args, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "celld-operator run: %v (see: celld-operator run -h)\n", err)
-		return errUsage
-	}
-	if help {
-		return nil
-	}
-	log, err := newLogger(stderr, f.logFormat, f.logLevel)
-	if err != nil {
-		fmt.Fprintf(stderr, "celld-operator run: %v\n", err)
-		return errUsage
-	}
-	klog.SetLogger(kube.Logr(log.With().Str("component", "client-go").Logger()))
-	return run(f, log)
-}
-
-func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool, error) {
+func newRun() *cobra.Command {
 	var f runFlags
-	fs := flag.NewFlagSet("celld-operator run", flag.ContinueOnError)
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Run the operator against a cluster (--kubeconfig, --leader-elect, ...)",
+		Long: `run runs the operator: it watches CelldFleets (in every namespace, or in --namespace) and keeps
+each fleet's objects as the fleet asks, until SIGTERM or SIGINT. In a cluster it uses the Pod's
+service account; outside, --kubeconfig.`,
+		Example: `  celld-operator run --leader-elect
+  celld-operator run --kubeconfig ~/.kube/config --namespace team --metrics-secure=false --log-format console`,
+		Args: cli.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := checkRunFlags(f); err != nil {
+				return cli.Usagef("%v (see %s --help)", err, c.CommandPath())
+			}
+			log, err := newLogger(c.ErrOrStderr(), f.logFormat, f.logLevel)
+			if err != nil {
+				return cli.UsageError{Err: err}
+			}
+			klog.SetLogger(kube.Logr(log.With().Str("component", "client-go").Logger()))
+			return run(f, log)
+		},
+	}
+	addRunFlags(c.Flags(), &f)
+	_ = c.MarkFlagFilename("kubeconfig")
+	_ = c.MarkFlagDirname("metrics-cert-dir")
+	for name, values := range map[string][]string{"log-format": {"json", "console"}, "log-level": {"debug", "info", "warn", "error"}} {
+		_ = c.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+	}
+	return c
+}
+
+// addRunFlags defines the flags of run: their names and defaults are an interface (the manifests,
+// the Helm chart, the end-to-end tests and the benchmark pass them).
+func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
+	fs.SortFlags = false
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty uses the in-cluster config")
 	fs.StringVar(&f.namespace, "namespace", "", "manage the fleets of this namespace only; empty manages every namespace")
 	fs.IntVar(&f.workers, "workers", kube.DefaultWorkers, "fleets synced concurrently")
@@ -97,47 +110,39 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool, error) {
 	fs.DurationVar(&f.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader retries renewing before it gives up leading")
 	fs.DurationVar(&f.retry, "leader-election-retry-period", 2*time.Second, "how often the lease is tried")
 	if addFaultFlags != nil {
-		addFaultFlags(fs, &f)
+		addFaultFlags(fs, f)
 	}
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fmt.Fprintln(stderr, "usage: celld-operator run [flags]")
-			fs.PrintDefaults()
-			return f, true, nil
-		}
-		return f, false, err
-	}
+}
+
+// checkRunFlags refuses values of the right type that run cannot work with.
+func checkRunFlags(f runFlags) error {
 	switch {
-	case fs.NArg() > 0:
-		return f, false, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	case f.workers < 1:
-		return f, false, fmt.Errorf("--workers %d: want at least 1", f.workers)
+		return fmt.Errorf("--workers %d: want at least 1", f.workers)
 	case !(f.qps > 0) || f.burst < 1:
-		return f, false, fmt.Errorf("--kube-api-qps %v, --kube-api-burst %d: want both positive", f.qps, f.burst)
+		return fmt.Errorf("--kube-api-qps %v, --kube-api-burst %d: want both positive", f.qps, f.burst)
 	case f.logFormat != "json" && f.logFormat != "console":
-		return f, false, fmt.Errorf("--log-format %q: want json or console", f.logFormat)
+		return fmt.Errorf("--log-format %q: want json or console", f.logFormat)
 	case f.resync <= 0 || f.capacityInterval <= 0:
-		return f, false, errors.New("--resync-period and --capacity-interval must be positive")
+		return errors.New("--resync-period and --capacity-interval must be positive")
 	case f.leaderElect && f.leaderNamespace == "":
-		return f, false, errors.New("--leader-election-namespace is required with --leader-elect")
+		return errors.New("--leader-election-namespace is required with --leader-elect")
 	case f.leaderElect && !(f.leaseDuration > f.renewDeadline && f.renewDeadline > f.retry && f.retry > 0):
-		return f, false, errors.New("leader election wants lease duration > renew deadline > retry period > 0")
+		return errors.New("leader election wants lease duration > renew deadline > retry period > 0")
 	case f.probeAddr == "" || f.probeAddr == "0":
-		return f, false, errors.New("--health-probe-bind-address is required")
+		return errors.New("--health-probe-bind-address is required")
 	case f.metricsCertDir != "" && !f.metricsSecure:
-		return f, false, errors.New("--metrics-cert-dir needs --metrics-secure: plain HTTP has no certificate")
+		return errors.New("--metrics-cert-dir needs --metrics-secure: plain HTTP has no certificate")
 	}
 	if _, err := zerolog.ParseLevel(f.logLevel); err != nil || f.logLevel == "" {
-		return f, false, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
 	}
 	if checkFaultFlags != nil {
 		if err := checkFaultFlags(f); err != nil {
-			return f, false, err
+			return err
 		}
 	}
-	return f, false, nil
+	return nil
 }
 
 // defaultLeaderNamespace is the Pod's own namespace (from the downward API) when it runs in a

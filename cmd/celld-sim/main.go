@@ -4,40 +4,48 @@
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/celld/celld-operator/internal/cli"
 )
 
 func main() { os.Exit(mainArgs(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// mainArgs returns the process exit code: 0 when every clause held, 1 on a violation or a failed
-// run, 2 on a flag it does not know. Every failure is one line on stderr.
+// mainArgs returns the process exit code: 0 when every clause held (and on -h/--help, which
+// never runs a sequence), 1 on a violation or a failed run, 2 on a command line it cannot run.
+// Every failure is one line on stderr.
 func mainArgs(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("celld-sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	seed := fs.Uint64("seed", 1, "seed of the sequence: the same seed replays the same story")
-	steps := fs.Int("steps", 40, "how many user actions and faults the sequence has")
-	quiet := fs.Bool("quiet", false, "print only the summary")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	return cli.Execute(newRoot(stdout, stderr), args, stderr)
+}
+
+func newRoot(out, errOut io.Writer) *cobra.Command {
+	var (
+		seed  uint64
+		steps int
+		quiet bool
+	)
+	root := &cobra.Command{
+		Use:   "celld-sim",
+		Short: "Run a random lifecycle sequence through the simulator, with every contract check",
+		Long: `celld-sim runs one random sequence of user actions and faults against the operator's loop on the
+simulator, checking every clause of the contract after each step, then lets the fleets converge.
+It prints the story (unless --quiet) and a summary, and exits 1 on a violation.`,
+		Example: `  celld-sim --seed 7 --steps 100
+  celld-sim --seed 7 --quiet`,
+		Args: cli.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if steps < 1 {
+				return cli.Usagef("--steps %d: want at least 1", steps)
+			}
+			return simulate(c.OutOrStdout(), seed, steps, quiet)
+		},
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "celld-sim: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	if *steps < 1 {
-		fmt.Fprintf(stderr, "celld-sim: --steps %d: want at least 1\n", *steps)
-		return 1
-	}
-	if err := simulate(stdout, *seed, *steps, *quiet); err != nil {
-		fmt.Fprintf(stderr, "celld-sim: %v\n", err)
-		return 1
-	}
-	return 0
+	cli.Prepare(root, os.Stdin, out, errOut)
+	root.Flags().Uint64Var(&seed, "seed", 1, "seed of the sequence: the same seed replays the same story")
+	root.Flags().IntVar(&steps, "steps", 40, "how many user actions and faults the sequence has")
+	root.Flags().BoolVar(&quiet, "quiet", false, "print only the summary")
+	return root
 }

@@ -111,8 +111,9 @@ func (r *release) run() error {
 }
 
 // binaries builds the operator for every platform into the scratch folder (the image holds it),
-// stamped with the version and the commit, without cgo (the image has no C library), and the
-// kubectl plugin for the same platforms into the release.
+// stamped with the version, the commit and, as its build date, the commit's time (so the same
+// commit gives the same binary), without cgo (the image has no C library), and the kubectl
+// plugin for the same platforms into the release.
 func (r *release) binaries() error {
 	for _, arch := range platforms {
 		for pkg, out := range map[string]string{
@@ -120,7 +121,7 @@ func (r *release) binaries() error {
 			"./cmd/kubectl-celld":  filepath.Join(r.out, "kubectl-celld-linux-"+arch),
 		} {
 			cmd := exec.Command("go", "build", "-trimpath", "-ldflags",
-				fmt.Sprintf("-s -w -X main.version=%s -X main.commit=%s", r.version, r.commit), "-o", out, pkg)
+				fmt.Sprintf("-s -w -X main.version=%s -X main.commit=%s -X main.date=%s", r.version, r.commit, r.created.Format(time.RFC3339)), "-o", out, pkg)
 			cmd.Dir = r.root
 			cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
 			if b, err := cmd.CombinedOutput(); err != nil {

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// TestRunFlagsKeepTheirNamesAndDefaults: run's flags are an interface the manifests, the Helm
+// chart, the end-to-end tests and the benchmark pass; a name or a default changes only on purpose.
+func TestRunFlagsKeepTheirNamesAndDefaults(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "")
+	want := map[string]string{
+		"kubeconfig": "", "namespace": "", "workers": "4", "kube-api-qps": "20", "kube-api-burst": "50",
+		"metrics-bind-address": ":8443", "metrics-secure": "true", "metrics-cert-dir": "",
+		"health-probe-bind-address": ":8081", "pprof": "false", "leader-elect": "false",
+		"leader-election-namespace": "celld-system", "log-format": "json", "log-level": "info",
+		"resync-period": "10m0s", "capacity-interval": "30s", "leader-election-lease-duration": "15s",
+		"leader-election-renew-deadline": "10s", "leader-election-retry-period": "2s",
+	}
+	if addFaultFlags != nil {
+		want["api-fault-rate"], want["api-fault-seed"], want["api-stall-writes"] = "0", "1", ""
+	}
+	got := map[string]string{}
+	newRun().Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Name != "help" {
+			got[f.Name] = f.DefValue
+			if f.Shorthand != "" {
+				t.Errorf("--%s has the shorthand -%s: run's flags have none", f.Name, f.Shorthand)
+			}
+		}
+	})
+	for name, def := range want {
+		if g, ok := got[name]; !ok || g != def {
+			t.Errorf("--%s: default %q (defined: %t); want %q", name, g, ok, def)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("--%s is new: add it to this test", name)
+		}
+	}
+}
+
+// TestShippedArgsParse: every flag the manifests and the Helm chart pass to run is one run has,
+// spelled with two dashes.
+func TestShippedArgsParse(t *testing.T) {
+	flags := newRun().Flags()
+	arg := regexp.MustCompile(`(?m)^\s*- (-{1,2})([a-z][a-z0-9-]*)`)
+	for _, file := range []string{"../../deploy/operator/deployment.yaml", "../../deploy/helm/celld-operator/templates/deployment.yaml"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, m := range arg.FindAllStringSubmatch(string(data), -1) {
+			n++
+			if m[1] != "--" || flags.Lookup(m[2]) == nil {
+				t.Errorf("%s passes %s%s: run has no such flag", file, m[1], m[2])
+			}
+		}
+		if n < 3 || !strings.Contains(string(data), "- run") {
+			t.Errorf("%s: found %d flags of run; the pattern is broken", file, n)
+		}
+	}
+}
