@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,6 +37,7 @@ const (
 	NetworkPolicy         Kind = "NetworkPolicy"
 	PodDisruptionBudget   Kind = "PodDisruptionBudget"
 	StorageClass          Kind = "StorageClass"
+	PriorityClass         Kind = "PriorityClass"
 )
 
 // Object is what every Kubernetes type in the table is.
@@ -88,6 +90,8 @@ var Table = []Row{
 		Resource: schema.GroupResource{Resource: "nodes"}},
 	{Kind: StorageClass, New: func() Object { return &storagev1.StorageClass{} },
 		Resource: schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"}},
+	{Kind: PriorityClass, New: func() Object { return &schedulingv1.PriorityClass{} },
+		Resource: schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}},
 }
 
 var (

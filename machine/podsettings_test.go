@@ -63,7 +63,10 @@ func TestMissingPriorityClassHoldsTheWorkload(t *testing.T) {
 		v.Fleet.Spec.Pod.PriorityClassName = "fleet-critical"
 		v.Fleet.Generation++
 		v.PriorityClassMissing = true
-		d := machine.New().Step(&v)
+		// One machine for both steps, as the operator keeps one per fleet: the class appearing
+		// must be news to a held fleet's machine.
+		m := machine.New()
+		d := m.Step(&v)
 		if strings.Contains(kinds(d), "apply/StatefulSet") || strings.Contains(kinds(d), "apply/Deployment") || strings.Contains(kinds(d), "delete") {
 			t.Errorf("%s: class missing, but %s", profile, kinds(d))
 		}
@@ -75,8 +78,14 @@ func TestMissingPriorityClassHoldsTheWorkload(t *testing.T) {
 			t.Errorf("%s: held, but Ready=%s", profile, r.Status)
 		}
 
+		// The status published, the held fleet asks for nothing more: its machine is quiet.
+		v.Fleet.Status = d.Status
+		v.Fleet.ResourceVersion += "s"
+		if d := m.Step(&v); len(d.Actions) != 0 {
+			t.Fatalf("%s: held with its status published, but %s", profile, kinds(d))
+		}
 		v.PriorityClassMissing = false
-		d = machine.New().Step(&v)
+		d = m.Step(&v)
 		if !strings.Contains(kinds(d), "apply/") {
 			t.Errorf("%s: the class exists: want the new template applied, got %s", profile, kinds(d))
 		}

@@ -501,8 +501,8 @@ var Table = []Mutant{
 		Threatens:   "day-2: a requested rolling restart happens",
 	},
 	{
-		Name: "restart-not-rendered", File: "render/pod.go",
-		Original:    "t.Annotations = map[string]string{v1alpha1.AnnotationRestartedAt: at}",
+		Name: "restart-not-rendered", File: "render/podsettings.go",
+		Original:    "a[v1alpha1.AnnotationRestartedAt] = at",
 		Replacement: "_ = at",
 		Mistake:     "the restart annotation never reaches the members' Pod template",
 		Threatens:   "day-2: a requested rolling restart happens",
@@ -513,5 +513,34 @@ var Table = []Mutant{
 		Replacement: "if anchor.Time.After(f.Now) && f.Window < 0 {",
 		Mistake:     "a scale-in request recorded ahead of the clock holds the scale-in for as long as the skew",
 		Threatens:   "clause 7: the window is measured from the request, on this clock",
+	},
+	// Pod settings (spec.pod).
+	{
+		Name: "user-label-overrides-selector", File: "render/podsettings.go",
+		Original:    "if _, taken := l[k]; !taken && !strings.HasPrefix(k, reservedKeyPrefix) {",
+		Replacement: "if true {",
+		Mistake:     "a user's label replaces the operator's: a member no longer matches its workload's selector",
+		Threatens:   "members keep their selector whatever spec.pod says",
+	},
+	{
+		Name: "user-env-shadows-operator", File: "render/podsettings.go",
+		Original:    "if strings.HasPrefix(e.Name, reservedEnvPrefix) {\n\t\t\tcontinue",
+		Replacement: "if false {\n\t\t\tcontinue",
+		Mistake:     "a user's CELLD_ variable is added after the operator's and wins (the last duplicate does)",
+		Threatens:   "members keep their bucket and ports whatever spec.pod says; clause 9 (one bucket per fleet)",
+	},
+	{
+		Name: "quiet-forgets-priority-class", File: "machine/quiet.go",
+		Original:    "\tflag(v.PriorityClassMissing)\n",
+		Replacement: "",
+		Mistake:     "the fingerprint of a quiet fleet leaves out the missing priority class: the class appearing decides nothing",
+		Threatens:   "a held fleet rolls out once its input is fixed",
+	},
+	{
+		Name: "priority-class-not-held", File: "machine/facts.go",
+		Original:    "case v.PriorityClassMissing:",
+		Replacement: "case false:",
+		Mistake:     "a template naming a missing priority class is applied: a StatefulSet deletes a member it cannot create again",
+		Threatens:   "clause 1: no member taken away that cannot come back",
 	},
 }
