@@ -121,7 +121,6 @@ func (f *fixture) capacityFleet(name string, mode v1alpha1.CapacityMode, members
 // TestKubectlTopShowsMemberUsage: the local control plane has a metrics pipeline. A member's usage
 // set through kwok shows in `kubectl top pods` a scrape or two later.
 func TestKubectlTopShowsMemberUsage(t *testing.T) {
-	t.Parallel()
 	f := newFixture(t)
 	f.startOperator()
 	fl := f.create(f.newFleet("top", v1alpha1.ProfileBucket, 2))
@@ -172,7 +171,6 @@ func (f *fixture) waitTop(fl *v1alpha1.CelldFleet, lo, hi int, memory ...string)
 // TestRecommendFollowsUsage: with capacity mode Recommend, status.recommendedMembers follows the
 // members' usage up and down against targetUtilization, and the fleet's size never changes.
 func TestRecommendFollowsUsage(t *testing.T) {
-	t.Parallel()
 	f := newFixture(t)
 	contract := f.watchContract()
 	f.startOperator(capacityInterval)
@@ -210,7 +208,6 @@ func TestRecommendFollowsUsage(t *testing.T) {
 // once the request stood for scaleInStabilization as the reservation's history records it, and
 // never below minMembers, which the CapacityObserved condition and the metrics then name.
 func TestAutoGrowsInOneWriteShrinksOneAtATime(t *testing.T) {
-	t.Parallel()
 	const window = 20 * time.Second
 	f := newFixture(t)
 	contract := f.watchContract()
@@ -281,7 +278,6 @@ func TestAutoGrowsInOneWriteShrinksOneAtATime(t *testing.T) {
 // stabilization window neither skips nor restarts it: the one that follows finds the request in
 // the reservation's history and removes the first member when the window that began there ends.
 func TestAutoScaleInWindowSurvivesOperatorKill(t *testing.T) {
-	t.Parallel()
 	const window = 45 * time.Second
 	f := newFixture(t)
 	contract := f.watchContract()
@@ -406,7 +402,6 @@ func TestMetricsServerStoppedNoScaleIn(t *testing.T) {
 // fleet grows in one write; low usage makes it lower spec.members by two, and the fleet shrinks one
 // member per step: the HPA's request is a manual request like any other.
 func TestHPADrivesFleetThroughScaleSubresource(t *testing.T) {
-	t.Parallel()
 	f := newFixture(t)
 	contract := f.watchContract()
 	f.startOperator()

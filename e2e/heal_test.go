@@ -536,9 +536,13 @@ func restoreNode(t *testing.T, saved *corev1.Node) {
 	if _, err := suite.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("recreate node %s: %v", saved.Name, err)
 	}
-	status := mustJSON(t, map[string]any{"status": map[string]any{"capacity": saved.Status.Capacity, "allocatable": saved.Status.Allocatable}})
-	waitNode(t, saved.Name, 2*time.Minute, "back, Ready and untainted, with its capacity", func(n *corev1.Node) bool {
-		if !equality.Semantic.DeepEqual(n.Status.Capacity, saved.Status.Capacity) || !equality.Semantic.DeepEqual(n.Status.Allocatable, saved.Status.Allocatable) {
+	// Its kubelet address and port too: metrics-server finds the node's fake kubelet by them, and
+	// without them serves no usage of the node's Pods to the capacity tests and the HPA.
+	status := mustJSON(t, map[string]any{"status": map[string]any{"capacity": saved.Status.Capacity, "allocatable": saved.Status.Allocatable,
+		"addresses": saved.Status.Addresses, "daemonEndpoints": saved.Status.DaemonEndpoints}})
+	waitNode(t, saved.Name, 2*time.Minute, "back, Ready and untainted, with its capacity and kubelet address", func(n *corev1.Node) bool {
+		if !equality.Semantic.DeepEqual(n.Status.Capacity, saved.Status.Capacity) || !equality.Semantic.DeepEqual(n.Status.Allocatable, saved.Status.Allocatable) ||
+			!equality.Semantic.DeepEqual(n.Status.Addresses, saved.Status.Addresses) || n.Status.DaemonEndpoints != saved.Status.DaemonEndpoints {
 			// A failed patch is tried again at the next poll; the wait names the node as last seen.
 			_, _ = suite.kube.CoreV1().Nodes().Patch(ctx, saved.Name, types.MergePatchType, status, metav1.PatchOptions{}, "status")
 			return false
