@@ -69,7 +69,7 @@ type Row struct {
 	// Suffixes (owned kinds only) are what the fleet's name takes to name the objects of the kind
 	// the fleet renders, "" for the fleet's name itself. The objects under these names are the
 	// fleet's or someone else's (NameTaken), never adopted; a new suffix also needs the fleets'
-	// admission rule on names (TestDerivedNamesNeverCollide).
+	// admission rule on names (TestAdmissionRefusesEveryDerivedSuffix).
 	Suffixes []string
 }
 
