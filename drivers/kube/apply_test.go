@@ -139,8 +139,17 @@ func TestApplyResources(t *testing.T) {
 	for _, r := range fx.requests() {
 		got = append(got, r.GetVerb()+" "+r.GetResource().Resource)
 	}
-	want := "get services patch services get services patch services get networkpolicies patch networkpolicies " +
-		"get networkpolicies patch networkpolicies get poddisruptionbudgets patch poddisruptionbudgets get statefulsets patch statefulsets"
+	// Each object read, then applied, at its kind's resource of the table, in apply order.
+	var want string
+	for _, obj := range render.Render(f, 3, -1).All() {
+		r, _ := kinds.Lookup(kinds.Of(obj))
+		want += " get " + r.Resource.Resource + " patch " + r.Resource.Resource
+	}
+	want = strings.TrimPrefix(want, " ")
+	if !strings.HasPrefix(want, "get services patch services get services patch services get networkpolicies") ||
+		!strings.Contains(want, "get poddisruptionbudgets patch poddisruptionbudgets") || !strings.HasSuffix(want, "get statefulsets patch statefulsets") {
+		t.Fatalf("the table's order changed: %s", want)
+	}
 	if strings.Join(got, " ") != want {
 		t.Errorf("applied %q, want %q", strings.Join(got, " "), want)
 	}
