@@ -1,6 +1,7 @@
 package events
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -8,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // The suffixes of the names the operator derives from a fleet's name. Admission refuses a fleet
@@ -19,8 +21,21 @@ const (
 	SuffixClients = "-clients"
 )
 
-// DerivedSuffixes lists every suffix a derived name adds to the fleet's name.
-var DerivedSuffixes = []string{SuffixPeers, SuffixClients}
+// DerivedSuffixes lists every suffix a derived name adds to the fleet's name: every owned kind's
+// of kinds.Table.
+var DerivedSuffixes = derivedSuffixes()
+
+func derivedSuffixes() []string {
+	var out []string
+	for _, r := range kinds.Owned(true) {
+		for _, s := range r.Suffixes {
+			if s != "" && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
 
 // Derived is one object the operator creates for a fleet, in the fleet's namespace.
 type Derived struct {
@@ -31,21 +46,25 @@ type Derived struct {
 func (d Derived) String() string { return d.Kind + "/" + d.Name }
 
 // DerivedObjects lists the objects the operator creates for a fleet under names derived from the
-// fleet's, in apply order: the Services, the NetworkPolicies, the PodDisruptionBudget, the
-// workload. Each is checked for a foreign owner before anything is written to it. The
-// reservation and the claims are named apart (by the bucket, and by the StatefulSet controller).
+// fleet's, in apply order: every owned kind of kinds.Table under each of its suffixes, and of the
+// workload kinds only the fleet's. Each is checked for a foreign owner before anything is written
+// to it. The reservation and the claims are named apart (by the bucket, and by the StatefulSet
+// controller).
 func DerivedObjects(f *v1alpha1.CelldFleet) []Derived {
-	n := f.Name
-	workload := "Deployment"
+	workload := kinds.Deployment
 	if f.Spec.Profile == v1alpha1.ProfilePersistentFleet || f.Spec.Workload == v1alpha1.WorkloadOrderedStatefulSet {
-		workload = "StatefulSet"
+		workload = kinds.StatefulSet
 	}
-	return []Derived{
-		{"Service", n}, {"Service", n + SuffixPeers},
-		{"NetworkPolicy", n + SuffixClients}, {"NetworkPolicy", n + SuffixPeers},
-		{"PodDisruptionBudget", n},
-		{workload, n},
+	out := make([]Derived, 0, 6)
+	for _, r := range kinds.Owned(true) {
+		if r.Workload && r.Kind != workload {
+			continue
+		}
+		for _, s := range r.Suffixes {
+			out = append(out, Derived{string(r.Kind), f.Name + s})
+		}
 	}
+	return out
 }
 
 // ControlledBy reports whether obj's controller reference is the fleet with that UID: the one

@@ -9,11 +9,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // Observation is everything observed about one fleet at one moment: the raw, typed objects as the
@@ -31,9 +30,9 @@ type Observation struct {
 	Rivals      []*v1alpha1.CelldFleet
 	StatefulSet *appsv1.StatefulSet
 	Deployment  *appsv1.Deployment
-	Services    []*corev1.Service
-	Policies    []*networkingv1.NetworkPolicy
-	PDB         *policyv1.PodDisruptionBudget
+	// Owned are the fleet's objects of the owned kinds that are not workloads: those under the
+	// fleet's derived names (DerivedObjects) that the fleet controls, in that order.
+	Owned []kinds.Object
 	// Pods are the Pods that carry the fleet's UID label.
 	Pods []*corev1.Pod
 	// PVCs are the claims that carry the fleet's name label, whatever UID they carry, and the

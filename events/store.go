@@ -6,8 +6,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -150,19 +148,11 @@ func (s *Store) Observe(namespace, name string) *Observation {
 		o.Deployment = d.(*appsv1.Deployment)
 	}
 	for _, d := range DerivedObjects(f) {
-		switch d.Kind {
-		case "Service":
-			if obj := derived(d.Kind, d.Name); obj != nil {
-				o.Services = append(o.Services, obj.(*corev1.Service))
-			}
-		case "NetworkPolicy":
-			if obj := derived(d.Kind, d.Name); obj != nil {
-				o.Policies = append(o.Policies, obj.(*networkingv1.NetworkPolicy))
-			}
-		case "PodDisruptionBudget":
-			if obj := derived(d.Kind, d.Name); obj != nil {
-				o.PDB = obj.(*policyv1.PodDisruptionBudget)
-			}
+		if kinds.IsWorkloadKind(kinds.Kind(d.Kind)) {
+			continue // looked up above, whichever the fleet uses
+		}
+		if obj := derived(d.Kind, d.Name); obj != nil {
+			o.Owned = append(o.Owned, obj.(kinds.Object))
 		}
 	}
 	for _, obj := range s.sorted("Pod") {

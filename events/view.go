@@ -166,7 +166,7 @@ type Owned struct {
 	Objects     []OwnedObject
 }
 
-// OwnedObject is an observed Service, NetworkPolicy or PodDisruptionBudget.
+// OwnedObject is an observed object of an owned kind that is not a workload.
 type OwnedObject struct {
 	Kind            kinds.Kind
 	Name            string
@@ -214,14 +214,8 @@ func Normalize(namespace, name string, o *Observation) View {
 	}
 	v.Workload = workloadView(o)
 	v.Owned = Owned{StatefulSet: o.StatefulSet, Deployment: o.Deployment}
-	for _, s := range o.Services {
-		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: kinds.Service, Name: s.Name, ResourceVersion: s.ResourceVersion, Object: s})
-	}
-	for _, p := range o.Policies {
-		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: kinds.NetworkPolicy, Name: p.Name, ResourceVersion: p.ResourceVersion, Object: p})
-	}
-	if o.PDB != nil {
-		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: kinds.PodDisruptionBudget, Name: o.PDB.Name, ResourceVersion: o.PDB.ResourceVersion, Object: o.PDB})
+	for _, x := range o.Owned {
+		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: kinds.Of(x), Name: x.GetName(), ResourceVersion: x.GetResourceVersion(), Object: x})
 	}
 	sort.Slice(v.Owned.Objects, func(i, j int) bool {
 		a, b := v.Owned.Objects[i], v.Owned.Objects[j]

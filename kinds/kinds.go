@@ -51,8 +51,11 @@ type Row struct {
 	Kind Kind
 	// New returns an empty object of the kind's Go type: the type is how an object's kind is
 	// recognised.
-	New      func() Object
+	New func() Object
+	// Resource and Version name the kind's API resource: how a driver lists, watches and writes
+	// objects of the kind without code of its own for it.
 	Resource schema.GroupResource
+	Version  string
 	// Namespaced: the kind lives in a namespace.
 	Namespaced bool
 	// Generation: the API server bumps metadata.generation when the spec changes.
@@ -63,35 +66,47 @@ type Row struct {
 	// Workload: the kind runs the fleet's members. Its writes carry a premise on the fleet's and
 	// the workload's generation; drift repair never replaces its spec whole.
 	Workload bool
+	// Suffixes (owned kinds only) are what the fleet's name takes to name the objects of the kind
+	// the fleet renders, "" for the fleet's name itself. The objects under these names are the
+	// fleet's or someone else's (NameTaken), never adopted; a new suffix also needs the fleets'
+	// admission rule on names (TestAdmissionRefusesEveryDerivedSuffix).
+	Suffixes []string
 }
+
+// GVR is the kind's API resource with its version.
+func (r Row) GVR() schema.GroupVersionResource { return r.Resource.WithVersion(r.Version) }
 
 // Table lists every kind, owned kinds in the order they are applied (prerequisites first, the
 // workload last).
 var Table = []Row{
 	{Kind: Fleet, New: func() Object { return &v1alpha1.CelldFleet{} },
-		Resource: schema.GroupResource{Group: "celld.io", Resource: "celldfleets"}, Namespaced: true, Generation: true},
+		Resource: schema.GroupResource{Group: "celld.io", Resource: "celldfleets"}, Version: "v1alpha1", Namespaced: true, Generation: true},
 	{Kind: Reservation, New: func() Object { return &v1alpha1.CelldReservation{} },
-		Resource: schema.GroupResource{Group: "celld.io", Resource: "celldreservations"}, Namespaced: true, Generation: true},
+		Resource: schema.GroupResource{Group: "celld.io", Resource: "celldreservations"}, Version: "v1alpha1", Namespaced: true, Generation: true},
 	{Kind: Service, New: func() Object { return &corev1.Service{} },
-		Resource: schema.GroupResource{Resource: "services"}, Namespaced: true, Owned: true},
+		Resource: schema.GroupResource{Resource: "services"}, Version: "v1", Namespaced: true, Owned: true, Suffixes: []string{"", "-peers"}},
 	{Kind: NetworkPolicy, New: func() Object { return &networkingv1.NetworkPolicy{} },
-		Resource: schema.GroupResource{Group: "networking.k8s.io", Resource: "networkpolicies"}, Namespaced: true, Generation: true, Owned: true},
+		Resource: schema.GroupResource{Group: "networking.k8s.io", Resource: "networkpolicies"}, Version: "v1", Namespaced: true, Generation: true, Owned: true,
+		Suffixes: []string{"-clients", "-peers"}},
 	{Kind: PodDisruptionBudget, New: func() Object { return &policyv1.PodDisruptionBudget{} },
-		Resource: schema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"}, Namespaced: true, Generation: true, Owned: true},
+		Resource: schema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"}, Version: "v1", Namespaced: true, Generation: true, Owned: true,
+		Suffixes: []string{""}},
 	{Kind: StatefulSet, New: func() Object { return &appsv1.StatefulSet{} },
-		Resource: schema.GroupResource{Group: "apps", Resource: "statefulsets"}, Namespaced: true, Generation: true, Owned: true, Workload: true},
+		Resource: schema.GroupResource{Group: "apps", Resource: "statefulsets"}, Version: "v1", Namespaced: true, Generation: true, Owned: true, Workload: true,
+		Suffixes: []string{""}},
 	{Kind: Deployment, New: func() Object { return &appsv1.Deployment{} },
-		Resource: schema.GroupResource{Group: "apps", Resource: "deployments"}, Namespaced: true, Generation: true, Owned: true, Workload: true},
+		Resource: schema.GroupResource{Group: "apps", Resource: "deployments"}, Version: "v1", Namespaced: true, Generation: true, Owned: true, Workload: true,
+		Suffixes: []string{""}},
 	{Kind: Pod, New: func() Object { return &corev1.Pod{} },
-		Resource: schema.GroupResource{Resource: "pods"}, Namespaced: true},
+		Resource: schema.GroupResource{Resource: "pods"}, Version: "v1", Namespaced: true},
 	{Kind: PersistentVolumeClaim, New: func() Object { return &corev1.PersistentVolumeClaim{} },
-		Resource: schema.GroupResource{Resource: "persistentvolumeclaims"}, Namespaced: true},
+		Resource: schema.GroupResource{Resource: "persistentvolumeclaims"}, Version: "v1", Namespaced: true},
 	{Kind: Node, New: func() Object { return &corev1.Node{} },
-		Resource: schema.GroupResource{Resource: "nodes"}},
+		Resource: schema.GroupResource{Resource: "nodes"}, Version: "v1"},
 	{Kind: StorageClass, New: func() Object { return &storagev1.StorageClass{} },
-		Resource: schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"}},
+		Resource: schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"}, Version: "v1"},
 	{Kind: PriorityClass, New: func() Object { return &schedulingv1.PriorityClass{} },
-		Resource: schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}},
+		Resource: schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, Version: "v1"},
 }
 
 var (
@@ -108,6 +123,11 @@ func init() {
 		}
 		if r.Workload && !r.Owned {
 			panic(fmt.Sprintf("kinds: workload %s must be owned", r.Kind))
+		}
+		if r.Owned != (len(r.Suffixes) > 0) || (r.Owned && !r.Namespaced) {
+			// The operator finds an owned object by a name derived from the fleet's, in the
+			// fleet's namespace: without one it could neither observe nor protect it.
+			panic(fmt.Sprintf("kinds: %s: an owned kind is namespaced and names its objects, no other kind does", r.Kind))
 		}
 		byType[t], byKind[r.Kind] = r, r
 	}
@@ -133,6 +153,18 @@ func Lookup(k Kind) (Row, bool) {
 	return *r, true
 }
 
+// Owned lists the owned kinds' rows in apply order; with workloads false, only the kinds that
+// are not workloads: the kinds every path handles alike, whatever they are.
+func Owned(workloads bool) []Row {
+	var out []Row
+	for _, r := range Table {
+		if r.Owned && (workloads || !r.Workload) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // IsWorkload reports whether obj is of a workload kind.
 func IsWorkload(obj any) bool {
 	r := byType[reflect.TypeOf(obj)]
@@ -153,3 +185,9 @@ func RefOf(obj metav1.Object) Ref {
 
 // String is how a person looks the object up: Kind/name.
 func (r Ref) String() string { return string(r.Kind) + "/" + r.Name }
+
+// IsWorkloadKind reports whether k is a workload kind.
+func IsWorkloadKind(k Kind) bool {
+	r := byKind[k]
+	return r != nil && r.Workload
+}

@@ -17,8 +17,8 @@ func TestEveryRowIsItsOwnType(t *testing.T) {
 		if got, ok := Lookup(r.Kind); !ok || got.Kind != r.Kind {
 			t.Errorf("Lookup(%s) = %v, %t", r.Kind, got.Kind, ok)
 		}
-		if r.Resource.Resource == "" {
-			t.Errorf("%s has no resource", r.Kind)
+		if r.Resource.Resource == "" || r.Version == "" {
+			t.Errorf("%s has no resource or version", r.Kind)
 		}
 	}
 	if Of(&corev1.Secret{}) != "" || Of(nil) != "" {

@@ -5,10 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/render"
 )
 
@@ -44,16 +46,16 @@ func TestLongestAdmittedNameRendersValidObjects(t *testing.T) {
 				check(what+" label "+k, append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...))
 			}
 		}
-		for _, s := range objs.Services {
+		for _, s := range render.OfType[*corev1.Service](objs) {
 			check("Service "+s.Name, validation.IsDNS1035Label(s.Name))
 			labels("Service", s.ObjectMeta)
 		}
-		for _, p := range objs.Policies {
-			check("NetworkPolicy "+p.Name, validation.IsDNS1123Subdomain(p.Name))
-			labels("NetworkPolicy", p.ObjectMeta)
+		for _, o := range objs.Owned {
+			// Every other kind's names are DNS subdomains; a Service's, checked above, a label.
+			what := string(kinds.Of(o))
+			check(what+" "+o.GetName(), validation.IsDNS1123Subdomain(o.GetName()))
+			labels(what, metav1.ObjectMeta{Labels: o.GetLabels()})
 		}
-		check("PodDisruptionBudget", validation.IsDNS1123Subdomain(objs.PDB.Name))
-		labels("PodDisruptionBudget", objs.PDB.ObjectMeta)
 		if s := objs.StatefulSet; s != nil {
 			check("StatefulSet", validation.IsDNS1123Subdomain(s.Name))
 			check("member name", validation.IsDNS1123Label(s.Name+"-999"))

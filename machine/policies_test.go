@@ -35,7 +35,7 @@ func TestRenderPoliciesIngress(t *testing.T) {
 				f.Spec.Network = tc.network
 				members := render.SelectorLabels(f)
 				from := map[int32][]networkingv1.NetworkPolicyPeer{}
-				for _, p := range render.Render(f, 3, 3).Policies {
+				for _, p := range render.OfType[*networkingv1.NetworkPolicy](render.Render(f, 3, 3)) {
 					if !reflect.DeepEqual(p.Spec.PodSelector.MatchLabels, members) || len(p.Spec.PodSelector.MatchExpressions) != 0 {
 						t.Errorf("%s: policy %s selects %v; want the members %v", profile, p.Name, p.Spec.PodSelector, members)
 					}

@@ -11,14 +11,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/capacity"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // world is a small cluster, written for the machine's own tests: a StatefulSet controller with
@@ -96,13 +95,8 @@ func (w *world) observe() *events.Observation {
 		o.StatefulSet = w.sts.DeepCopy()
 	}
 	for _, k := range sortedKeys(w.owned) {
-		switch x := w.owned[k].(type) {
-		case *corev1.Service:
-			o.Services = append(o.Services, x.DeepCopy())
-		case *networkingv1.NetworkPolicy:
-			o.Policies = append(o.Policies, x.DeepCopy())
-		case *policyv1.PodDisruptionBudget:
-			o.PDB = x.DeepCopy()
+		if x, ok := w.owned[k].(kinds.Object); ok && !kinds.IsWorkload(x) {
+			o.Owned = append(o.Owned, x.DeepCopyObject().(kinds.Object))
 		}
 	}
 	for _, k := range sortedKeys(w.pods) {
@@ -145,14 +139,8 @@ func observedObjects(o *events.Observation) []metav1.Object {
 	if o.StatefulSet != nil {
 		out = append(out, o.StatefulSet)
 	}
-	for _, x := range o.Services {
+	for _, x := range o.Owned {
 		out = append(out, x)
-	}
-	for _, x := range o.Policies {
-		out = append(out, x)
-	}
-	if o.PDB != nil {
-		out = append(out, o.PDB)
 	}
 	for _, x := range o.Pods {
 		out = append(out, x)

@@ -7,7 +7,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 )
+
+func init() {
+	register(kinds.NetworkPolicy, func(f *v1alpha1.CelldFleet) []kinds.Object {
+		var out []kinds.Object
+		for _, p := range renderPolicies(f) {
+			out = append(out, p)
+		}
+		return out
+	})
+}
 
 // renderPolicies selects the members in two policies; a Pod selected by any Ingress policy denies
 // every ingress no policy allows, so together they allow peers on the peer port and clients on

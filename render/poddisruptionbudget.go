@@ -6,7 +6,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 )
+
+func init() {
+	register(kinds.PodDisruptionBudget, func(f *v1alpha1.CelldFleet) []kinds.Object {
+		return []kinds.Object{renderPDB(f)}
+	})
+}
 
 // renderPDB lets voluntary disruptions (drains) take one member at a time, matching what celld
 // tolerates.

@@ -4,9 +4,6 @@ import (
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -38,23 +35,17 @@ var ScratchLimit = resource.MustParse("256Mi")
 // Objects is everything rendered for one fleet, in the order it is applied: prerequisites first,
 // the workload last.
 type Objects struct {
-	Services    []*corev1.Service
-	Policies    []*networkingv1.NetworkPolicy
-	PDB         *policyv1.PodDisruptionBudget
+	// Owned are the objects of the owned kinds that are not workloads, in kinds.Table's order.
+	Owned []kinds.Object
+	// The workload, one of the two: the machine reads its size and premises from it.
 	StatefulSet *appsv1.StatefulSet
 	Deployment  *appsv1.Deployment
 }
 
 // All lists the rendered objects in apply order.
 func (o *Objects) All() []kinds.Object {
-	out := make([]kinds.Object, 0, 6)
-	for _, s := range o.Services {
-		out = append(out, s)
-	}
-	for _, p := range o.Policies {
-		out = append(out, p)
-	}
-	out = append(out, o.PDB)
+	out := make([]kinds.Object, 0, len(o.Owned)+1)
+	out = append(out, o.Owned...)
 	if o.StatefulSet != nil {
 		out = append(out, o.StatefulSet)
 	}
@@ -62,6 +53,28 @@ func (o *Objects) All() []kinds.Object {
 		out = append(out, o.Deployment)
 	}
 	return out
+}
+
+// OfType lists the rendered objects of Go type T, in apply order.
+func OfType[T kinds.Object](o *Objects) []T {
+	var out []T
+	for _, x := range o.All() {
+		if t, ok := x.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// renderers render each owned kind that is not a workload; each kind's file registers its own,
+// so adding a kind touches no other file of this package (TestEveryOwnedKindRenders).
+var renderers = map[kinds.Kind]func(f *v1alpha1.CelldFleet) []kinds.Object{}
+
+func register(k kinds.Kind, render func(f *v1alpha1.CelldFleet) []kinds.Object) {
+	if renderers[k] != nil {
+		panic("render: " + string(k) + " registered twice")
+	}
+	renderers[k] = render
 }
 
 // UsesStatefulSet reports whether the fleet's members run as a StatefulSet.
@@ -116,10 +129,13 @@ func ports(f *v1alpha1.CelldFleet) (client, peer int32) {
 // Render renders every object of a fleet with the workload at replicas. settled is the size
 // whose rollout last completed, recorded on the workload; -1 records none.
 func Render(f *v1alpha1.CelldFleet, replicas, settled int32) *Objects {
-	o := &Objects{
-		Services: []*corev1.Service{renderClientService(f), renderPeerService(f)},
-		Policies: renderPolicies(f),
-		PDB:      renderPDB(f),
+	o := &Objects{}
+	for _, r := range kinds.Owned(false) {
+		render := renderers[r.Kind]
+		if render == nil {
+			panic("render: owned kind " + string(r.Kind) + " has no renderer")
+		}
+		o.Owned = append(o.Owned, render(f)...)
 	}
 	tmpl := renderPodTemplate(f)
 	annotations := map[string]string(nil)

@@ -5,11 +5,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 func fleet(profile v1alpha1.Profile) *v1alpha1.CelldFleet {
@@ -108,26 +111,27 @@ func TestRenderBucketProfiles(t *testing.T) {
 func TestRenderPrerequisites(t *testing.T) {
 	f := fleet(v1alpha1.ProfilePersistentFleet)
 	o := Render(f, 3, 3)
-	if len(o.Services) != 2 {
-		t.Fatalf("services: %d", len(o.Services))
+	services, policies, pdbs := OfType[*corev1.Service](o), OfType[*networkingv1.NetworkPolicy](o), OfType[*policyv1.PodDisruptionBudget](o)
+	if len(services) != 2 || len(pdbs) != 1 {
+		t.Fatalf("services: %d, pdbs: %d", len(services), len(pdbs))
 	}
-	peers := o.Services[1]
+	peers := services[1]
 	if peers.Name != "a-peers" || peers.Spec.ClusterIP != corev1.ClusterIPNone || !peers.Spec.PublishNotReadyAddresses {
 		t.Errorf("the peer Service must be headless and publish not-ready addresses: %+v", peers.Spec)
 	}
-	if o.PDB.Spec.MaxUnavailable == nil || o.PDB.Spec.MaxUnavailable.IntValue() != 1 {
-		t.Errorf("PDB: %+v", o.PDB.Spec)
+	if pdbs[0].Spec.MaxUnavailable == nil || pdbs[0].Spec.MaxUnavailable.IntValue() != 1 {
+		t.Errorf("PDB: %+v", pdbs[0].Spec)
 	}
-	if len(o.Policies) != 2 {
-		t.Fatalf("policies: %d", len(o.Policies))
+	if len(policies) != 2 {
+		t.Fatalf("policies: %d", len(policies))
 	}
-	for _, p := range o.Policies {
+	for _, p := range policies {
 		if len(p.Spec.Ingress) != 1 || len(p.Spec.Ingress[0].Ports) != 1 || len(p.Spec.PolicyTypes) != 1 {
 			t.Errorf("policy %s must allow one port from one set of peers: %+v", p.Name, p.Spec)
 		}
 	}
-	if port := o.Policies[1].Spec.Ingress[0].Ports[0].Port.IntValue(); port != 7001 || o.Policies[1].Spec.Ingress[0].From[0].PodSelector.MatchLabels[events.LabelFleetUID] != "uid-1" {
-		t.Errorf("peers policy: only members, on the peer port: %+v", o.Policies[1].Spec)
+	if port := policies[1].Spec.Ingress[0].Ports[0].Port.IntValue(); port != 7001 || policies[1].Spec.Ingress[0].From[0].PodSelector.MatchLabels[events.LabelFleetUID] != "uid-1" {
+		t.Errorf("peers policy: only members, on the peer port: %+v", policies[1].Spec)
 	}
 	for _, obj := range o.All() {
 		m := metaOf(obj)
@@ -252,4 +256,20 @@ func templateOf(w any) corev1.PodTemplateSpec {
 		return s.Spec.Template
 	}
 	return w.(*appsv1.Deployment).Spec.Template
+}
+
+// TestEveryOwnedKindRenders: an owned kind added to the table is rendered by its own file, and
+// nothing is rendered that the table does not call owned.
+func TestEveryOwnedKindRenders(t *testing.T) {
+	for _, r := range kinds.Table {
+		if _, ok := renderers[r.Kind]; ok != (r.Owned && !r.Workload) {
+			t.Errorf("kind %s: owned %t, workload %t, renderer %t", r.Kind, r.Owned, r.Workload, ok)
+		}
+	}
+	f := fleet(v1alpha1.ProfilePersistentFleet)
+	for _, obj := range Render(f, 3, 3).All() {
+		if r, ok := kinds.Lookup(kinds.Of(obj)); !ok || !r.Owned {
+			t.Errorf("rendered %T, not an owned kind of the table", obj)
+		}
+	}
 }

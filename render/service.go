@@ -6,7 +6,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 )
+
+func init() {
+	register(kinds.Service, func(f *v1alpha1.CelldFleet) []kinds.Object {
+		return []kinds.Object{renderClientService(f), renderPeerService(f)}
+	})
+}
 
 func renderClientService(f *v1alpha1.CelldFleet) *corev1.Service {
 	client, _ := ports(f)

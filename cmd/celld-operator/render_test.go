@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/proptest/harness"
 )
 
@@ -265,5 +266,18 @@ func TestRenderReadsStdin(t *testing.T) {
 	code = execute([]string{"render", "-f", "-"}, strings.NewReader("kind: Pod\napiVersion: v1\n"), &o, &e)
 	if code != 1 || !strings.Contains(e.String(), "stdin: document 1: a Pod") {
 		t.Errorf("render -f - of a Pod: exit %d, stderr %q", code, e.String())
+	}
+}
+
+// TestAdmissionRefusesEveryDerivedSuffix: every suffix an owned kind of kinds.Table adds to the
+// fleet's name is refused at the end of a fleet's name by the CRD's rule, or fleets "x" and
+// "x<suffix>" would both render the object of that name. A kind with a new suffix fails here
+// until the rule in api/v1alpha1 names it.
+func TestAdmissionRefusesEveryDerivedSuffix(t *testing.T) {
+	for _, s := range events.DerivedSuffixes {
+		code, out, errOut := runCLI("render", "-f", writeFile(t, manifest("a"+s, "")))
+		if code != 1 || out != "" || !strings.Contains(errOut, "metadata.name must not end in") {
+			t.Errorf("fleet a%s: exit %d, stderr %q; want the name refused", s, code, errOut)
+		}
 	}
 }

@@ -173,7 +173,7 @@ func (ap *Applier) clientFor(a machine.Action) (objectClient, string, error) {
 	if !ok {
 		return nil, "", fmt.Errorf("cannot apply an object of type %T", a.Object)
 	}
-	return client(ap.Kube, a.Namespace), o.GetName(), nil
+	return client.client(ap.Kube, a.Namespace), o.GetName(), nil
 }
 
 // replaceSpec sets each top-level field of the object's rendered spec whole, with a JSON patch:

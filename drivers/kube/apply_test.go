@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,8 +139,17 @@ func TestApplyResources(t *testing.T) {
 	for _, r := range fx.requests() {
 		got = append(got, r.GetVerb()+" "+r.GetResource().Resource)
 	}
-	want := "get services patch services get services patch services get networkpolicies patch networkpolicies " +
-		"get networkpolicies patch networkpolicies get poddisruptionbudgets patch poddisruptionbudgets get statefulsets patch statefulsets"
+	// Each object read, then applied, at its kind's resource of the table, in apply order.
+	var want string
+	for _, obj := range render.Render(f, 3, -1).All() {
+		r, _ := kinds.Lookup(kinds.Of(obj))
+		want += " get " + r.Resource.Resource + " patch " + r.Resource.Resource
+	}
+	want = strings.TrimPrefix(want, " ")
+	if !strings.HasPrefix(want, "get services patch services get services patch services get networkpolicies") ||
+		!strings.Contains(want, "get poddisruptionbudgets patch poddisruptionbudgets") || !strings.HasSuffix(want, "get statefulsets patch statefulsets") {
+		t.Fatalf("the table's order changed: %s", want)
+	}
 	if strings.Join(got, " ") != want {
 		t.Errorf("applied %q, want %q", strings.Join(got, " "), want)
 	}
@@ -395,7 +405,7 @@ func TestApplyReplacesWhatApplyCannotTakeBack(t *testing.T) {
 		obj  any
 		want string
 	}{
-		{objs.Services[0], "apply json-patch apply"},
+		{render.OfType[*corev1.Service](objs)[0], "apply json-patch apply"},
 		{objs.StatefulSet, "apply"},
 	} {
 		fx := newFixture()
@@ -443,16 +453,16 @@ func TestApplyNeverWritesSomeoneElsesObject(t *testing.T) {
 	old := f.DeepCopy()
 	old.UID = "uid-earlier"
 	objs := render.Render(f, 3, -1)
-	notController := objs.Services[1].DeepCopy()
+	notController := render.OfType[*corev1.Service](objs)[1].DeepCopy()
 	notController.OwnerReferences[0].Controller = nil
 	for _, c := range []struct {
 		name     string
 		existing runtime.Object
 		obj      any
 	}{
-		{"a person's service", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team"}}, objs.Services[0]},
-		{"an earlier fleet's policy", render.Render(old, 3, -1).Policies[0], objs.Policies[0]},
-		{"an owner that is not the controller", notController, objs.Services[1]},
+		{"a person's service", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team"}}, render.OfType[*corev1.Service](objs)[0]},
+		{"an earlier fleet's policy", render.OfType[*networkingv1.NetworkPolicy](render.Render(old, 3, -1))[0], render.OfType[*networkingv1.NetworkPolicy](objs)[0]},
+		{"an owner that is not the controller", notController, render.OfType[*corev1.Service](objs)[1]},
 		{"a person's statefulset", &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team"}}, objs.StatefulSet},
 	} {
 		fx := newFixture(c.existing)
@@ -466,8 +476,8 @@ func TestApplyNeverWritesSomeoneElsesObject(t *testing.T) {
 		}
 	}
 	// The fleet's own object is written.
-	fx := newFixture(objs.Services[0].DeepCopy())
-	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/alpha", Ref: kinds.Ref{Namespace: f.Namespace, Name: "alpha"}, Object: objs.Services[0]}); err != nil {
+	fx := newFixture(render.OfType[*corev1.Service](objs)[0].DeepCopy())
+	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.Apply, Key: "apply/alpha", Ref: kinds.Ref{Namespace: f.Namespace, Name: "alpha"}, Object: render.OfType[*corev1.Service](objs)[0]}); err != nil {
 		t.Errorf("the fleet's own service: %v", err)
 	}
 }

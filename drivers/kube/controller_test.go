@@ -20,6 +20,8 @@ import (
 
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
+	"github.com/celld/celld-operator/render"
 )
 
 // TestFirstSyncRequests checks the plumbing of one sync of a new fleet: which requests the
@@ -50,18 +52,20 @@ func TestFirstSyncRequests(t *testing.T) {
 		"get celldreservations",
 		"update celldreservations/status",
 		"patch celldfleets/status json",
-		"get services", // every object is read before it is written: absent, or the fleet's own
-		"patch services apply",
-		"get services",
-		"patch services apply",
-		"get networkpolicies",
-		"patch networkpolicies apply",
-		"get networkpolicies",
-		"patch networkpolicies apply",
-		"get poddisruptionbudgets",
-		"patch poddisruptionbudgets apply",
+	}
+	// Every object is read before it is written (absent, or the fleet's own), at its kind's
+	// resource, in the table's order: the Services, the NetworkPolicies, the PDB, then any other.
+	rendered := render.Render(f, f.Spec.Members, -1)
+	for _, obj := range rendered.Owned {
+		r, _ := kinds.Lookup(kinds.Of(obj))
+		want = append(want, "get "+r.Resource.Resource, "patch "+r.Resource.Resource+" apply")
+	}
+	want = append(want,
 		"get deployments", // and the workload as decided on: absent
 		"patch deployments apply",
+	)
+	if !strings.HasPrefix(strings.Join(want[6:], " "), "get services patch services apply get services patch services apply get networkpolicies") {
+		t.Fatalf("the table's order changed: %v", want)
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -70,8 +74,8 @@ func TestFirstSyncRequests(t *testing.T) {
 	if err := ctl.metrics.actions.WithLabelValues("Apply", "ok").Write(&m); err != nil {
 		t.Fatal(err)
 	}
-	if n := m.GetCounter().GetValue(); n != 6 {
-		t.Errorf("actions{Apply,ok} = %v, want 6", n)
+	if n := m.GetCounter().GetValue(); n != float64(len(rendered.All())) {
+		t.Errorf("actions{Apply,ok} = %v, want one per rendered object, %d", n, len(rendered.All()))
 	}
 
 	// The fleet deleted and its finalizer gone: the sync forgets it.

@@ -20,6 +20,7 @@ import (
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/render"
 )
 
@@ -44,12 +45,6 @@ func testInformers(t *testing.T, objs ...any) *Informers {
 			inf = i.Pods
 		case *corev1.PersistentVolumeClaim:
 			inf = i.PVCs
-		case *corev1.Service:
-			inf = i.Services
-		case *networkingv1.NetworkPolicy:
-			inf = i.Policies
-		case *policyv1.PodDisruptionBudget:
-			inf = i.PDBs
 		case *corev1.Node:
 			inf = i.Nodes
 		case *storagev1.StorageClass:
@@ -59,7 +54,9 @@ func testInformers(t *testing.T, objs ...any) *Informers {
 		case *metav1.PartialObjectMetadata:
 			inf = i.ServiceAccounts
 		default:
-			t.Fatalf("no cache for %T", o)
+			if inf = i.Owned(kinds.Of(o)); inf == nil {
+				t.Fatalf("no cache for %T", o)
+			}
 		}
 		if err := inf.GetIndexer().Add(o); err != nil {
 			t.Fatal(err)
@@ -107,9 +104,9 @@ func TestFleetKeys(t *testing.T) {
 		// of it going away.
 		{"statefulset the fleet does not control, of the fleet's name", foreignSts, []string{"team/alpha"}},
 		{"deployment of no fleet's name", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team"}}, nil},
-		{"service by controller reference", objs.Services[0], []string{"team/alpha"}},
-		{"network policy", objs.Policies[1], []string{"team/alpha"}},
-		{"pdb", objs.PDB, []string{"team/alpha"}},
+		{"service by controller reference", render.OfType[*corev1.Service](objs)[0], []string{"team/alpha"}},
+		{"network policy", render.OfType[*networkingv1.NetworkPolicy](objs)[1], []string{"team/alpha"}},
+		{"pdb", render.OfType[*policyv1.PodDisruptionBudget](objs)[0], []string{"team/alpha"}},
 		{"pod by instance label", pod, []string{"team/alpha"}},
 		{"claim by instance label, whatever its fleet UID", claim, []string{"team/alpha"}},
 		{"node: fleets with a member on it", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, []string{"team/alpha"}},

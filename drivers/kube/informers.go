@@ -25,6 +25,7 @@ import (
 	celldlisters "github.com/celld/celld-operator/api/generated/listers/celld/v1alpha1"
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // Informers are the caches a sync reads. The informers' own resync is off: handlers skip
@@ -37,13 +38,13 @@ type Informers struct {
 	Deployments     cache.SharedIndexInformer
 	Pods            cache.SharedIndexInformer
 	PVCs            cache.SharedIndexInformer
-	Services        cache.SharedIndexInformer
-	Policies        cache.SharedIndexInformer
-	PDBs            cache.SharedIndexInformer
 	Nodes           cache.SharedIndexInformer
 	StorageClasses  cache.SharedIndexInformer
 	PriorityClasses cache.SharedIndexInformer
 	ServiceAccounts cache.SharedIndexInformer // nil without a metadata client
+	// owned caches every owned kind of kinds.Table that is not a workload, built from the kind's
+	// API resource alone: a kind added to the table is cached with no code here.
+	owned map[kinds.Kind]cache.SharedIndexInformer
 
 	fleetLister  celldlisters.CelldFleetLister
 	stsLister    appslisters.StatefulSetLister
@@ -125,9 +126,12 @@ func NewInformers(kube kubernetes.Interface, celld versioned.Interface, meta met
 	i.Deployments, i.deployLister = deploy.Informer(), deploy.Lister()
 	i.Pods = owned.Core().V1().Pods().Informer()
 	i.PVCs = workloads.Core().V1().PersistentVolumeClaims().Informer()
-	i.Services = workloads.Core().V1().Services().Informer()
-	i.Policies = workloads.Networking().V1().NetworkPolicies().Informer()
-	i.PDBs = workloads.Policy().V1().PodDisruptionBudgets().Informer()
+	i.owned = map[kinds.Kind]cache.SharedIndexInformer{}
+	for _, r := range kinds.Owned(false) {
+		inf, err := workloads.ForResource(r.GVR())
+		must(err)
+		i.owned[r.Kind] = inf.Informer()
+	}
 	nodes := cluster.Core().V1().Nodes()
 	i.Nodes, i.nodeLister = nodes.Informer(), nodes.Lister()
 	classes := cluster.Storage().V1().StorageClasses()
@@ -164,9 +168,15 @@ func (i *Informers) Start(stop <-chan struct{}) {
 	}
 }
 
+// Owned is the cache of an owned kind that is not a workload, nil for any other kind.
+func (i *Informers) Owned(k kinds.Kind) cache.SharedIndexInformer { return i.owned[k] }
+
 func (i *Informers) all() []cache.SharedIndexInformer {
-	out := []cache.SharedIndexInformer{i.Fleets, i.Reservations, i.StatefulSets, i.Deployments, i.Pods, i.PVCs,
-		i.Services, i.Policies, i.PDBs, i.Nodes, i.StorageClasses, i.PriorityClasses}
+	out := []cache.SharedIndexInformer{i.Fleets, i.Reservations, i.StatefulSets, i.Deployments, i.Pods, i.PVCs}
+	for _, r := range kinds.Owned(false) {
+		out = append(out, i.owned[r.Kind])
+	}
+	out = append(out, i.Nodes, i.StorageClasses, i.PriorityClasses)
 	if i.ServiceAccounts != nil {
 		out = append(out, i.ServiceAccounts)
 	}

@@ -8,8 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -17,6 +15,7 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/bucket"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/render"
 )
 
@@ -77,19 +76,12 @@ func (i *Informers) Observe(namespace, name string, now time.Time, util *events.
 		o.Deployment = d.(*appsv1.Deployment)
 	}
 	for _, d := range events.DerivedObjects(f) {
-		switch d.Kind {
-		case "Service":
-			if obj := derived(i.Services, d.Kind, d.Name); obj != nil {
-				o.Services = append(o.Services, obj.(*corev1.Service))
-			}
-		case "NetworkPolicy":
-			if obj := derived(i.Policies, d.Kind, d.Name); obj != nil {
-				o.Policies = append(o.Policies, obj.(*networkingv1.NetworkPolicy))
-			}
-		case "PodDisruptionBudget":
-			if obj := derived(i.PDBs, d.Kind, d.Name); obj != nil {
-				o.PDB = obj.(*policyv1.PodDisruptionBudget)
-			}
+		inf := i.owned[kinds.Kind(d.Kind)]
+		if inf == nil {
+			continue // a workload kind, looked up above
+		}
+		if obj := derived(inf, d.Kind, d.Name); obj != nil {
+			o.Owned = append(o.Owned, obj.(kinds.Object))
 		}
 	}
 	for _, p := range indexed[*corev1.Pod](i.Pods.GetIndexer().ByIndex(byFleetUID, string(f.UID))) {

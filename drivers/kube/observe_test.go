@@ -6,11 +6,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/render"
 )
 
@@ -27,8 +29,8 @@ func TestObserveGathersTheFleetsObjects(t *testing.T) {
 			Labels: map[string]string{events.LabelInstance: "alpha", events.LabelFleetUID: uid}}}
 	}
 	foreignDeploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team"}}
-	i := testInformers(t, f, operatorMade(render.RenderReservation(f)), objs.StatefulSet, foreignDeploy, objs.Services[0], objs.Services[1],
-		objs.PDB, member, stale, claim("data-alpha-0", "uid-alpha"), claim("data-alpha-1", "uid-previous-alpha"),
+	i := testInformers(t, f, operatorMade(render.RenderReservation(f)), objs.StatefulSet, foreignDeploy, render.OfType[*corev1.Service](objs)[0], render.OfType[*corev1.Service](objs)[1],
+		render.OfType[*policyv1.PodDisruptionBudget](objs)[0], member, stale, claim("data-alpha-0", "uid-alpha"), claim("data-alpha-1", "uid-previous-alpha"),
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-z"}},
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}})
 	now := time.Unix(1000, 0)
@@ -43,8 +45,8 @@ func TestObserveGathersTheFleetsObjects(t *testing.T) {
 		t.Errorf("reservations %d, want 1", len(o.Reservations))
 	case o.StatefulSet == nil || o.Deployment != nil:
 		t.Errorf("want the owned StatefulSet and not the Deployment the fleet does not own")
-	case len(o.Services) != 2 || o.PDB == nil:
-		t.Errorf("owned objects: %d services, pdb %v", len(o.Services), o.PDB != nil)
+	case len(ownedOfType[*corev1.Service](o)) != 2 || len(ownedOfType[*policyv1.PodDisruptionBudget](o)) != 1:
+		t.Errorf("owned objects: %v", o.Owned)
 	case len(o.Pods) != 1 || o.Pods[0].Name != "alpha-0":
 		t.Errorf("pods %v, want the one with this fleet's UID", o.Pods)
 	case len(o.PVCs) != 2:
@@ -63,4 +65,15 @@ func TestObserveGathersTheFleetsObjects(t *testing.T) {
 	if o, err := i.Observe("team", "alpha", now, nil); err != nil || o.Fleet != nil {
 		t.Errorf("a gone fleet observes as nil, got %v, %v", o.Fleet, err)
 	}
+}
+
+// ownedOfType lists the observed owned objects of Go type T.
+func ownedOfType[T kinds.Object](o *events.Observation) []T {
+	var out []T
+	for _, x := range o.Owned {
+		if t, ok := x.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
 }

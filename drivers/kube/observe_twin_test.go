@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/proptest/harness"
 )
 
@@ -109,13 +110,9 @@ func describeObservation(o *events.Observation) string {
 	}
 	add("statefulset", o.StatefulSet)
 	add("deployment", o.Deployment)
-	for _, x := range o.Services {
-		add("service", x)
+	for _, x := range o.Owned {
+		add(string(kinds.Of(x)), x)
 	}
-	for _, x := range o.Policies {
-		add("policy", x)
-	}
-	add("pdb", o.PDB)
 	for _, x := range o.Pods {
 		add("pod", x)
 	}

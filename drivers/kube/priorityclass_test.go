@@ -8,8 +8,8 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/celld/celld-operator/api/v1alpha1"
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
+	"github.com/celld/celld-operator/api/v1alpha1"
 )
 
 // A fleet naming a priority class is told it is missing only once the class cache has synced

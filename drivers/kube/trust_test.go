@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -75,11 +77,11 @@ func TestObserveIgnoresWhatTheOperatorDidNotMake(t *testing.T) {
 	userService := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "alpha-peers", Namespace: "team"}}
 	old := f.DeepCopy()
 	old.UID = "uid-previous"
-	oldPolicy := render.Render(old, 3, 3).Policies[0] // a fleet of the same name before this one
+	oldPolicy := render.OfType[*networkingv1.NetworkPolicy](render.Render(old, 3, 3))[0] // a fleet of the same name before this one
 	claim := func(name string, labels map[string]string) *corev1.PersistentVolumeClaim {
 		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", UID: types.UID("uid-" + name), Labels: labels}}
 	}
-	i := testInformers(t, f, squat, forgedHere, objs.StatefulSet, objs.Services[0], userService, oldPolicy, objs.Policies[1], objs.PDB,
+	i := testInformers(t, f, squat, forgedHere, objs.StatefulSet, render.OfType[*corev1.Service](objs)[0], userService, oldPolicy, render.OfType[*networkingv1.NetworkPolicy](objs)[1], render.OfType[*policyv1.PodDisruptionBudget](objs)[0],
 		claim("data-alpha-0", nil), claim("data-alpha-01", nil), claim("data-alpha-x-0", nil), claim("data-other-0", nil))
 	o, err := i.Observe("team", "alpha", time.Unix(1000, 0), nil)
 	if err != nil {
@@ -93,8 +95,9 @@ func TestObserveIgnoresWhatTheOperatorDidNotMake(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("unowned %v, want %v", got, want)
 	}
-	if len(o.Services) != 1 || o.Services[0].Name != "alpha" || len(o.Policies) != 1 || o.Policies[0].Name != "alpha-peers" || o.PDB == nil || o.StatefulSet == nil {
-		t.Errorf("owned: services %d, policies %d, pdb %v, statefulset %v", len(o.Services), len(o.Policies), o.PDB != nil, o.StatefulSet != nil)
+	services, policies := ownedOfType[*corev1.Service](o), ownedOfType[*networkingv1.NetworkPolicy](o)
+	if pdbs := ownedOfType[*policyv1.PodDisruptionBudget](o); len(services) != 1 || services[0].Name != "alpha" || len(policies) != 1 || policies[0].Name != "alpha-peers" || len(pdbs) != 1 || o.StatefulSet == nil {
+		t.Errorf("owned: services %d, policies %d, pdbs %d, statefulset %v", len(services), len(policies), len(pdbs), o.StatefulSet != nil)
 	}
 	var claims []string
 	for _, c := range o.PVCs {

@@ -69,12 +69,26 @@ func (c *Cluster) apply(obj any, namespace string) (applied, error) {
 	if err := validateUpdate(cur, in); err != nil {
 		return applied{}, err
 	}
-	structField(next, "Spec").Set(structField(in, "Spec"))
+	setContent(next, in)
 	next.SetLabels(in.GetLabels())
 	next.SetAnnotations(in.GetAnnotations())
 	next.SetOwnerReferences(in.GetOwnerReferences())
 	changed := c.put(next)
 	return applied{kind: k, changed: changed, previous: cur, stored: c.get(k, in.GetNamespace(), in.GetName())}, nil
+}
+
+// setContent sets what an apply owns of next from in: every top-level field but the type, the
+// metadata and the status. That is the spec of most kinds, and the data of a kind without one (a
+// ConfigMap's data), so a kind is applied whatever its shape.
+func setContent(next, in object) {
+	dst, src := reflect.ValueOf(next).Elem(), reflect.ValueOf(in).Elem()
+	for i := 0; i < dst.NumField(); i++ {
+		switch dst.Type().Field(i).Name {
+		case "TypeMeta", "ObjectMeta", "Status":
+			continue
+		}
+		dst.Field(i).Set(src.Field(i))
+	}
 }
 
 func (c *Cluster) allocateClusterIP(s *corev1.Service) {

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,9 +32,19 @@ const (
 )
 
 // kindOrder is the order Resync and every whole-cluster pass visit kinds in, so a run is
-// reproducible.
-var kindOrder = []Kind{KindNode, KindStorageClass, KindFleet, KindReservation, KindStatefulSet, KindDeployment,
-	KindService, KindPolicy, KindPDB, KindPVC, KindPod}
+// reproducible: what others refer to first (nodes, classes, fleets, the workload), then every
+// other kind of the table in its order (the owned kinds, whatever they are), claims and Pods last.
+var kindOrder = func() []Kind {
+	first := []Kind{KindNode, KindStorageClass, kinds.PriorityClass, KindFleet, KindReservation, KindStatefulSet, KindDeployment}
+	last := []Kind{KindPVC, KindPod}
+	out := slices.Clone(first)
+	for _, r := range kinds.Table {
+		if !slices.Contains(first, r.Kind) && !slices.Contains(last, r.Kind) {
+			out = append(out, r.Kind)
+		}
+	}
+	return append(out, last...)
+}()
 
 // object is what every stored Kubernetes type is.
 type object = kinds.Object

@@ -38,8 +38,8 @@ func summary(o *events.Observation) string {
 	for _, p := range o.PVCs {
 		add("pvc", p)
 	}
-	for _, s := range o.Services {
-		add("svc", s)
+	for _, x := range o.Owned {
+		add(string(kinds.Of(x)), x)
 	}
 	for _, n := range o.Nodes {
 		add("node", n)

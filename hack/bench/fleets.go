@@ -9,8 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/celld/celld-operator/api/generated/informers/externalversions"
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/drivers/kube"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/render"
@@ -164,20 +163,7 @@ func (b *bench) rawObjects(ctx context.Context, ns string, n int, members int32)
 func (b *bench) createRaw(ctx context.Context, ns string, objs [][]kinds.Object) error {
 	return parallel(len(objs), func(i int) error {
 		for _, o := range objs[i] {
-			var err error
-			switch x := o.(type) {
-			case *corev1.Service:
-				_, err = b.cl.kube.CoreV1().Services(ns).Create(ctx, x, metav1.CreateOptions{})
-			case *networkingv1.NetworkPolicy:
-				_, err = b.cl.kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, x, metav1.CreateOptions{})
-			case *policyv1.PodDisruptionBudget:
-				_, err = b.cl.kube.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, x, metav1.CreateOptions{})
-			case *appsv1.StatefulSet:
-				_, err = b.cl.kube.AppsV1().StatefulSets(ns).Create(ctx, x, metav1.CreateOptions{})
-			default:
-				err = fmt.Errorf("unexpected rendered object %T", o)
-			}
-			if err != nil {
+			if err := kube.Create(ctx, b.cl.kube, ns, o); err != nil {
 				return err
 			}
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/celld/celld-operator/drivers/kube"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/internal/testenv"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // runTimeout bounds one run of n fleets.
@@ -703,14 +704,14 @@ func (b *bench) cachedBytes(ctx context.Context, ns string) (live, inuse float64
 		func() error { return add(kc.AppsV1().Deployments(ns).List(ctx, all)) },
 		func() error { return add(kc.CoreV1().Pods(ns).List(ctx, managed)) },
 		func() error { return add(kc.CoreV1().PersistentVolumeClaims(ns).List(ctx, all)) },
-		func() error { return add(kc.CoreV1().Services(ns).List(ctx, all)) },
-		func() error { return add(kc.NetworkingV1().NetworkPolicies(ns).List(ctx, all)) },
-		func() error { return add(kc.PolicyV1().PodDisruptionBudgets(ns).List(ctx, all)) },
 		func() error { return add(kc.CoreV1().Nodes().List(ctx, all)) },
 		func() error { return add(kc.StorageV1().StorageClasses().List(ctx, all)) },
 		func() error {
 			return add(mc.Resource(corev1.SchemeGroupVersion.WithResource("serviceaccounts")).Namespace(ns).List(ctx, all))
 		},
+	}
+	for _, r := range kinds.Owned(false) {
+		steps = append(steps, func() error { return add(kube.List(ctx, kc, ns, r.Kind, all)) })
 	}
 	for _, s := range steps {
 		if err := s(); err != nil {

@@ -256,14 +256,8 @@ func obsFingerprint(o *events.Observation) string {
 	if o.Deployment != nil {
 		add(o.Deployment)
 	}
-	for _, x := range o.Services {
+	for _, x := range o.Owned {
 		add(x)
-	}
-	for _, x := range o.Policies {
-		add(x)
-	}
-	if o.PDB != nil {
-		add(o.PDB)
 	}
 	for _, x := range o.Pods {
 		add(x)

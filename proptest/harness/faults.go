@@ -12,6 +12,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/drivers/sim"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/render"
 )
 
@@ -134,18 +135,31 @@ func (w *World) createForeign(fleet string, which int) error {
 	fake := NewFleet(FleetSpec{Name: fleet, Profile: v1alpha1.ProfileBucket, Members: 1, Bucket: "foreign", Workload: v1alpha1.WorkloadDeployment})
 	fake.UID = types.UID("uid-foreign-" + fleet)
 	objs := render.Render(fake, 1, -1)
-	var obj metav1.Object
+	// The i-th rendered object of a kind: the fault names kinds, the fleet may render more.
+	nth := func(k sim.Kind, i int) metav1.Object {
+		for _, o := range objs.All() {
+			if kinds.Of(o) == k {
+				if i == 0 {
+					return o
+				}
+				i--
+			}
+		}
+		panic(fmt.Sprintf("a fleet renders no %s #%d", k, i))
+	}
 	var kind sim.Kind
+	var n int
 	switch which {
 	case 0:
-		obj, kind = objs.Deployment, sim.KindDeployment
+		kind = sim.KindDeployment
 	case 1:
-		obj, kind = objs.Services[which%len(objs.Services)], sim.KindService
+		kind, n = sim.KindService, 1
 	case 2:
-		obj, kind = objs.PDB, sim.KindPDB
+		kind = sim.KindPDB
 	default:
-		obj, kind = objs.Policies[0], sim.KindPolicy
+		kind = sim.KindPolicy
 	}
+	obj := nth(kind, n)
 	if w.C.Get(kind, Namespace, obj.GetName()) != nil {
 		return nil
 	}
