@@ -133,17 +133,7 @@ func TestRenderRefusesWholeFiles(t *testing.T) {
 		{"two bad documents", configMap + "---\n" + manifest("a-peers", ""), []string{
 			": document 1: a ConfigMap", `: document 2: The CelldFleet "a-peers" is invalid: <nil>: Invalid value: metadata.name must not end in -peers or -clients`}},
 	} {
-		code, out, errOut := runCLI("render", "-f", writeFile(t, tc.content))
-		lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
-		if code != 1 || out != "" || len(lines) != len(tc.want) {
-			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1, nothing on stdout, %d lines", tc.name, code, out, errOut, len(tc.want))
-			continue
-		}
-		for i, w := range tc.want {
-			if !strings.Contains(lines[i], w) {
-				t.Errorf("%s: stderr line %d %q lacks %q", tc.name, i+1, lines[i], w)
-			}
-		}
+		refusedWith(t, tc.name, tc.content, tc.want)
 	}
 }
 
@@ -172,17 +162,7 @@ func TestRenderChecksAsTheAPIServer(t *testing.T) {
 		{"no name", strings.Replace(manifest("a", ""), "name: a\n", "generateName: a-\n", 1), []string{
 			"metadata.name: Required value: render needs the fleet's name"}},
 	} {
-		code, out, errOut := runCLI("render", "-f", writeFile(t, tc.content))
-		lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
-		if code != 1 || out != "" || len(lines) != len(tc.want) {
-			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1, nothing on stdout, %d lines", tc.name, code, out, errOut, len(tc.want))
-			continue
-		}
-		for i, w := range tc.want {
-			if !strings.Contains(lines[i], w) {
-				t.Errorf("%s: stderr line %d %q lacks %q", tc.name, i+1, lines[i], w)
-			}
-		}
+		refusedWith(t, tc.name, tc.content, tc.want)
 	}
 }
 
@@ -278,6 +258,23 @@ func TestAdmissionRefusesEveryDerivedSuffix(t *testing.T) {
 		code, out, errOut := runCLI("render", "-f", writeFile(t, manifest("a"+s, "")))
 		if code != 1 || out != "" || !strings.Contains(errOut, "metadata.name must not end in") {
 			t.Errorf("fleet a%s: exit %d, stderr %q; want the name refused", s, code, errOut)
+		}
+	}
+}
+
+// refusedWith renders content and wants exit 1, nothing rendered, and stderr's lines to contain
+// want, line by line.
+func refusedWith(t *testing.T, name, content string, want []string) {
+	t.Helper()
+	code, out, errOut := runCLI("render", "-f", writeFile(t, content))
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	if code != 1 || out != "" || len(lines) != len(want) {
+		t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1, nothing on stdout, %d lines", name, code, out, errOut, len(want))
+		return
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("%s: stderr line %d %q lacks %q", name, i+1, lines[i], w)
 		}
 	}
 }
