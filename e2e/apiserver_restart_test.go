@@ -131,9 +131,10 @@ func TestAPIServerRestart(t *testing.T) {
 	// Converged again: no write at all, through resyncs every 10 s.
 	f.quiet(op, 3*time.Second)
 	w0, series := op.writes(t)
+	mark := op.logMark()
 	time.Sleep(30 * time.Second)
 	if w1, now := op.writes(t); w1 != w0 {
-		t.Errorf("%g writes in 30 s at rest after the restart:%s", w1-w0, formatSeries(testenv.Delta(now, series)))
+		t.Errorf("%g writes in 30 s at rest after the restart:%s%s", w1-w0, formatSeries(testenv.Delta(now, series)), op.loggedSince(mark, 40))
 	}
 	t.Logf("no write in 30 s at rest after the restart")
 }

@@ -130,6 +130,31 @@ func (op *operator) stop(t *testing.T) {
 	}
 }
 
+// logMark is where the operator's log ends now, for loggedSince.
+func (op *operator) logMark() int64 {
+	if st, err := os.Stat(op.LogPath); err == nil {
+		return st.Size()
+	}
+	return 0
+}
+
+// loggedSince is what the operator logged after mark, its last n lines: a check that finds a
+// write it did not expect says which decision made it.
+func (op *operator) loggedSince(mark int64, n int) string {
+	b, err := os.ReadFile(op.LogPath)
+	if err != nil {
+		return err.Error()
+	}
+	if mark > int64(len(b)) {
+		mark = 0
+	}
+	lines := strings.Split(strings.TrimRight(string(b[mark:]), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "\n\toperator log:\n\t" + strings.Join(lines, "\n\t")
+}
+
 // kill is a crash: SIGKILL, no chance to release anything.
 func (op *operator) kill() { op.Kill() }
 

@@ -38,6 +38,7 @@ func TestZeroWritesAtRest(t *testing.T) {
 
 	const rest = 60 * time.Second
 	before, bySeries := op.writes(t)
+	mark := op.logMark()
 	t.Logf("%s converged with %g writes (%g when their status first showed it):%s", strings.Join(fleets, ", "), before, converged, formatSeries(bySeries))
 	f.holds(rest, "no write at rest", func() error {
 		if n, now := op.writes(t); n != before {
@@ -48,7 +49,7 @@ func TestZeroWritesAtRest(t *testing.T) {
 	after, now := op.writes(t)
 	t.Logf("api_writes_total at rest: %g, then %g after %s", before, after, rest)
 	if after != before {
-		t.Errorf("%g writes at rest in %s:%s", after-before, rest, formatSeries(testenv.Delta(now, bySeries)))
+		t.Errorf("%g writes at rest in %s:%s%s", after-before, rest, formatSeries(testenv.Delta(now, bySeries)), op.loggedSince(mark, 40))
 	}
 
 	// A restarted operator finds everything as it wants it: a full resync, and no write.
