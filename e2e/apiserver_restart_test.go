@@ -74,7 +74,7 @@ func TestAPIServerRestart(t *testing.T) {
 	// Every client in this process fails while the API server is away: keep its log readable.
 	klog.SetLogger(logr.Discard())
 	stopped := time.Now()
-	if _, err := script(suite.root, "cluster/stop.sh", restartedComponents...); err != nil {
+	if _, err := suite.cp.Script("stop.sh", restartedComponents...); err != nil {
 		klog.ClearLogger()
 		t.Fatalf("cluster/stop.sh %s: %v", strings.Join(restartedComponents, " "), err)
 	}
@@ -82,7 +82,7 @@ func TestAPIServerRestart(t *testing.T) {
 	t.Logf("%s stopped in %s, with %s at %s (rolled out: %v)", strings.Join(restartedComponents, ", "),
 		time.Since(stopped).Round(time.Millisecond), persistent.Name, describeStatefulSet(s), rolledOut(s))
 	time.Sleep(apiserverDown)
-	_, err := script(suite.root, "cluster/up.sh")
+	_, err := suite.cp.Script("up.sh")
 	klog.ClearLogger()
 	if err != nil {
 		t.Fatalf("cluster/up.sh: %v", err)

@@ -343,7 +343,7 @@ func TestMetricsServerStoppedNoScaleIn(t *testing.T) {
 	fl = f.waitConverged(fl.Name)
 	asked := f.waitDecision(fl, v1alpha1.DecisionScaleInRequested, start, observe)
 
-	if _, err := script(suite.root, "cluster/stop.sh", "metrics-server"); err != nil {
+	if _, err := suite.cp.Script("stop.sh", "metrics-server"); err != nil {
 		t.Fatalf("cluster/stop.sh metrics-server: %v", err)
 	}
 	stopped := time.Now()
@@ -353,7 +353,7 @@ func TestMetricsServerStoppedNoScaleIn(t *testing.T) {
 			return
 		}
 		restarted = true
-		if _, err := script(suite.root, "cluster/up.sh"); err != nil {
+		if _, err := suite.cp.Script("up.sh"); err != nil {
 			t.Fatalf("cluster/up.sh (metrics-server back): %v", err)
 		}
 	}

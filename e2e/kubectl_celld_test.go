@@ -43,7 +43,7 @@ func (f *fixture) kubectlCelld(args ...string) (string, string, error) {
 		f.t.Fatalf("go build ./cmd/kubectl-celld: %v", plugin.err)
 	}
 	var out, stderr bytes.Buffer
-	cmd := exec.CommandContext(context.Background(), filepath.Join(suite.clusterBin, "kubectl"),
+	cmd := exec.CommandContext(context.Background(), filepath.Join(suite.cp.Bin, "kubectl"),
 		append([]string{"celld"}, args...)...)
 	cmd.Env = append(os.Environ(), "PATH="+plugin.dir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+suite.kubeconfig)
 	cmd.Stdout, cmd.Stderr = &out, &stderr

@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,15 +16,16 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
+	"github.com/celld/celld-operator/internal/testenv"
 )
 
 // suite is what TestMain prepared for every test.
 var suite struct {
-	root       string // repository root
-	clusterBin string // the control plane's binaries, kubectl among them
-	kubeconfig string // admin kubeconfig written by cluster/up.sh
-	operator   string // celld-operator built from this tree
-	logDir     string // operator logs, kept after the run
+	root       string                // repository root
+	cp         *testenv.ControlPlane // the local control plane, through cluster/'s scripts
+	kubeconfig string                // admin kubeconfig written by cluster/up.sh
+	operator   string                // celld-operator built from this tree
+	logDir     string                // operator logs, kept after the run
 	kube       kubernetes.Interface
 	celld      versioned.Interface
 }
@@ -47,36 +46,32 @@ func runSuite(m *testing.M) int {
 		return fail("repository root: %v", err)
 	}
 	suite.root = root
-	vars, err := clusterEnv(root, "CLUSTER_BIN", "KUBECONFIG")
+	// Scripts' progress goes to stderr as it happens.
+	cp, err := testenv.NewControlPlane(root, nil, os.Stderr)
 	if err != nil {
-		return fail("cluster/env.sh: %v", err)
+		return fail("%v", err)
 	}
-	suite.clusterBin = vars[0]
+	suite.cp = cp
 	// Someone else's control plane (make demo, a developer's shell) is left as it was found.
-	wasUp := apiReady(vars[1])
+	wasUp := cp.Answers()
 
 	logf("building the control plane if needed (cluster/build.sh; about 8 minutes cold)")
-	if _, err := script(root, "cluster/build.sh"); err != nil {
+	if _, err := cp.Script("build.sh"); err != nil {
 		return fail("cluster/build.sh: %v", err)
 	}
 	if !wasUp && os.Getenv("E2E_KEEP_CLUSTER") == "" {
 		defer func() {
 			logf("stopping the control plane this suite started (cluster/down.sh)")
-			if _, err := script(root, "cluster/down.sh"); err != nil {
-				fmt.Fprintf(os.Stderr, "e2e: cluster/down.sh: %v\n", err)
+			if err := cp.Down(); err != nil {
+				fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 			}
 		}()
 	}
 	logf("starting the control plane (cluster/up.sh)")
-	out, err := script(root, "cluster/up.sh")
-	if err != nil {
-		return fail("cluster/up.sh: %v", err)
+	if err := cp.Up(); err != nil {
+		return fail("%v", err)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	suite.kubeconfig = strings.TrimSpace(lines[len(lines)-1])
-	if _, err := os.Stat(suite.kubeconfig); err != nil {
-		return fail("cluster/up.sh did not end with the kubeconfig path: %v", err)
-	}
+	suite.kubeconfig = cp.Kubeconfig
 
 	// A control plane kept from make demo may hold deploy/'s reservation policy, under which only
 	// the operator's ServiceAccount writes reservations: the suite's operators run as the admin,
@@ -87,12 +82,8 @@ func runSuite(m *testing.M) int {
 		logf("removed the reservation policy binding a demo left behind")
 	}
 	logf("installing the CRDs of deploy/crds")
-	if _, err := kubectlCmd(context.Background(), "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(root, "deploy", "crds")); err != nil {
-		return fail("installing the CRDs: %v", err)
-	}
-	if _, err := kubectlCmd(context.Background(), "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/celldfleets.celld.io", "crd/celldreservations.celld.io"); err != nil {
-		return fail("CRDs not established: %v", err)
+	if err := cp.InstallCRDs(context.Background()); err != nil {
+		return fail("%v", err)
 	}
 
 	binDir, err := os.MkdirTemp("", "celld-e2e-")
@@ -136,58 +127,9 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...)
 }
 
-// clusterEnv reads variables as cluster/env.sh sets them, so the suite follows the same
-// overrides (CLUSTER_CACHE, ports) as the scripts it runs.
-func clusterEnv(root string, names ...string) ([]string, error) {
-	var sb strings.Builder
-	sb.WriteString(`. cluster/env.sh && printf '%s\n'`)
-	for _, n := range names {
-		sb.WriteString(` "$` + n + `"`)
-	}
-	cmd := exec.Command("bash", "-c", sb.String())
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, err
-	}
-	vals := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	if len(vals) != len(names) {
-		return nil, fmt.Errorf("want %d values, got %q", len(names), out)
-	}
-	return vals, nil
-}
-
-// apiReady reports whether a control plane answers on that kubeconfig right now.
-func apiReady(kubeconfig string) bool {
-	if _, err := os.Stat(kubeconfig); err != nil {
-		return false
-	}
-	cmd := exec.Command(filepath.Join(suite.clusterBin, "kubectl"), "--kubeconfig", kubeconfig,
-		"--request-timeout=3s", "get", "--raw", "/readyz")
-	return cmd.Run() == nil
-}
-
-// script runs one of the repository's scripts, its progress going to stderr as it happens,
-// and returns its stdout.
-func script(root, path string, args ...string) (string, error) {
-	var out bytes.Buffer
-	cmd := exec.Command(filepath.Join(root, path), args...)
-	cmd.Dir = root
-	cmd.Stdout = io.MultiWriter(&out, os.Stderr)
-	cmd.Stderr = os.Stderr
-	err := cmd.Run()
-	return out.String(), err
-}
-
 // kubectlCmd runs the control plane's kubectl on the admin kubeconfig.
 func kubectlCmd(ctx context.Context, args ...string) (string, error) {
-	var out, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, filepath.Join(suite.clusterBin, "kubectl"), append([]string{"--kubeconfig", suite.kubeconfig}, args...)...)
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return out.String(), nil
+	return suite.cp.Kubectl(ctx, args...)
 }
 
 // sweep removes what interrupted runs left behind (a test binary killed by -timeout or ^C runs no

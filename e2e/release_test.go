@@ -41,13 +41,13 @@ const releaseVersion = "v0.0.0-e2e"
 // would refuse the reservations of the other tests' operators (they run as the administrator).
 func TestReleaseInstall(t *testing.T) {
 	out := t.TempDir()
-	helm := filepath.Join(suite.clusterBin, "helm")
+	helm := filepath.Join(suite.cp.Bin, "helm")
 	if _, err := os.Stat(helm); err != nil {
 		t.Fatalf("helm is not built (%v): run cluster/tools.sh helm", err)
 	}
 	start := time.Now()
 	cmd := exec.Command("go", "run", "./hack/release", "-version", releaseVersion, "-out", out,
-		"-kubectl", filepath.Join(suite.clusterBin, "kubectl"), "-helm", helm)
+		"-kubectl", filepath.Join(suite.cp.Bin, "kubectl"), "-helm", helm)
 	cmd.Dir = suite.root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("hack/release: %v\n%s", err, b)

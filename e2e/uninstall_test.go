@@ -26,12 +26,8 @@ func reinstallCRDs(t *testing.T) {
 		!strings.Contains(err.Error(), "not found") {
 		t.Errorf("the deleted CRDs are not gone: %v", err)
 	}
-	if _, err := kubectlCmd(ctx, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(suite.root, "deploy", "crds")); err != nil {
-		t.Fatalf("reinstall the CRDs: %v", err)
-	}
-	if _, err := kubectlCmd(ctx, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/celldfleets.celld.io", "crd/celldreservations.celld.io"); err != nil {
-		t.Fatalf("reinstalled CRDs not established: %v", err)
+	if err := suite.cp.InstallCRDs(ctx); err != nil {
+		t.Fatalf("reinstall: %v", err)
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
+	"github.com/celld/celld-operator/internal/testenv"
 )
 
 // operatorUser is the operator's own identity on the bench cluster. The admin kubeconfig is
@@ -57,12 +58,11 @@ const (
 // ports of its own, so it never meets another control plane running on this machine (the
 // end-to-end tests' on the default ports, say).
 type cluster struct {
+	*testenv.ControlPlane
 	root  string
 	cache string
-	env   []string
 	log   io.Writer
 
-	kubeconfig   string // admin
 	opKubeconfig string // the operator's own user
 	cfg          *rest.Config
 	kube         kubernetes.Interface
@@ -84,7 +84,9 @@ func newCluster(root string, c *config, log io.Writer) *cluster {
 		fmt.Sprintf("KWOK_PORT=%d", c.ports.kwok),
 		fmt.Sprintf("NODES=%d", c.nodes),
 	)
-	return &cluster{root: root, cache: cache, env: env, log: log}
+	// The paths are the ones cluster/env.sh derives from CLUSTER_CACHE, known without running it.
+	cp := &testenv.ControlPlane{Root: root, Env: env, Log: log, Bin: filepath.Join(cache, "bin"), Kubeconfig: filepath.Join(cache, "run", "kubeconfig")}
+	return &cluster{ControlPlane: cp, root: root, cache: cache, log: log}
 }
 
 func dropEnv(env []string, names ...string) []string {
@@ -99,19 +101,6 @@ next:
 		out = append(out, kv)
 	}
 	return out
-}
-
-// script runs one of cluster/'s scripts with the bench's environment; its output goes to the log,
-// and its stdout is returned.
-func (c *cluster) script(name string, args ...string) (string, error) {
-	var out bytes.Buffer
-	cmd := exec.Command(filepath.Join(c.root, "cluster", name), args...)
-	cmd.Dir = c.root
-	cmd.Env = c.env
-	cmd.Stdout = io.MultiWriter(&out, c.log)
-	cmd.Stderr = c.log
-	err := cmd.Run()
-	return out.String(), err
 }
 
 // prepare builds (or reuses) the binaries in the default cache, then gives the bench's cache the
@@ -208,18 +197,15 @@ func copyFile(src, dst string) error {
 // up starts a fresh instance: whatever an interrupted earlier run left is stopped and its state
 // purged, so every run starts from an empty etcd.
 func (c *cluster) up(ctx context.Context) error {
-	if _, err := c.script("down.sh", "--purge"); err != nil {
-		return fmt.Errorf("cluster/down.sh --purge: %w", err)
+	if err := c.Down("--purge"); err != nil {
+		return err
 	}
-	out, err := c.script("up.sh")
-	if err != nil {
-		return fmt.Errorf("cluster/up.sh: %w", err)
+	if err := c.Up(); err != nil {
+		return err
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	c.kubeconfig = strings.TrimSpace(lines[len(lines)-1])
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
-		return fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
+		return fmt.Errorf("kubeconfig %s: %w", c.Kubeconfig, err)
 	}
 	// The bench creates hundreds of objects "at once": its own client must not be what paces them.
 	cfg.QPS, cfg.Burst = 1000, 2000
@@ -231,11 +217,7 @@ func (c *cluster) up(ctx context.Context) error {
 	if c.celld, err = versioned.NewForConfig(cfg); err != nil {
 		return err
 	}
-	if err := c.kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(c.root, "deploy", "crds")); err != nil {
-		return err
-	}
-	if err := c.kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/celldfleets.celld.io", "crd/celldreservations.celld.io"); err != nil {
+	if err := c.InstallCRDs(ctx); err != nil {
 		return err
 	}
 	if err := c.operatorIdentity(ctx); err != nil {
@@ -243,21 +225,6 @@ func (c *cluster) up(ctx context.Context) error {
 	}
 	if err := c.flowSchemas(ctx); err != nil {
 		return fmt.Errorf("flow schemas: %w", err)
-	}
-	return nil
-}
-
-func (c *cluster) down() error {
-	_, err := c.script("down.sh")
-	return err
-}
-
-func (c *cluster) kubectl(ctx context.Context, args ...string) error {
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, filepath.Join(c.cache, "bin", "kubectl"), append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
-	cmd.Stdout, cmd.Stderr = c.log, &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
 }
@@ -295,7 +262,7 @@ func (c *cluster) operatorIdentity(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	admin, err := clientcmd.LoadFromFile(c.kubeconfig)
+	admin, err := clientcmd.LoadFromFile(c.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -313,7 +280,7 @@ func (c *cluster) operatorIdentity(ctx context.Context) error {
 		return err
 	}
 
-	if err := c.kubectl(ctx, "apply", "-f", filepath.Join(c.root, "deploy", "rbac", "cluster_role.yaml")); err != nil {
+	if _, err := c.Kubectl(ctx, "apply", "-f", filepath.Join(c.root, "deploy", "rbac", "cluster_role.yaml")); err != nil {
 		return err
 	}
 	crb := &rbacv1.ClusterRoleBinding{

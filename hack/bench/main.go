@@ -170,8 +170,8 @@ func (b *bench) run() int {
 			b.stopOperators()
 			if b.cl != nil && !b.cfg.keep {
 				b.logf("stopping the bench's control plane (cluster/down.sh, CLUSTER_CACHE=%s)", b.cfg.clusterCache)
-				if err := b.cl.down(); err != nil {
-					b.logf("cluster/down.sh: %v", err)
+				if err := b.cl.Down(); err != nil {
+					b.logf("%v", err)
 				}
 			}
 		})

@@ -1,5 +1,6 @@
-// Package testenv is what the end-to-end tests and the benchmark share to run the operator as a
-// process: start it on free loopback ports, wait until it is ready, scrape its metrics, stop it.
+// Package testenv is what the end-to-end tests and the benchmark share: the local control plane
+// through cluster/'s scripts, and the operator as a process (start it on free loopback ports,
+// wait until it is ready, scrape its metrics, stop it).
 package testenv
 
 import (
