@@ -46,302 +46,63 @@ func (r *report) failed() bool {
 
 type row struct{ n, what, measured, target, verdict string }
 
+// section is what one phase puts in the report: rows of the table, and notes below it.
+type section struct {
+	rows  []row
+	notes []string
+}
+
+func (s *section) add(n, what, measured, target, verdict string) {
+	s.rows = append(s.rows, row{n, what, measured, target, verdict})
+}
+
+func (s *section) note(format string, args ...any) {
+	s.notes = append(s.notes, fmt.Sprintf(format, args...))
+}
+
+// failed is the row of a phase that measured nothing.
+func (s *section) failed(n, what string, err error) {
+	s.add(n, what, "**failed**: "+oneLine(err.Error()), "", "not measured")
+}
+
+func (s *section) append(o section) {
+	s.rows = append(s.rows, o.rows...)
+	s.notes = append(s.notes, o.notes...)
+}
+
 func (r *report) markdown() string {
-	var rows []row
-	var notes []string
-	add := func(n, what, measured, target, verdict string) {
-		rows = append(rows, row{n, what, measured, target, verdict})
-	}
-	note := func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
-	errRow := func(n, what string, err error) { add(n, what, "**failed**: "+oneLine(err.Error()), "", "not measured") }
+	var sec section
 	n := r.cfg.fleets
-
-	// 1. core
+	// Each phase's rows and notes, after the row that says it failed: a phase that failed part way
+	// still reports what it measured.
 	if r.coreErr != nil {
-		errRow("1", "core: machine benchmarks", r.coreErr)
+		sec.failed("1", "core: machine benchmarks", r.coreErr)
 	}
-	var slowConverged []*coreResult
-	for _, c := range r.core {
-		name := strings.TrimPrefix(c.name, "Step")
-		allocs := median(c.allocs)
-		measured := fmt.Sprintf("%s decisions/s (min %s, max %s); %s allocs, %s per decision",
-			si(median(c.decisions)), si(minOf(c.decisions)), si(maxOf(c.decisions)), trim(allocs), bytesStr(median(c.bytes)))
-		if strings.HasPrefix(c.name, "StepConverged") {
-			ok := median(c.decisions) >= 1e6 && allocs == 0
-			v := "met"
-			if !ok {
-				v = missText(median(c.decisions), 1e6, allocs)
-				slowConverged = append(slowConverged, c)
-			}
-			add("1", "core: "+strings.Replace(name, "Converged/", "converged fleet, ", 1), measured, "≥ 1,000,000/s per core, 0 allocs", v)
-		} else {
-			add("1", "core: change, "+strings.TrimPrefix(name, "Change/"), measured, "(no target)", "")
-		}
-	}
-	if len(slowConverged) > 0 {
-		var names []string
-		for _, c := range slowConverged {
-			names = append(names, fmt.Sprintf("%s (%.0f ns per decision)", strings.TrimPrefix(c.name, "StepConverged/"), 1e9/median(c.decisions)))
-		}
-		note("**Core, converged target missed** for %s. A converged step is one fingerprint of the view "+
-			"compared with the last quiet decision's (machine/quiet.go), and the fingerprint hashes every member's resourceVersion "+
-			"and looks up its node: it is O(members), so 99 members cost about 10x what 3 do. What would close it: "+
-			"fingerprint once per observation, where Normalize already walks every member, or keep a per-member hash that only "+
-			"changed members update. In the operator a whole decision, cache reads included, takes well under a millisecond "+
-			"(the decision duration below), far less than the API requests of a sync, so this does not show in the other figures.",
-			strings.Join(names, ", "))
-	}
-
-	// 2. overhead, 6. event to action, 7. profile
+	sec.append(coreSection(r.core))
 	if r.overheadErr != nil {
-		errRow("2", "overhead against the floor", r.overheadErr)
+		sec.failed("2", "overhead against the floor", r.overheadErr)
 	}
-	if o := r.overhead; o != nil && len(o.op) > 0 && len(o.raw) > 0 {
-		opS, rawS := seconds(o.op), seconds(o.raw)
-		add("2", fmt.Sprintf("overhead: %d fleets of 3 created at once through the operator, until all Ready", n),
-			spread(opS, "s")+runsText(opS), "", "")
-		add("2", fmt.Sprintf("overhead: the same %d StatefulSets (+ their 2 Services, 2 NetworkPolicies, PDB) created directly, no operator, until all replicas ready", n),
-			spread(rawS, "s")+runsText(rawS), "", "")
-		ratio := median(opS) / median(rawS)
-		v := "met"
-		if ratio > 1.10 {
-			v = fmt.Sprintf("missed by %.0f%% (%.2f over 1.10)", (ratio/1.10-1)*100, ratio-1.10)
-		}
-		add("2", "overhead: ratio of the medians, operator / raw", fmt.Sprintf("%.2f (min/max across pairs %.2f-%.2f)", ratio, minOf(opS)/maxOf(rawS), maxOf(opS)/minOf(rawS)), "≤ 1.10", v)
-		if len(o.opWrites) > 0 {
-			api := "n/a"
-			if len(o.apiWrites) > 0 {
-				api = fmt.Sprintf("%s writes and %s other requests", trim(median(o.apiWrites)), trim(median(o.apiReads)))
-			}
-			add("2", "overhead: the operator's requests per fleet, create to Ready (median of the runs)",
-				fmt.Sprintf("%s writes by its counter; API server, its user: %s; by kind: %s", trim(median(o.opWrites)), api,
-					seriesPer(o.opSeries, float64(o.runs))), "", "")
-		}
-		if f := sumSeries(o.failed) / float64(max(o.runs, 1)); f > 0 {
-			add("2", "overhead: the operator's failed actions per fleet (retried)", fmt.Sprintf("%s: %s", trim(f), kindsPer(o.failed, float64(o.runs))), "", "")
-		}
-		if o.queueWait.total > 0 {
-			add("2", "overhead: the operator's workqueue, wait in queue / sync duration (runs pooled)",
-				fmt.Sprintf("wait p50 %s, p99 %s; sync p50 %s, p99 %s (%d syncs)", q(o.queueWait, 0.5), q(o.queueWait, 0.99),
-					q(o.work, 0.5), q(o.work, 0.99), int(o.work.total)), "(no target)", "")
-		}
-		if ratio > 1.10 && len(o.opWrites) > 0 {
-			celld, kubeW := byClient(o.opSeries, float64(max(o.runs, 1)))
-			celldR, kubeR := 0.0, 0.0
-			if len(o.celldReads) > 0 {
-				celldR, kubeR = median(o.celldReads), median(o.apiReads)-median(o.celldReads)
-			}
-			floorOf := func(w float64) float64 { return max(0, float64(n)*w-operatorBurst) / operatorQPS }
-			floor := max(floorOf(celld+celldR), floorOf(kubeW+kubeR))
-			bound := "so at this size the limiter is not what bounds the run"
-			if floor >= 0.5*median(opS) {
-				bound = "so the limiter alone accounts for most of the operator run"
-			}
-			lo, hi := minOf(opS)/maxOf(rawS), maxOf(opS)/minOf(rawS)
-			noise := fmt.Sprintf("every pairing of runs misses (ratios %.2f-%.2f)", lo, hi)
-			if lo <= 1.10 {
-				noise = fmt.Sprintf("the ratios of single runs range %.2f-%.2f, so the miss is within this machine's noise", lo, hi)
-			}
-			note("**Overhead target missed** (ratio %.2f: %.1f s against %.1f s; %s). The raw path creates the 6 objects of a "+
-				"fleet from an unthrottled client and kube-controller-manager brings the members up. The operator path does the "+
-				"same controller work, but its own requests come first and last: per fleet the reservation, the finalizer, the 6 "+
-				"applies, a second StatefulSet apply that records the settled size, status writes and Events, and a fleet is "+
-				"Ready only once the operator has seen its last member ready and written the status. Its client is limited to "+
-				"20 QPS, burst 50, per clientset (hard-coded in cmd/celld-operator/run.go): %.1f celld.io requests (on one "+
-				"limiter) and %.1f Kubernetes requests (on another) per fleet give a floor of %.1f s for %d fleets, %s (its "+
-				"celld.io requests ran at %.1f/s over the median run). The operator's CPU is not the limit "+
-				"(the profile below). What would close it: fewer writes per fleet (a status write per state change rather than "+
-				"per observed member change, no self-inflicted conflicts, see below), and --kube-api-qps/--kube-api-burst "+
-				"flags sized to the fleet count; kube-controller-manager is bound by the same client defaults on the raw path.",
-				ratio, median(opS), median(rawS), noise, celld+celldR, kubeW+kubeR, floor, n, bound, float64(n)*(celld+celldR)/median(opS))
-		}
-		if f := sumSeries(o.failed); f > 0 {
-			note("**Failed actions in the overhead runs** (%s per fleet, each retried through the queue with backoff), by "+
-				"their errors in the operator's logs: %s.", trim(f/float64(max(o.runs, 1))), topFailures(failures(o.failLogs), 4))
-		}
-		if o.e2a.total > 0 {
-			add("6", "event to action (operator histogram, overhead runs pooled)",
-				fmt.Sprintf("p50 %s, p99 %s (%d observations)", q(o.e2a, 0.5), q(o.e2a, 0.99), int(o.e2a.total)), "(no target)", "")
-			applies := 0.0
-			for k, v := range o.opSeries {
-				if strings.HasPrefix(verbResource(k), "apply ") {
-					applies += v
-				}
-			}
-			applies /= float64(max(o.runs, 1))
-			if p99, _, _ := o.e2a.quantile(0.99); p99 > 1 && applies > 0 {
-				note("**Event to action, p99 %s.** %d fleets arrive at once and their syncs apply objects through the "+
-					"Kubernetes clientset's limiter (20 QPS, burst 50): %.1f applies per fleet (the 6 objects at provisioning, "+
-					"the StatefulSet again to record its settled size), which alone keep that limiter busy for "+
-					"(%d x %.1f - 50) / 20 = %.1f s; an event whose first action queues behind them waits that long. The run as a whole stays close to the floor "+
-					"because the floor is bound the same way: kube-controller-manager's clients default to 20 QPS (burst 30), "+
-					"and its StatefulSet controller creates every Pod and claim and writes the StatefulSets' status through "+
-					"one. Against a faster floor, or with more fleets at once, this is where the operator falls behind.",
-					q(o.e2a, 0.99), n, applies, n, applies, max(0, float64(n)*applies-operatorBurst)/operatorQPS)
-			}
-		}
-		if o.decision.total > 0 {
-			add("6", "decision duration, sync start to decision (overhead runs pooled)",
-				fmt.Sprintf("p50 %s, p99 %s (%d syncs)", q(o.decision, 0.5), q(o.decision, 0.99), int(o.decision.total)), "(no target)", "")
-		}
-		if sum := profileSummary(o.profileCum); sum != "" {
-			add("7", "CPU profile of the operator in the overhead runs (cumulative shares of its CPU time)", sum, "", "see below")
-		}
+	if r.overhead != nil {
+		sec.append(r.overhead.section(n))
 	}
-
-	// 3. scale-in
 	if r.scaleInErr != nil {
-		errRow("3", "scale-in walk", r.scaleInErr)
+		sec.failed("3", "scale-in walk", r.scaleInErr)
 	}
-	if s := r.scaleIn; s != nil {
-		add("3", fmt.Sprintf("scale-in: %d fleets 6 -> 3 at once (3 one-member steps each), until all Ready at 3", s.fleets),
-			fmt.Sprintf("%.1f s", s.total.Seconds()), "", "")
-		add("3", "scale-in: decision latency, a step rolled out -> the next replicas write (bench's watches)",
-			fmt.Sprintf("p50 %s, p99 %s, max %s (%d steps)", durStr(percentile(s.steps, 0.5)), durStr(percentile(s.steps, 0.99)), durStr(maxOf(s.steps)), len(s.steps)),
-			"(no target)", "")
-		add("3", "scale-in: spec change -> the first replicas write",
-			fmt.Sprintf("p50 %s, p99 %s (%d fleets)", durStr(percentile(s.first, 0.5)), durStr(percentile(s.first, 0.99)), len(s.first)), "(no target)", "")
-		if s.decision.total > 0 {
-			add("3", "scale-in: decision duration (operator histogram)",
-				fmt.Sprintf("p50 %s, p99 %s (%d syncs)", q(s.decision, 0.5), q(s.decision, 0.99), int(s.decision.total)), "(no target)", "")
-		}
-		if s.queueWait.total > 0 {
-			add("3", "scale-in: the operator's workqueue, wait in queue / sync duration",
-				fmt.Sprintf("wait p50 %s, p99 %s; sync p50 %s, p99 %s (%d syncs)", q(s.queueWait, 0.5), q(s.queueWait, 0.99),
-					q(s.work, 0.5), q(s.work, 0.99), int(s.work.total)), "(no target)", "")
-		}
-		k := float64(max(s.fleets, 1))
-		celld, kubeW := byClient(s.writes, k)
-		celldR, kubeR := 0.0, 0.0
-		reads := "API server count n/a"
-		if s.apiErr == nil {
-			celldR, kubeR = s.api.celldReads/k, (s.api.reads-s.api.celldReads)/k
-			reads = fmt.Sprintf("and %s celld.io and %s other reads (API server)", trim(celldR), trim(kubeR))
-		}
-		failed := ""
-		if f := sumSeries(s.failed); f > 0 {
-			failed = fmt.Sprintf("; %s failed and retried (%s)", trim(f/k), kindsPer(s.failed, k))
-		}
-		add("3", "scale-in: the operator's requests per fleet",
-			fmt.Sprintf("%s writes (%s) %s%s", trim(celld+kubeW), seriesPer(s.writes, k), reads, failed), "", "")
-		dec, _, _ := s.decision.quantile(0.5)
-		work, _, _ := s.work.quantile(0.5)
-		if s.total.Seconds() > 0 && work > 10*dec {
-			// The limiter bounds the walk when the requests beyond its burst ran at close to its rate.
-			rate := (float64(s.fleets)*(celld+celldR) - operatorBurst) / s.total.Seconds()
-			why := fmt.Sprintf("Its celld.io requests beyond the limiter's burst ran at %.1f/s, under the 20 QPS limit: "+
-				"the time a sync takes is its requests' round trips to a loaded API server.", max(rate, 0))
-			if rate >= 0.8*operatorQPS {
-				why = fmt.Sprintf("Its celld.io requests (status writes, the history append's read and update of the "+
-					"reservation) beyond the limiter's burst ran at %.1f/s against the 20 QPS limit: the 4 workers wait their "+
-					"turns at that limiter, so a sync of a few requests takes hundreds of milliseconds and a fleet waits in the "+
-					"queue behind the others' syncs; the latency seen from the watches is that queueing.", rate)
-			}
-			note("**Scale-in: the decision takes microseconds, the step takes seconds.** The machine decides in %s "+
-				"(p50), a sync lasts %s (p50) and a fleet waits %s (p50) in the queue; a step, from rolled out to the next "+
-				"replicas write, takes %s (p50) as the watches see it. The walk made %.1f celld.io and %.1f Kubernetes "+
-				"requests per fleet in %.1f s. %s What would close it: fewer requests per step (the history append reads "+
-				"and writes the reservation, the status is written several times per step), and a client QPS sized to the "+
-				"fleet count.",
-				q(s.decision, 0.5), q(s.work, 0.5), q(s.queueWait, 0.5), durStr(percentile(s.steps, 0.5)), celld+celldR, kubeW+kubeR,
-				s.total.Seconds(), why)
-		}
+	if r.scaleIn != nil {
+		sec.append(r.scaleIn.section())
 	}
-
-	// 4 and 5. writes and memory
 	if r.steadyErr != nil {
-		errRow("4-5", "writes at rest, lifecycle writes, memory", r.steadyErr)
+		sec.failed("4-5", "writes at rest, lifecycle writes, memory", r.steadyErr)
 	}
-	if st := r.steady; st != nil {
-		if rest := st.rest; rest != nil {
-			perHour := rest.opWrites / float64(max(rest.fleets, 1)) / rest.window.Hours()
-			v := "met"
-			if rest.opWrites != 0 {
-				v = fmt.Sprintf("missed: %s", seriesText(rest.opSeries))
-			}
-			add("4", fmt.Sprintf("writes at rest, operator's counter: %d converged fleets, %s window", rest.fleets, rest.window),
-				fmt.Sprintf("%s writes = %s per fleet per hour; %s fleets re-enqueued and %s syncs in the window (resync every %s)",
-					trim(rest.opWrites), trim(perHour), trim(rest.resyncAdds), trim(rest.syncs), r.cfg.resync), "0", v)
-			if rest.apiErr != nil {
-				add("4", "writes at rest, API server side", "n/a: "+oneLine(rest.apiErr.Error()), "0", "not measured")
-			} else {
-				w := rest.api.totalWrites()
-				v := "met"
-				if w != 0 {
-					v = "missed: " + seriesText(rest.api.writes)
-				}
-				add("4", "writes at rest, API server side (apiserver_flowcontrol_dispatched_requests_total of flow schemas matching only the operator's user)",
-					fmt.Sprintf("%s writes; %s other requests (watches, discovery)", trim(w), trim(rest.api.reads)), "0", v)
-			}
-		}
-		if lc := st.lifecycle; lc != nil {
-			k := float64(max(lc.fleets, 1))
-			per := lc.opWrites / k
-			minimum := 23.0
-			v := "at the minimum"
-			if per > minimum {
-				v = fmt.Sprintf("%.1f over the minimum (x%.2f)", per-minimum, per/minimum)
-			}
-			api := ""
-			if lc.apiErr == nil {
-				api = fmt.Sprintf("; API server: %s per fleet", trim(lc.api.totalWrites()/k))
-			}
-			failed := ""
-			if f := sumSeries(lc.failed); f > 0 {
-				failed = fmt.Sprintf("; %s of them failed and were retried (%s)", trim(f/k), kindsPer(lc.failed, k))
-			}
-			add("4", fmt.Sprintf("writes per fleet, one lifecycle: create 3, grow to 6, shrink to 3, delete (%d fleets)", lc.fleets),
-				fmt.Sprintf("%s per fleet%s%s; by kind per fleet: %s", trim(per), api, failed, seriesPer(lc.opSeries, k)),
-				"minimum 23", v)
-			note("**The minimum a lifecycle needs** (PersistentFleet, 23 writes): create 9 (the reservation, the finalizer, "+
-				"2 Services, 2 NetworkPolicies, the PDB, the StatefulSet, one status write that shows it Ready); grow 3 -> 6: 2 "+
-				"(the StatefulSet, the status); shrink 6 -> 3 one member per step: 4 (the StatefulSet three times, the status once); "+
-				"delete: 8 (the StatefulSet to 0 so no member runs when its disk goes, 6 claims: 3 of the members left and "+
-				"3 retained by the scale-in, the finalizer). Measured above the minimum, per fleet: %s. The status is written on "+
-				"every change the operator observes (each member created, scheduled, ready or gone changes the counts or "+
-				"blockedBy), not once per state; the settled size is recorded on the StatefulSet by one more apply after each "+
-				"rollout; the capacity history is appended to the reservation's status per decision; Events are sent per state "+
-				"change and per deleted disk.", excess(lc.opSeries, k))
-		}
-		if lc := st.lifecycle; lc != nil && sumSeries(lc.failed) > 0 {
-			note("**Failed actions in the lifecycle** (%s per fleet, retried), by their errors in the operator's log: %s.",
-				trim(sumSeries(lc.failed)/float64(max(lc.fleets, 1))), topFailures(failures(lc.failLogs), 4))
-		}
-		if len(st.levels) > 0 {
-			base := st.levels[0]
-			for _, l := range st.levels {
-				add("5", fmt.Sprintf("memory, %d fleets of 3 (after a forced GC; median of 3)", l.fleets),
-					fmt.Sprintf("heap in use %s, heap live %s, RSS %s; the cached API objects ~%s",
-						bytesStr(med(l.samples, heapInuse)), bytesStr(med(l.samples, heapAlloc)), bytesStr(med(l.samples, rss)), bytesStr(median(l.cached))), "", "")
-			}
-			for _, l := range st.levels[1:] {
-				if l.fleets <= base.fleets {
-					continue
-				}
-				d := float64(l.fleets - base.fleets)
-				heap := (med(l.samples, heapAlloc) - med(base.samples, heapAlloc)) / d
-				inuse := (med(l.samples, heapInuse) - med(base.samples, heapInuse)) / d
-				rssD := (med(l.samples, rss) - med(base.samples, rss)) / d
-				cache := (median(l.cached) - median(base.cached)) / d
-				cacheInuse := (median(l.cachedInuse) - median(base.cachedInuse)) / d
-				over, overInuse := heap-cache, inuse-cacheInuse
-				v := "met"
-				if over >= 64*1024 {
-					v = fmt.Sprintf("missed by %s", bytesStr(over-64*1024))
-				}
-				add("5", fmt.Sprintf("memory per fleet, %d -> %d fleets", base.fleets, l.fleets),
-					fmt.Sprintf("heap live +%s, heap in use +%s, RSS +%s; the cached objects %s live, %s in use; "+
-						"**overhead beyond the cached objects %s live** (%s by heap in use)",
-						bytesStr(heap), bytesStr(inuse), bytesStr(rssD), bytesStr(cache), bytesStr(cacheInuse), bytesStr(over), bytesStr(overInuse)),
-					"< 64 KiB per fleet", v)
-			}
-		}
+	if r.steady != nil {
+		sec.append(r.steady.section(r.cfg.resync))
 	}
 	if r.clusterErr != nil {
-		errRow("2-6", "control plane", r.clusterErr)
+		sec.failed("2-6", "control plane", r.clusterErr)
 	}
+
 	if r.terminating > 0 {
-		note("**Cleanup: the operator re-creates what a namespace deletion removes.** When a run's namespace is deleted "+
+		sec.note("**Cleanup: the operator re-creates what a namespace deletion removes.** When a run's namespace is deleted "+
 			"with fleets in it, the namespace controller deletes their StatefulSets, Services and reservations while the "+
 			"fleets themselves wait on their finalizer; the operator, seeing a fleet without its objects, falls back to "+
 			"Provisioning and applies them again, and the API server refuses: %d log lines \"unable to create new content "+
@@ -362,12 +123,12 @@ func (r *report) markdown() string {
 		"Do not edit: run `make bench` (or `BENCH_FLEETS=500 make bench`) to regenerate.\n\n",
 		r.started.UTC().Format("2006-01-02 15:04 MST"), r.machine, mode, n, r.cfg.repeats, r.cfg.repeats, r.took.Round(time.Second))
 	fmt.Fprintf(&out, "| # | what | measured | target | verdict |\n|---|---|---|---|---|\n")
-	for _, x := range rows {
+	for _, x := range sec.rows {
 		fmt.Fprintf(&out, "| %s | %s | %s | %s | %s |\n", x.n, esc(x.what), esc(x.measured), esc(x.target), esc(x.verdict))
 	}
-	if len(notes) > 0 {
+	if len(sec.notes) > 0 {
 		out.WriteString("\n## Notes\n\n")
-		for _, s := range notes {
+		for _, s := range sec.notes {
 			out.WriteString("- " + s + "\n")
 		}
 	}
