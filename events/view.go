@@ -72,6 +72,11 @@ type View struct {
 	Utilization  *Utilization
 	// Refused is the API server's refusal of an object rendered from this generation of the spec.
 	Refused *Refusal
+	// Fingerprint identifies everything a decision reads from the view but Now. Normalize
+	// computes it once per observation, where it walks every member anyway, so that deciding on a
+	// fleet whose view did not change is one comparison however many members it has. Zero means
+	// not computed; a view changed after Normalize must set it to zero.
+	Fingerprint uint64
 }
 
 // ReservationView is the reservation of the fleet's bucket, whichever fleet it binds.
@@ -232,6 +237,7 @@ func Normalize(namespace, name string, o *Observation) View {
 	if r := o.Refused; r != nil && r.Generation == f.Generation {
 		v.Refused = r
 	}
+	v.Fingerprint = fingerprint(&v)
 	return v
 }
 

@@ -76,7 +76,7 @@ func (m *Fleet) Step(v *events.View) Decision {
 	if v.Fleet == nil {
 		return Decision{}
 	}
-	fp := fingerprint(v)
+	fp := v.Fingerprinted()
 	if m.quiet != nil && m.quietFP == fp {
 		return *m.quiet
 	}

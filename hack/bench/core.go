@@ -127,12 +127,11 @@ func coreSection(core []*coreResult) section {
 		for _, c := range slowConverged {
 			names = append(names, fmt.Sprintf("%s (%.0f ns per decision)", strings.TrimPrefix(c.name, "StepConverged/"), 1e9/median(c.decisions)))
 		}
-		sec.note("**Core, converged target missed** for %s. A converged step is one fingerprint of the view "+
-			"compared with the last quiet decision's (machine/quiet.go), and the fingerprint hashes every member's resourceVersion "+
-			"and looks up its node: it is O(members), so 99 members cost about 10x what 3 do. What would close it: "+
-			"fingerprint once per observation, where Normalize already walks every member, or keep a per-member hash that only "+
-			"changed members update. In the operator a whole decision, cache reads included, takes well under a millisecond "+
-			"(the decision duration below), far less than the API requests of a sync, so this does not show in the other figures.",
+		sec.note("**Core, converged target missed** for %s. A converged step is one comparison: the view's "+
+			"fingerprint, which events.Normalize computes once per observation (events/fingerprint.go), against the last quiet "+
+			"decision's (machine/fleet.go). A step that costs more than that walks the view again (a fingerprint left unset, "+
+			"or computed by the machine), or decides again although nothing changed: the profile of BenchmarkStepConverged "+
+			"says which (go test ./machine -run '^$' -bench StepConverged -cpuprofile).",
 			strings.Join(names, ", "))
 	}
 	return sec

@@ -409,7 +409,7 @@ var Table = []Mutant{
 		Threatens:   "clause 8: a converged fleet costs zero writes",
 	},
 	{
-		Name: "quiet-ignores-node-health", File: "machine/quiet.go",
+		Name: "quiet-ignores-node-health", File: "events/fingerprint.go",
 		Original:    "\t\t\tflag(n.Ready)\n\t\t\tflag(n.Fenced)\n\t\t\tnum(n.UnhealthySince.Unix())\n",
 		Replacement: "\t\t\tflag(n.Fenced)\n",
 		Mistake:     "the fingerprint leaves node health out: a node going down decides nothing new",
@@ -530,7 +530,7 @@ var Table = []Mutant{
 		Threatens:   "members keep their bucket and ports whatever spec.pod says; clause 9 (one bucket per fleet)",
 	},
 	{
-		Name: "quiet-forgets-priority-class", File: "machine/quiet.go",
+		Name: "quiet-forgets-priority-class", File: "events/fingerprint.go",
 		Original:    "\tflag(v.PriorityClassMissing)\n",
 		Replacement: "",
 		Mistake:     "the fingerprint of a quiet fleet leaves out the missing priority class: the class appearing decides nothing",

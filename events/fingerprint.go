@@ -1,10 +1,6 @@
-package machine
+package events
 
-import (
-	"hash/maphash"
-
-	"github.com/celld/celld-operator/events"
-)
+import "hash/maphash"
 
 // seed keys the fingerprints of one process; fingerprints are never stored or compared across
 // processes.
@@ -13,7 +9,7 @@ var seed = maphash.MakeSeed()
 // fingerprint identifies everything a decision reads from a view except the clock. Two views
 // with the same fingerprint differ at most in Now; a decision that asked for nothing (not even
 // a requeue) does not depend on Now, so it holds for both.
-func fingerprint(v *events.View) uint64 {
+func fingerprint(v *View) uint64 {
 	var h maphash.Hash
 	h.SetSeed(seed)
 	str := func(s string) { h.WriteString(s); h.WriteByte(0) }
@@ -94,4 +90,13 @@ func fingerprint(v *events.View) uint64 {
 		flag(u.Unavailable)
 	}
 	return h.Sum64()
+}
+
+// Fingerprinted is the view's fingerprint: the one Normalize computed, or computed now for a view
+// built or changed by hand (Fingerprint zero).
+func (v *View) Fingerprinted() uint64 {
+	if v.Fingerprint != 0 {
+		return v.Fingerprint
+	}
+	return fingerprint(v)
 }

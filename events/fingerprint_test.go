@@ -1,0 +1,62 @@
+package events
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+)
+
+// TestNormalizeFingerprints: Normalize leaves the view with the fingerprint of all it holds, the
+// last field set included; the clock alone changes nothing, and any input of a decision does.
+func TestNormalizeFingerprints(t *testing.T) {
+	observe := func(edit func(*Observation)) View {
+		f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1", ResourceVersion: "7", Generation: 2},
+			Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet, Bucket: v1alpha1.BucketSpec{Name: "b"}}}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-0", ResourceVersion: "11", Labels: map[string]string{LabelFleetUID: "u1"}},
+			Spec: corev1.PodSpec{NodeName: "n1"}}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+		o := &Observation{Now: t0, Fleet: f, Pods: []*corev1.Pod{pod}, Nodes: map[string]*corev1.Node{"n1": node}, NodesSynced: true}
+		if edit != nil {
+			edit(o)
+		}
+		return Normalize("ns", "a", o)
+	}
+	base := observe(nil)
+	if base.Fingerprint == 0 {
+		t.Fatal("Normalize left the fingerprint unset: every step would walk the whole view again")
+	}
+	if fp := fingerprint(&base); fp != base.Fingerprint {
+		t.Fatalf("Normalize's fingerprint %x is not that of the view it returned (%x): it was taken before the view was complete", base.Fingerprint, fp)
+	}
+	if later := observe(func(o *Observation) { o.Now = t0.Add(time.Hour) }); later.Fingerprint != base.Fingerprint {
+		t.Errorf("an hour later, nothing else changed: fingerprint %x, want %x", later.Fingerprint, base.Fingerprint)
+	}
+	for name, edit := range map[string]func(*Observation){
+		"the fleet's resourceVersion":  func(o *Observation) { o.Fleet.ResourceVersion = "8" },
+		"a member's resourceVersion":   func(o *Observation) { o.Pods[0].ResourceVersion = "12" },
+		"its node NotReady":            func(o *Observation) { o.Nodes["n1"].Status.Conditions[0].Status = corev1.ConditionFalse },
+		"a priority class missing":     func(o *Observation) { o.PriorityClassMissing = true },
+		"a service account missing":    func(o *Observation) { o.ServiceAccountMissing = true },
+		"an object under its name":     func(o *Observation) { o.Unowned = []string{"Service/a"} },
+		"a refusal of this generation": func(o *Observation) { o.Refused = &Refusal{Generation: 2, Object: "StatefulSet/a", Message: "no"} },
+		"the node cache synced or not": func(o *Observation) { o.NodesSynced = false },
+	} {
+		v := observe(edit)
+		if v.Fingerprint == base.Fingerprint {
+			t.Errorf("%s: the fingerprint did not change", name)
+		}
+		if fp := fingerprint(&v); fp != v.Fingerprint {
+			t.Errorf("%s: Normalize's fingerprint %x, the view's %x", name, v.Fingerprint, fp)
+		}
+	}
+	hand := base
+	hand.Fingerprint = 0
+	if got := hand.Fingerprinted(); got != base.Fingerprint {
+		t.Errorf("a view without its fingerprint computes it: %x, want %x", got, base.Fingerprint)
+	}
+}
