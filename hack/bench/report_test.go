@@ -71,7 +71,7 @@ func everyFinding(t *testing.T) *report {
 			decision: hist(90, 100, 100, 100, 100, 100), e2a: hist(0, 0, 10, 60, 100, 100),
 			queueWait: hist(0, 0, 10, 60, 100, 100), work: hist(0, 0, 5, 100, 100, 100),
 			failed: map[string]float64{"PublishStatus": 5},
-			writes: map[string]float64{"resource=celldfleets/status,verb=patch": 400, "resource=statefulsets,verb=apply": 150},
+			writes: map[string]float64{"resource=celldfleets/status,verb=patch": 400, "resource=statefulsets,verb=apply": 1500},
 			api:    req,
 		},
 		steady: &steadyResult{

@@ -252,22 +252,32 @@ func (s *scaleInResult) section() section {
 	dec, _, _ := s.decision.quantile(0.5)
 	work, _, _ := s.work.quantile(0.5)
 	if s.total.Seconds() > 0 && work > 10*dec {
-		// The limiter bounds the walk when the requests beyond its burst ran at close to its rate.
-		rate := (float64(s.fleets)*(celld+celldR) - operatorBurst) / s.total.Seconds()
-		why := fmt.Sprintf("Its celld.io requests beyond the limiter's burst ran at %.1f/s, under the 20 QPS limit: "+
-			"the time a sync takes is its requests' round trips to a loaded API server.", max(rate, 0))
-		if rate >= 0.8*operatorQPS {
+		// A limiter bounds the walk when the requests beyond its burst ran at close to its rate;
+		// each clientset has its own.
+		rateOf := func(perFleet float64) float64 {
+			return max(0, float64(s.fleets)*perFleet-operatorBurst) / s.total.Seconds()
+		}
+		celldRate, kubeRate := rateOf(celld+celldR), rateOf(kubeW+kubeR)
+		why := fmt.Sprintf("Its requests beyond each limiter's burst ran at %.1f/s (celld.io) and %.1f/s (Kubernetes), "+
+			"both under the 20 QPS limit: the time a sync takes is its requests' round trips to a loaded API server.", celldRate, kubeRate)
+		switch {
+		case kubeRate >= 0.8*operatorQPS:
+			why = fmt.Sprintf("Its Kubernetes requests (the StatefulSet applies, and the fresh reads each step's premise makes: "+
+				"the members, the node of each, the workload) beyond the limiter's burst ran at %.1f/s against the 20 QPS limit: "+
+				"the 4 workers wait their turns at that limiter, so a sync of a few requests takes hundreds of milliseconds and a "+
+				"fleet waits in the queue behind the others' syncs; the latency seen from the watches is that queueing.", kubeRate)
+		case celldRate >= 0.8*operatorQPS:
 			why = fmt.Sprintf("Its celld.io requests (status writes, the history append's read and update of the "+
 				"reservation) beyond the limiter's burst ran at %.1f/s against the 20 QPS limit: the 4 workers wait their "+
 				"turns at that limiter, so a sync of a few requests takes hundreds of milliseconds and a fleet waits in the "+
-				"queue behind the others' syncs; the latency seen from the watches is that queueing.", rate)
+				"queue behind the others' syncs; the latency seen from the watches is that queueing.", celldRate)
 		}
 		sec.note("**Scale-in: the decision takes microseconds, the step takes seconds.** The machine decides in %s "+
 			"(p50), a sync lasts %s (p50) and a fleet waits %s (p50) in the queue; a step, from rolled out to the next "+
 			"replicas write, takes %s (p50) as the watches see it. The walk made %.1f celld.io and %.1f Kubernetes "+
 			"requests per fleet in %.1f s. %s What would close it: fewer requests per step (the history append reads "+
-			"and writes the reservation, the status is written several times per step), and a client QPS sized to the "+
-			"fleet count.",
+			"and writes the reservation, the status is written several times per step, a node is read per member), and a "+
+			"client QPS sized to the fleet count.",
 			q(s.decision, 0.5), q(s.work, 0.5), q(s.queueWait, 0.5), durStr(percentile(s.steps, 0.5)), celld+celldR, kubeW+kubeR,
 			s.total.Seconds(), why)
 	}
