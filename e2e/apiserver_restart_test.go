@@ -137,7 +137,7 @@ func TestAPIServerRestart(t *testing.T) {
 	settleNodes(t, up.Add(nodeMonitorGrace()+2*time.Second))
 	f.quiet(op, 3*time.Second)
 	w0, series := op.writes(t)
-	mark := op.logMark()
+	mark := op.LogOffset()
 	time.Sleep(30 * time.Second)
 	if w1, now := op.writes(t); w1 != w0 {
 		t.Errorf("%g writes in 30 s at rest after the restart:%s%s", w1-w0, formatSeries(testenv.Delta(now, series)), op.loggedSince(mark, 40))

@@ -130,15 +130,7 @@ func (op *operator) stop(t *testing.T) {
 	}
 }
 
-// logMark is where the operator's log ends now, for loggedSince.
-func (op *operator) logMark() int64 {
-	if st, err := os.Stat(op.LogPath); err == nil {
-		return st.Size()
-	}
-	return 0
-}
-
-// loggedSince is what the operator logged after mark, its last n lines: a check that finds a
+// loggedSince is what the operator logged after mark (a LogOffset), its last n lines: a check that finds a
 // write it did not expect says which decision made it.
 func (op *operator) loggedSince(mark int64, n int) string {
 	b, err := os.ReadFile(op.LogPath)

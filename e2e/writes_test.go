@@ -38,7 +38,7 @@ func TestZeroWritesAtRest(t *testing.T) {
 
 	const rest = 60 * time.Second
 	before, bySeries := op.writes(t)
-	mark := op.logMark()
+	mark := op.LogOffset()
 	t.Logf("%s converged with %g writes (%g when their status first showed it):%s", strings.Join(fleets, ", "), before, converged, formatSeries(bySeries))
 	f.holds(rest, "no write at rest", func() error {
 		if n, now := op.writes(t); n != before {

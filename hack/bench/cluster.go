@@ -59,9 +59,7 @@ const (
 // end-to-end tests' on the default ports, say).
 type cluster struct {
 	*testenv.ControlPlane
-	root  string
 	cache string
-	log   io.Writer
 
 	opKubeconfig string // the operator's own user
 	cfg          *rest.Config
@@ -86,7 +84,7 @@ func newCluster(root string, c *config, log io.Writer) *cluster {
 	)
 	// The paths are the ones cluster/env.sh derives from CLUSTER_CACHE, known without running it.
 	cp := &testenv.ControlPlane{Root: root, Env: env, Log: log, Bin: filepath.Join(cache, "bin"), Kubeconfig: filepath.Join(cache, "run", "kubeconfig")}
-	return &cluster{ControlPlane: cp, root: root, cache: cache, log: log}
+	return &cluster{ControlPlane: cp, cache: cache}
 }
 
 func dropEnv(env []string, names ...string) []string {
@@ -108,14 +106,14 @@ next:
 // systems. The scripts tell their own processes by the binary's path, which is why the bench's
 // cache needs its own bin/ rather than a symlink to the default one.
 func (c *cluster) prepare() error {
-	build := exec.Command(filepath.Join(c.root, "cluster", "build.sh"))
-	build.Dir = c.root
+	build := exec.Command(filepath.Join(c.Root, "cluster", "build.sh"))
+	build.Dir = c.Root
 	build.Env = dropEnv(os.Environ(), "CLUSTER_CACHE", "CLUSTER_BIN", "CLUSTER_BUILD", "CLUSTER_STAGES", "CLUSTER_RUN")
-	build.Stdout, build.Stderr = c.log, c.log
+	build.Stdout, build.Stderr = c.Log, c.Log
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("cluster/build.sh: %w", err)
 	}
-	src := filepath.Join(c.root, ".cache", "cluster")
+	src := filepath.Join(c.Root, ".cache", "cluster")
 	for _, dir := range []string{"bin", "stages"} {
 		if err := mirrorDir(filepath.Join(src, dir), filepath.Join(c.cache, dir)); err != nil {
 			return err
@@ -280,7 +278,7 @@ func (c *cluster) operatorIdentity(ctx context.Context) error {
 		return err
 	}
 
-	if _, err := c.Kubectl(ctx, "apply", "-f", filepath.Join(c.root, "deploy", "rbac", "cluster_role.yaml")); err != nil {
+	if _, err := c.Kubectl(ctx, "apply", "-f", filepath.Join(c.Root, "deploy", "rbac", "cluster_role.yaml")); err != nil {
 		return err
 	}
 	crb := &rbacv1.ClusterRoleBinding{

@@ -77,16 +77,6 @@ func (op *operator) memory() (memSample, error) {
 
 type memSample struct{ heapInuse, heapAlloc, rss float64 }
 
-// logOffset is the current size of the operator's log: with a later one, it delimits the lines a
-// measured window wrote.
-func (op *operator) logOffset() int64 {
-	st, err := os.Stat(op.LogPath)
-	if err != nil {
-		return 0
-	}
-	return st.Size()
-}
-
 // logSpan is the part of an operator log written during a measured window.
 type logSpan struct {
 	path     string

@@ -92,7 +92,7 @@ func (b *bench) operatorRun(ctx context.Context, name string, n int, res *overhe
 		return 0, err
 	}
 	api0, apiErr := b.cl.operatorRequests(ctx)
-	logFrom := op.logOffset()
+	logFrom := op.LogOffset()
 	var prof *profiler
 	if res != nil {
 		prof = op.profile(filepath.Join(b.cfg.workDir, "profiles"), "overhead-"+name)
@@ -128,7 +128,7 @@ func (b *bench) operatorRun(ctx context.Context, name string, n int, res *overhe
 		res.opWrites = append(res.opWrites, m.value("celld_operator_api_writes_total")/float64(n))
 		res.opSeries = addSeries(res.opSeries, m.series("celld_operator_api_writes_total"), float64(n))
 		res.failed = addSeries(res.failed, failedActions(m), float64(n))
-		res.failLogs = append(res.failLogs, logSpan{op.LogPath, logFrom, op.logOffset()})
+		res.failLogs = append(res.failLogs, logSpan{op.LogPath, logFrom, op.LogOffset()})
 		if apiErr == nil {
 			if api1, err := b.cl.operatorRequests(ctx); err == nil {
 				d := api1.sub(api0)

@@ -260,17 +260,16 @@ func (s *scaleInResult) section() section {
 		celldRate, kubeRate := rateOf(celld+celldR), rateOf(kubeW+kubeR)
 		why := fmt.Sprintf("Its requests beyond each limiter's burst ran at %.1f/s (celld.io) and %.1f/s (Kubernetes), "+
 			"both under the 20 QPS limit: the time a sync takes is its requests' round trips to a loaded API server.", celldRate, kubeRate)
+		bound := func(client, requests string, rate float64) string {
+			return fmt.Sprintf("Its %s requests (%s) beyond the limiter's burst ran at %.1f/s against the 20 QPS limit: "+
+				"the 4 workers wait their turns at that limiter, so a sync of a few requests takes hundreds of milliseconds and a "+
+				"fleet waits in the queue behind the others' syncs; the latency seen from the watches is that queueing.", client, requests, rate)
+		}
 		switch {
 		case kubeRate >= 0.8*operatorQPS:
-			why = fmt.Sprintf("Its Kubernetes requests (the StatefulSet applies, and the fresh reads each step's premise makes: "+
-				"the members, the node of each, the workload) beyond the limiter's burst ran at %.1f/s against the 20 QPS limit: "+
-				"the 4 workers wait their turns at that limiter, so a sync of a few requests takes hundreds of milliseconds and a "+
-				"fleet waits in the queue behind the others' syncs; the latency seen from the watches is that queueing.", kubeRate)
+			why = bound("Kubernetes", "the StatefulSet applies, and the fresh reads each step's premise makes: the members, the node of each, the workload", kubeRate)
 		case celldRate >= 0.8*operatorQPS:
-			why = fmt.Sprintf("Its celld.io requests (status writes, the history append's read and update of the "+
-				"reservation) beyond the limiter's burst ran at %.1f/s against the 20 QPS limit: the 4 workers wait their "+
-				"turns at that limiter, so a sync of a few requests takes hundreds of milliseconds and a fleet waits in the "+
-				"queue behind the others' syncs; the latency seen from the watches is that queueing.", celldRate)
+			why = bound("celld.io", "status writes, the history append's read and update of the reservation", celldRate)
 		}
 		sec.note("**Scale-in: the decision takes microseconds, the step takes seconds.** The machine decides in %s "+
 			"(p50), a sync lasts %s (p50) and a fleet waits %s (p50) in the queue; a step, from rolled out to the next "+

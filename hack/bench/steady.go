@@ -227,7 +227,7 @@ func (b *bench) lifecycle(ctx context.Context, op *operator, ns string, w *watch
 		return nil, err
 	}
 	api0, apiErr := b.cl.operatorRequests(ctx)
-	logFrom := op.logOffset()
+	logFrom := op.LogOffset()
 
 	fl.rearm(ours(3))
 	if err := parallel(k, func(i int) error {
@@ -280,7 +280,7 @@ func (b *bench) lifecycle(ctx context.Context, op *operator, ns string, w *watch
 		return nil, err
 	}
 	res := &lifecycleResult{fleets: k, opWrites: w1 - w0, opSeries: testenv.Delta(s1, s0), failed: testenv.Delta(failedActions(m1), failedActions(m0)),
-		failLogs: []logSpan{{op.LogPath, logFrom, op.logOffset()}}}
+		failLogs: []logSpan{{op.LogPath, logFrom, op.LogOffset()}}}
 	api1, err := b.cl.operatorRequests(ctx)
 	if apiErr == nil {
 		apiErr = err

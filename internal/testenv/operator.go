@@ -157,6 +157,16 @@ func (op *Operator) Stop() error {
 	}
 }
 
+// LogOffset is the current size of the operator's log: with a later one, it delimits the lines
+// a window wrote.
+func (op *Operator) LogOffset() int64 {
+	st, err := os.Stat(op.LogPath)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
 // Kill is a crash: SIGKILL, no chance to release anything.
 func (op *Operator) Kill() {
 	_ = op.Cmd.Process.Signal(syscall.SIGKILL)
