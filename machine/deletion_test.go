@@ -109,3 +109,54 @@ func TestDeletionBlockedByOrderedScaleDown(t *testing.T) {
 		})
 	}
 }
+
+// A deleted fleet's disks are announced by one Event per step, ahead of the deletes it names:
+// every disk deleted is named, none is named twice in a step, and a disk already going is not
+// deleted or named again.
+func TestDiskDeletionsAreOneEventPerStep(t *testing.T) {
+	base := convergedFleet(t, v1alpha1.ProfilePersistentFleet)
+	v := copyView(base)
+	v.Deleting = true
+	v.Fleet.DeletionTimestamp = &metav1.Time{Time: v.Now}
+	v.Workload.Exists, v.Workload.Replicas = false, 0
+	v.Members = nil
+	if len(v.Disks) != 3 {
+		t.Fatalf("the converged fleet has %d disks, want 3", len(v.Disks))
+	}
+	for _, going := range []int{-1, 1} {
+		v := copyView(v)
+		if going >= 0 {
+			v.Disks[going].Terminating = true
+		}
+		d := machine.New().Step(&v)
+		var deleted, announced []string
+		firstDelete, event := -1, -1
+		for i, a := range d.Actions {
+			switch {
+			case a.Kind == machine.DeleteDisk:
+				deleted = append(deleted, a.Name)
+				if firstDelete < 0 {
+					firstDelete = i
+				}
+			case a.Kind == machine.RecordEvent && a.Reason == "DiskDeleted":
+				if event >= 0 {
+					t.Fatalf("two DiskDeleted Events in one step: %v", d.Actions)
+				}
+				event = i
+				for _, disk := range v.Disks {
+					if strings.Contains(a.Message, disk.Name) {
+						announced = append(announced, disk.Name)
+					}
+				}
+			}
+		}
+		want := len(v.Disks)
+		if going >= 0 {
+			want--
+		}
+		if len(deleted) != want || event < 0 || event > firstDelete || strings.Join(announced, ",") != strings.Join(deleted, ",") {
+			t.Errorf("disk %d going: deleted %v, Event #%d (first delete #%d) names %v; want %d deleted, all named by one Event ahead of them",
+				going, deleted, event, firstDelete, announced, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/qmuntal/stateless"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,8 +14,8 @@ import (
 )
 
 // Fleet is the lifecycle machine of one fleet. The state it steps from is derived from
-// observation every time; what it keeps between steps is a memo of drift comparisons, whose loss
-// (an operator restart) changes no decision.
+// observation every time; what it keeps between steps is a memo of drift comparisons and when it
+// last asked for its status to be written, whose loss (an operator restart) changes no decision.
 type Fleet struct {
 	state v1alpha1.FleetState
 	sm    *stateless.StateMachine
@@ -28,6 +29,9 @@ type Fleet struct {
 	fired *Transition
 	// unhandled is the last trigger fired that the table has no row for.
 	unhandled Trigger
+	// published is when this machine last asked for its status to be written: progress alone is
+	// written at most once per ProgressInterval. Zero after a restart, which writes at once.
+	published time.Time
 }
 
 type memoKey struct {

@@ -291,7 +291,7 @@ func stsReplicas(a Action) (int32, bool) {
 func nonStatus(d Decision) []string {
 	var out []string
 	for _, a := range d.Actions {
-		if a.Kind != PublishStatus && !strings.HasPrefix(a.Key, "event/degraded/") {
+		if a.Kind != PublishStatus && !strings.HasPrefix(a.Key, "event/degraded/") && !strings.HasPrefix(a.Key, StatusRequeuePrefix) {
 			out = append(out, a.String())
 		}
 	}

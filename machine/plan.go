@@ -87,15 +87,28 @@ func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetS
 	if d, ok := enteredDegraded(&st, &v.Fleet.Status); ok {
 		p.add(Action{Kind: RecordEvent, Key: "event/degraded/" + d.Reason, EventType: "Warning", Reason: d.Reason, Message: d.Message})
 	}
+	var hold time.Duration
 	if !statusEqual(&st, &v.Fleet.Status) {
-		s := st
-		p.add(Action{Kind: PublishStatus, Key: "status/" + v.Key(), Status: &s})
+		if hold = p.m.statusHold(&st, &v.Fleet.Status, v.Now); hold == 0 {
+			s := st
+			p.add(Action{Kind: PublishStatus, Key: "status/" + v.Key(), Status: &s})
+			p.m.published = v.Now
+		}
 	}
 	if wait := p.requeue(); wait > 0 {
 		p.add(Action{Kind: Requeue, Key: "requeue/" + v.Key(), After: wait})
 	}
+	if hold > 0 {
+		// Progress alone waits out the interval; the sync it asks for writes whatever it then
+		// observes. Its own key: it is about the status, never about what the fleet does.
+		p.add(Action{Kind: Requeue, Key: StatusRequeuePrefix + v.Key(), After: hold})
+	}
 	return p.actions, st
 }
+
+// StatusRequeuePrefix starts the key of the requeue that a status held back for the progress
+// interval asks for.
+const StatusRequeuePrefix = "requeue/status/"
 
 // paused plans a fleet under AnnotationPaused: its status, which says so and what the fleet
 // would do, and nothing else. The state is what the observation shows; no trigger fires.
@@ -324,6 +337,8 @@ func (p *planner) deleting() {
 	}
 	if f.Spec.Profile == v1alpha1.ProfilePersistentFleet {
 		own := 0
+		var deleting []Action
+		var names []string
 		for _, d := range v.Disks {
 			if !ownDisk(f, &d) {
 				continue
@@ -332,10 +347,18 @@ func (p *planner) deleting() {
 			if d.Terminating {
 				continue
 			}
-			p.add(Action{Kind: DeleteDisk, Key: "disk/" + v.Namespace + "/" + d.Name + "/" + string(d.UID), Ref: kinds.Ref{Kind: kinds.PersistentVolumeClaim, Name: d.Name}, UID: d.UID, ResourceVersion: d.ResourceVersion,
+			names = append(names, d.Name)
+			deleting = append(deleting, Action{Kind: DeleteDisk, Key: "disk/" + v.Namespace + "/" + d.Name + "/" + string(d.UID), Ref: kinds.Ref{Kind: kinds.PersistentVolumeClaim, Name: d.Name}, UID: d.UID, ResourceVersion: d.ResourceVersion,
 				Premise: &Premise{NoMembers: true}})
-			p.add(Action{Kind: RecordEvent, Key: "event/disk/" + d.Name + "/" + string(d.UID), EventType: "Normal", Reason: "DiskDeleted",
-				Message: fmt.Sprintf("deleting disk %s of the deleted fleet", d.Name)})
+		}
+		if len(deleting) > 0 {
+			// One Event per step names every disk it is about to delete, ahead of the deletes: a
+			// delete that fails stops the step, and none that went out before it goes unsaid.
+			p.add(Action{Kind: RecordEvent, Key: "event/disks/" + strings.Join(names, ","), EventType: "Normal", Reason: "DiskDeleted",
+				Message: fmt.Sprintf("deleting %s of the deleted fleet", diskNames(names))})
+			for _, a := range deleting {
+				p.add(a)
+			}
 		}
 		if own > 0 {
 			p.block("%d of the fleet's disks to be deleted", own)
@@ -422,4 +445,12 @@ func applyKey(o kinds.Object, replicas int32) string {
 		return fmt.Sprintf("apply/%s/%s/%s/replicas=%d", ref.Kind, ref.Namespace, ref.Name, replicas)
 	}
 	return "apply/" + string(ref.Kind) + "/" + ref.Name
+}
+
+// diskNames says "disk a" or "disks a, b and c".
+func diskNames(names []string) string {
+	if len(names) == 1 {
+		return "disk " + names[0]
+	}
+	return "disks " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

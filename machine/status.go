@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -182,22 +183,57 @@ func (p *planner) mutations() []Action {
 
 // statusEqual compares two statuses, ignoring when conditions last changed.
 func statusEqual(a, b *v1alpha1.CelldFleetStatus) bool {
-	if a.ObservedGeneration != b.ObservedGeneration || a.State != b.State || a.Members != b.Members ||
-		a.Selector != b.Selector || a.BlockedBy != b.BlockedBy || a.NextAction != b.NextAction {
+	if ReaderActs(a, b) || a.Members != b.Members || a.BlockedBy != b.BlockedBy || a.NextAction != b.NextAction {
 		return false
+	}
+	return slices.EqualFunc(a.Conditions, b.Conditions, func(x, y metav1.Condition) bool { return x.Message == y.Message })
+}
+
+// ReaderActs reports whether two statuses differ in something a reader acts on: the state, the
+// generation observed, what is asked for (the desired and recommended sizes, the selector an
+// autoscaler reads), the disk audit, a condition's status, reason or generation, and whether the
+// fleet waits for something or has a next step at all. What is left is progress: the member
+// counts on the way, which member is waited for, a condition's wording.
+func ReaderActs(a, b *v1alpha1.CelldFleetStatus) bool {
+	if a.ObservedGeneration != b.ObservedGeneration || a.State != b.State || a.Members.Desired != b.Members.Desired ||
+		a.Selector != b.Selector || (a.BlockedBy == "") != (b.BlockedBy == "") || (a.NextAction == "") != (b.NextAction == "") {
+		return true
 	}
 	if (a.RecommendedMembers == nil) != (b.RecommendedMembers == nil) ||
 		(a.RecommendedMembers != nil && *a.RecommendedMembers != *b.RecommendedMembers) {
-		return false
+		return true
 	}
 	if (a.Disks == nil) != (b.Disks == nil) ||
 		(a.Disks != nil && (!slices.Equal(a.Disks.Unused, b.Disks.Unused) || !slices.Equal(a.Disks.Foreign, b.Disks.Foreign))) {
-		return false
+		return true
 	}
-	return slices.EqualFunc(a.Conditions, b.Conditions, func(x, y metav1.Condition) bool {
-		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message &&
-			x.ObservedGeneration == y.ObservedGeneration
+	return !slices.EqualFunc(a.Conditions, b.Conditions, func(x, y metav1.Condition) bool {
+		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.ObservedGeneration == y.ObservedGeneration
 	})
+}
+
+// ProgressInterval is the least time between two status writes that carry progress alone. A
+// fleet in motion changes its counts with every member event, and a reader of its counts is
+// served as well by one write per interval as by one per event.
+var ProgressInterval = 10 * time.Second
+
+// statusHold is how long the status st must wait before it replaces the published one: zero when
+// a reader acts on the difference, when the fleet is Ready (a fleet that arrives is reported at
+// once, so no settled fleet carries a deferred status), and when the last write asked for is
+// ProgressInterval old or older.
+func (m *Fleet) statusHold(st, published *v1alpha1.CelldFleetStatus, now time.Time) time.Duration {
+	if ReaderActs(st, published) || apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) || m.published.IsZero() {
+		return 0
+	}
+	since := now.Sub(m.published)
+	if since >= ProgressInterval {
+		return 0
+	}
+	if since < 0 {
+		// A clock that went back waits one interval at most.
+		return ProgressInterval
+	}
+	return ProgressInterval - since
 }
 
 // enteredDegraded is the Degraded condition of st when it says something the published status
