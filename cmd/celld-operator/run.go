@@ -92,9 +92,12 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.namespace, "namespace", "", "manage the fleets of this namespace only; empty manages every namespace")
 	fs.IntVar(&f.workers, "workers", kube.DefaultWorkers, "fleets synced concurrently")
 	// client-go's default 5 QPS is sized for kubectl; a resync of many fleets is mostly reads
-	// from the caches, but a burst of first applies is not.
-	fs.Float64Var(&f.qps, "kube-api-qps", 20, "requests per second the operator's client allows itself, sustained")
-	fs.IntVar(&f.burst, "kube-api-burst", 50, "requests the operator's client may send at once above --kube-api-qps")
+	// from the caches, but a burst of first applies, or 50 fleets scaling in, is not. The limit
+	// guards against a runaway loop; sharing the API server is its flow control's business (the
+	// shipped FlowSchema celld-operator).
+	fs.Float64Var(&f.qps, "kube-api-qps", 100, "requests per second the operator allows itself, sustained, per client "+
+		"(the writes that move fleets, the status writes and the Events have one each); the API server's flow control shares the server with everyone else")
+	fs.IntVar(&f.burst, "kube-api-burst", 200, "requests the operator may send at once above --kube-api-qps, per client")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", `address of the Prometheus /metrics endpoint; "0" disables it`)
 	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to callers whose bearer token may get /metrics (TokenReview, SubjectAccessReview); false serves plain HTTP to anyone, for local development only")
 	fs.StringVar(&f.metricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for --metrics-secure; empty makes a self-signed certificate at start")

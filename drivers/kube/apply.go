@@ -32,9 +32,20 @@ const FieldManager = events.FieldManager
 // Applier turns the machine's actions into API requests. It holds no state between actions: each
 // action carries its own preconditions.
 type Applier struct {
-	Kube     kubernetes.Interface
-	Celld    versioned.Interface
+	// Kube and Celld send the writes that move fleets, and the fresh reads of their premises.
+	Kube  kubernetes.Interface
+	Celld versioned.Interface
+	// Status writes the fleets' status and the reservations' capacity history; nil is Celld.
+	Status   versioned.Interface
 	Recorder record.EventRecorder
+}
+
+// status is the client of the status writes.
+func (ap *Applier) status() versioned.Interface {
+	if ap.Status != nil {
+		return ap.Status
+	}
+	return ap.Celld
 }
 
 // Target is the fleet a sync's actions are about: the cached object, replaced by what the API
@@ -267,7 +278,7 @@ func (ap *Applier) appendHistory(ctx context.Context, a machine.Action) error {
 	if a.Decision == nil {
 		return fmt.Errorf("append %s: no decision", a.Key)
 	}
-	client := ap.Celld.CelldV1alpha1().CelldReservations(a.Namespace)
+	client := ap.status().CelldV1alpha1().CelldReservations(a.Namespace)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		r, err := client.Get(ctx, a.Name, metav1.GetOptions{})
 		if err != nil {
@@ -476,7 +487,7 @@ func (ap *Applier) publishStatus(ctx context.Context, t *Target, a machine.Actio
 	if err != nil {
 		return fmt.Errorf("status %s: %w", a.Key, err)
 	}
-	got, err := ap.Celld.CelldV1alpha1().CelldFleets(f.Namespace).Patch(ctx, f.Name, types.JSONPatchType, body,
+	got, err := ap.status().CelldV1alpha1().CelldFleets(f.Namespace).Patch(ctx, f.Name, types.JSONPatchType, body,
 		metav1.PatchOptions{FieldManager: FieldManager}, "status")
 	if apierrors.IsNotFound(err) {
 		return nil // the fleet is gone: nobody reads its status

@@ -33,10 +33,16 @@ const (
 )
 
 // Clients are the API clients the controller uses. Metadata and Metrics may be nil: without
-// them missing ServiceAccounts and member usage go unobserved.
+// them missing ServiceAccounts and member usage go unobserved. Status may be nil: the status
+// writes then go through Celld.
 type Clients struct {
-	Kube      kubernetes.Interface
-	Celld     versioned.Interface
+	// Kube and Celld move fleets: the caches, the applies, the deletes, the finalizers, the
+	// reservations' creation and the premises' fresh reads. NewClients gives both one limiter.
+	Kube  kubernetes.Interface
+	Celld versioned.Interface
+	// Status writes the fleets' status and the reservations' capacity history only, on a
+	// limiter of its own, so that it never queues ahead of a write that moves a fleet.
+	Status    versioned.Interface
 	Metadata  metadata.Interface
 	Metrics   metricsclient.Interface
 	Discovery discovery.DiscoveryInterface
@@ -101,7 +107,7 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 		opts:    opts,
 		log:     opts.Log,
 		inf:     NewInformers(c.Kube, c.Celld, c.Metadata, opts.Namespace),
-		ap:      &Applier{Kube: c.Kube, Celld: c.Celld, Recorder: c.Recorder},
+		ap:      &Applier{Kube: c.Kube, Celld: c.Celld, Status: c.Status, Recorder: c.Recorder},
 		meta:    c.Metadata,
 		metrics: opts.Metrics,
 		util:    newUtilizations(),
