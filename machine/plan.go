@@ -29,6 +29,24 @@ type planner struct {
 	// scaleDown is the member the StatefulSet controller will never remove while the fleet is
 	// being deleted, said as what to do ("" when none).
 	scaleDown string
+	// recordsSettled is the key of a workload apply that only records the settled size of a
+	// rollout that finished: the fleet is converged with it, and says so in the same step.
+	recordsSettled string
+}
+
+// onlyRecordsSettled: the workload apply at this size differs from the observed workload only
+// in the settled size it records, the rollout's end and nothing else.
+func (p *planner) onlyRecordsSettled(o kinds.Object, replicas int32) bool {
+	v := p.v
+	if replicas != p.fx.current || p.settledNow == v.Workload.Settled || !v.Workload.Exists {
+		return false
+	}
+	prev := p.m.render(v.Fleet, replicas, v.Workload.Settled)
+	var w kinds.Object = prev.Deployment
+	if prev.StatefulSet != nil {
+		w = prev.StatefulSet
+	}
+	return kinds.RefOf(w) == kinds.RefOf(o) && p.m.matches(v, w, replicas, v.Workload.Settled)
 }
 
 func (p *planner) add(a Action) {
@@ -185,6 +203,9 @@ func (p *planner) live() {
 			continue
 		}
 		a := Action{Kind: Apply, Key: applyKey(o, replicas), Ref: ref, Object: o}
+		if workload && p.onlyRecordsSettled(o, replicas) {
+			p.recordsSettled = a.Key
+		}
 		if workload {
 			// The size written is only right for the fleet's spec and the workload as seen: a
 			// cache behind either could raise past the target or lower by more than one.

@@ -170,11 +170,12 @@ func orText(s, alt string) string {
 	return alt
 }
 
-// mutations are the actions of this step that write something other than status and events.
+// mutations are the actions of this step that write something other than status and events, but
+// for the apply that only records a finished rollout's size: the fleet it finishes is converged.
 func (p *planner) mutations() []Action {
 	var out []Action
 	for _, a := range p.actions {
-		if a.Kind != RecordEvent && a.Kind != PublishStatus && a.Kind != Requeue {
+		if a.Kind != RecordEvent && a.Kind != PublishStatus && a.Kind != Requeue && a.Key != p.recordsSettled {
 			out = append(out, a)
 		}
 	}

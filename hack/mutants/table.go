@@ -543,4 +543,40 @@ var Table = []Mutant{
 		Mistake:     "a template naming a missing priority class is applied: a StatefulSet deletes a member it cannot create again",
 		Threatens:   "clause 1: no member taken away that cannot come back",
 	},
+	// The status write path: progress paced, what a reader acts on at once.
+	{
+		Name: "status-progress-never-paced", File: "machine/status.go",
+		Original:    "|| m.published.IsZero() {",
+		Replacement: "|| true {",
+		Mistake:     "every member event writes the fleet's status again: the pacing is lost",
+		Threatens:   "writes per lifecycle (status written once per interval while a fleet moves)",
+	},
+	{
+		Name: "status-condition-flip-paced", File: "machine/status.go",
+		Original:    "return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason",
+		Replacement: "return x.Type == y.Type && x.Reason == y.Reason",
+		Mistake:     "a condition's status counted as progress: Ready=False is held back for the interval",
+		Threatens:   "what a reader acts on is written at once",
+	},
+	{
+		Name: "status-ready-fleet-paced", File: "machine/status.go",
+		Original:    "if ReaderActs(st, published) || apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) ||",
+		Replacement: "if ReaderActs(st, published) ||",
+		Mistake:     "a Ready fleet's counts held back: a settled fleet carries a deferred write that a resync sends",
+		Threatens:   "clause 8: no write at rest; a settled fleet's status is its last decision's",
+	},
+	{
+		Name: "status-hold-outlives-interval", File: "machine/status.go",
+		Original:    "if since >= ProgressInterval {",
+		Replacement: "if since > ProgressInterval {",
+		Mistake:     "the interval's end compared strictly: a status due now waits one more interval",
+		Threatens:   "a held status is written once the interval ends",
+	},
+	{
+		Name: "settled-record-ignores-template", File: "machine/plan.go",
+		Original:    "return kinds.RefOf(w) == kinds.RefOf(o) && p.m.matches(v, w, replicas, v.Workload.Settled)",
+		Replacement: "return kinds.RefOf(w) == kinds.RefOf(o)",
+		Mistake:     "any workload apply at the current size counted as recording the settled size: a new template is called Ready before it rolls out",
+		Threatens:   "Ready means every member runs what the spec asks for",
+	},
 }
