@@ -46,8 +46,8 @@ func TestReaderActsOnWhatChangesADecisionNotOnProgress(t *testing.T) {
 		{"observed generation", func(s *v1alpha1.CelldFleetStatus) { s.ObservedGeneration = 3 }, true},
 		{"desired size", func(s *v1alpha1.CelldFleetStatus) { s.Members.Desired = 5 }, true},
 		{"selector", func(s *v1alpha1.CelldFleetStatus) { s.Selector = "app=b" }, true},
-		{"blocked by nothing any more", func(s *v1alpha1.CelldFleetStatus) { s.BlockedBy = "" }, true},
-		{"no next step any more", func(s *v1alpha1.CelldFleetStatus) { s.NextAction = "" }, true},
+		{"blocked by nothing any more", func(s *v1alpha1.CelldFleetStatus) { s.BlockedBy = "" }, false},
+		{"no next step any more", func(s *v1alpha1.CelldFleetStatus) { s.NextAction = "" }, false},
 		{"recommendation changed", func(s *v1alpha1.CelldFleetStatus) { s.RecommendedMembers = &eight }, true},
 		{"recommendation gone", func(s *v1alpha1.CelldFleetStatus) { s.RecommendedMembers = nil }, true},
 		{"an unused disk more", func(s *v1alpha1.CelldFleetStatus) { s.Disks.Unused = append(s.Disks.Unused, "data-a-8") }, true},
@@ -199,11 +199,10 @@ func TestProgressIsWrittenOncePerInterval(t *testing.T) {
 }
 
 // sameStatusByTest compares two statuses by the test's own rules, ignoring condition times;
-// forReader ignores progress too (the counts on the way, which member is waited for, wording).
+// forReader ignores progress too (the counts on the way, what is waited for and done next, wording).
 func sameStatusByTest(a, b *v1alpha1.CelldFleetStatus, forReader bool) bool {
 	if a.State != b.State || a.ObservedGeneration != b.ObservedGeneration || a.Members.Desired != b.Members.Desired ||
-		a.Selector != b.Selector || (a.BlockedBy == "") != (b.BlockedBy == "") || (a.NextAction == "") != (b.NextAction == "") ||
-		len(a.Conditions) != len(b.Conditions) {
+		a.Selector != b.Selector || len(a.Conditions) != len(b.Conditions) {
 		return false
 	}
 	if !forReader && (a.Members != b.Members || a.BlockedBy != b.BlockedBy || a.NextAction != b.NextAction) {

@@ -192,12 +192,13 @@ func statusEqual(a, b *v1alpha1.CelldFleetStatus) bool {
 
 // ReaderActs reports whether two statuses differ in something a reader acts on: the state, the
 // generation observed, what is asked for (the desired and recommended sizes, the selector an
-// autoscaler reads), the disk audit, a condition's status, reason or generation, and whether the
-// fleet waits for something or has a next step at all. What is left is progress: the member
-// counts on the way, which member is waited for, a condition's wording.
+// autoscaler reads), the disk audit, and a condition's status, reason or generation. What is left
+// is progress: the member counts on the way, what the fleet waits for and does next (a scale-in
+// waits for each step's rollout as a matter of course; a wait that needs a person turns a
+// condition), a condition's wording.
 func ReaderActs(a, b *v1alpha1.CelldFleetStatus) bool {
 	if a.ObservedGeneration != b.ObservedGeneration || a.State != b.State || a.Members.Desired != b.Members.Desired ||
-		a.Selector != b.Selector || (a.BlockedBy == "") != (b.BlockedBy == "") || (a.NextAction == "") != (b.NextAction == "") {
+		a.Selector != b.Selector {
 		return true
 	}
 	if (a.RecommendedMembers == nil) != (b.RecommendedMembers == nil) ||

@@ -353,8 +353,8 @@ var Table = []Mutant{
 	},
 	{
 		Name: "status-members-not-compared", File: "machine/status.go",
-		Original:    "a.State != b.State || a.Members != b.Members ||",
-		Replacement: "a.State != b.State ||",
+		Original:    "if ReaderActs(a, b) || a.Members != b.Members ||",
+		Replacement: "if ReaderActs(a, b) ||",
 		Mistake:     "member counts left out of the status comparison: stale counts are never republished",
 		Threatens:   "status derivation: status is a function of observation (clause 5)",
 	},
