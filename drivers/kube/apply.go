@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
+	celldlisters "github.com/celld/celld-operator/api/generated/listers/celld/v1alpha1"
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/capacity"
 	"github.com/celld/celld-operator/events"
@@ -29,8 +31,9 @@ import (
 // FieldManager is the one field manager of everything the operator writes.
 const FieldManager = events.FieldManager
 
-// Applier turns the machine's actions into API requests. It holds no state between actions: each
-// action carries its own preconditions.
+// Applier turns the machine's actions into API requests. Each action carries its own
+// preconditions; the one state it keeps between actions is the server's answer to its own last
+// history append of each reservation, until the cache shows it (see appendHistory).
 type Applier struct {
 	// Kube and Celld send the writes that move fleets, and the fresh reads of their premises.
 	Kube  kubernetes.Interface
@@ -38,6 +41,14 @@ type Applier struct {
 	// Status writes the fleets' status and the reservations' capacity history; nil is Celld.
 	Status   versioned.Interface
 	Recorder record.EventRecorder
+	// Reservations is the reservations' cache, which a history append is built on; nil reads
+	// the reservation first.
+	Reservations celldlisters.CelldReservationLister
+
+	mu sync.Mutex
+	// appended is the server's answer to the last history append of each reservation (by
+	// namespace/name), kept until the cache shows it.
+	appended map[string]*v1alpha1.CelldReservation
 }
 
 // status is the client of the status writes.
@@ -271,14 +282,42 @@ func (ap *Applier) bind(ctx context.Context, a machine.Action) error {
 	return nil
 }
 
-// appendHistory appends to the reservation's capacity history with optimistic concurrency: it
-// reads the reservation from the API server, not the cache, and a conflict reads again and
-// retries rather than overwrite an append it has not seen.
+// appendHistory appends to the reservation's capacity history with optimistic concurrency, in one
+// request: a merge patch of the status subresource built on the reservation as this Applier last
+// knows it (its own previous append, or the cache), with that resourceVersion as precondition,
+// so an append it has not seen is never overwritten. A decision already held writes nothing.
+//
+// Without a known reservation, or when the patch conflicts (the cache lags someone else's write)
+// or is forbidden (the roles of an install older than the patch), it reads the reservation from
+// the API server and updates it, reading again and retrying on a conflict. The answer to either
+// write is what the next append of the same reservation is built on, until the cache shows it.
 func (ap *Applier) appendHistory(ctx context.Context, a machine.Action) error {
 	if a.Decision == nil {
 		return fmt.Errorf("append %s: no decision", a.Key)
 	}
 	client := ap.status().CelldV1alpha1().CelldReservations(a.Namespace)
+	key := a.Namespace + "/" + a.Name
+	if r := ap.knownReservation(a.Namespace, a.Name); r != nil && r.ResourceVersion != "" {
+		h := capacity.Append(r.Status.CapacityHistory, *a.Decision)
+		if equality.Semantic.DeepEqual(h, r.Status.CapacityHistory) {
+			return nil
+		}
+		body, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"resourceVersion": r.ResourceVersion},
+			"status":   map[string]any{"capacityHistory": h},
+		})
+		if err != nil {
+			return fmt.Errorf("append %s: %w", a.Key, err)
+		}
+		got, err := client.Patch(ctx, a.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}, "status")
+		ap.remember(key, got, err)
+		switch {
+		case err == nil:
+			return nil
+		case !apierrors.IsConflict(err) && !apierrors.IsForbidden(err):
+			return fmt.Errorf("append %s: %w", a.Key, err)
+		}
+	}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		r, err := client.Get(ctx, a.Name, metav1.GetOptions{})
 		if err != nil {
@@ -290,13 +329,55 @@ func (ap *Applier) appendHistory(ctx context.Context, a machine.Action) error {
 		}
 		r = r.DeepCopy()
 		r.Status.CapacityHistory = h
-		_, err = client.UpdateStatus(ctx, r, metav1.UpdateOptions{FieldManager: FieldManager})
+		got, err := client.UpdateStatus(ctx, r, metav1.UpdateOptions{FieldManager: FieldManager})
+		ap.remember(key, got, err)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("append %s: %w", a.Key, err)
 	}
 	return nil
+}
+
+// knownReservation is the reservation as this Applier last knows it: its own last append's
+// answer while the cache lags it, the cached object otherwise, nil when neither holds it or there
+// is no cache. The object is shared: it must not be modified.
+func (ap *Applier) knownReservation(namespace, name string) *v1alpha1.CelldReservation {
+	if ap.Reservations == nil {
+		return nil
+	}
+	var cached *v1alpha1.CelldReservation
+	if r, err := ap.Reservations.CelldReservations(namespace).Get(name); err == nil {
+		cached = r
+	}
+	key := namespace + "/" + name
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	mine := ap.appended[key]
+	switch {
+	case mine == nil:
+		return cached
+	case cached != nil && (cached.UID != mine.UID || cached.ResourceVersion == mine.ResourceVersion):
+		// The cache caught up with the append, or the reservation was made again since.
+		delete(ap.appended, key)
+		return cached
+	}
+	return mine
+}
+
+// remember keeps the answer to a history append, and forgets what was kept when it failed: the
+// next append then starts from the cache, or from a fresh read.
+func (ap *Applier) remember(key string, got *v1alpha1.CelldReservation, err error) {
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	if err != nil || got == nil {
+		delete(ap.appended, key)
+		return
+	}
+	if ap.appended == nil {
+		ap.appended = map[string]*v1alpha1.CelldReservation{}
+	}
+	ap.appended[key] = got
 }
 
 // finalizer adds or removes the fleet's finalizer with a merge patch that carries the cached
@@ -333,7 +414,7 @@ func (ap *Applier) finalizer(ctx context.Context, t *Target, add bool) error {
 	if err != nil {
 		return err
 	}
-	got, err := ap.Celld.CelldV1alpha1().CelldFleets(f.Namespace).Patch(ctx, f.Name, types.MergePatchType, patch,
+	got, err := ap.status().CelldV1alpha1().CelldFleets(f.Namespace).Patch(ctx, f.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager})
 	if apierrors.IsNotFound(err) {
 		return nil // the fleet is gone: nothing is left to protect

@@ -17,6 +17,7 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
+	celldlisters "github.com/celld/celld-operator/api/generated/listers/celld/v1alpha1"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
@@ -103,11 +104,14 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics()
 	}
+	inf := NewInformers(c.Kube, c.Celld, c.Metadata, opts.Namespace)
 	ctl := &Controller{
-		opts:    opts,
-		log:     opts.Log,
-		inf:     NewInformers(c.Kube, c.Celld, c.Metadata, opts.Namespace),
-		ap:      &Applier{Kube: c.Kube, Celld: c.Celld, Status: c.Status, Recorder: c.Recorder},
+		opts: opts,
+		log:  opts.Log,
+		inf:  inf,
+		// The Applier appends to a reservation's history on the cached reservation: no read first.
+		ap: &Applier{Kube: c.Kube, Celld: c.Celld, Status: c.Status, Recorder: c.Recorder,
+			Reservations: celldlisters.NewCelldReservationLister(inf.Reservations.GetIndexer())},
 		meta:    c.Metadata,
 		metrics: opts.Metrics,
 		util:    newUtilizations(),
