@@ -193,6 +193,16 @@ func TestChartLintAndValues(t *testing.T) {
 		t.Errorf("metrics disabled, yet a metrics Service")
 	}
 
+	if _, ok := objs["FlowSchema/<nil>/celld-operator"]; !ok {
+		t.Errorf("no FlowSchema at the default values")
+	}
+	off := objects(t, helmTemplate(t, "--set", "flowControl.enabled=false"))
+	for _, k := range []string{"FlowSchema/<nil>/celld-operator", "PriorityLevelConfiguration/<nil>/celld-operator"} {
+		if _, ok := off[k]; ok {
+			t.Errorf("flowControl disabled, yet %s", k)
+		}
+	}
+
 	// A namespaced install without the namespace to watch is refused, and so is an unknown mode.
 	for _, set := range [][]string{{"namespaceMode=namespaced"}, {"namespaceMode=everywhere"}} {
 		cmd := []string{"template", "celld-operator", chart, "--set", set[0]}
