@@ -414,7 +414,7 @@ func (ap *Applier) finalizer(ctx context.Context, t *Target, add bool) error {
 	if err != nil {
 		return err
 	}
-	got, err := ap.status().CelldV1alpha1().CelldFleets(f.Namespace).Patch(ctx, f.Name, types.MergePatchType, patch,
+	got, err := ap.Celld.CelldV1alpha1().CelldFleets(f.Namespace).Patch(ctx, f.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager})
 	if apierrors.IsNotFound(err) {
 		return nil // the fleet is gone: nothing is left to protect

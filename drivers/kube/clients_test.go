@@ -164,6 +164,15 @@ func TestStatusWritesGoThroughTheStatusClient(t *testing.T) {
 	if n := len(moving.Actions()) + len(kube.Actions()); n != 0 {
 		t.Errorf("the clients that move fleets got %d requests: %q %q", n, verbsOf(moving.Actions()), verbsOf(kube.Actions()))
 	}
+	// A finalizer moves the fleet: it is the moving client's.
+	status.ClearActions()
+	if err := ap.Do(context.Background(), &Target{Fleet: f}, machine.Action{Kind: machine.AddFinalizer, Key: "finalizer",
+		Ref: kinds.Ref{Namespace: f.Namespace, Name: f.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, other := verbsOf(moving.Actions()), verbsOf(status.Actions()); got != "patch" || other != "" {
+		t.Errorf("the finalizer went as %q through the client that moves fleets and %q through the status client; want one patch, through the first", got, other)
+	}
 
 	// Wired by NewController: the first sync's status write is the status client's.
 	kube, moving = kubefake.NewClientset(), celldfake.NewSimpleClientset(f.DeepCopy())
