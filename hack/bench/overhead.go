@@ -215,13 +215,13 @@ func (o *overheadResult) section(n int) section {
 				q(o.work, 0.5), q(o.work, 0.99), int(o.work.total)), "(no target)", "")
 	}
 	if ratio > 1.10 && len(o.opWrites) > 0 {
-		celld, kubeW := byClient(o.opSeries, float64(max(o.runs, 1)))
-		celldR, kubeR := 0.0, 0.0
-		if len(o.celldReads) > 0 {
-			celldR, kubeR = median(o.celldReads), median(o.apiReads)-median(o.celldReads)
+		moving, status, events := byClient(o.opSeries, float64(max(o.runs, 1)))
+		reads := 0.0
+		if len(o.apiReads) > 0 {
+			reads = median(o.apiReads)
 		}
 		floorOf := func(w float64) float64 { return max(0, float64(n)*w-operatorBurst) / operatorQPS }
-		floor := max(floorOf(celld+celldR), floorOf(kubeW+kubeR))
+		floor := max(floorOf(moving+reads), floorOf(status), floorOf(events))
 		bound := "so at this size the limiter is not what bounds the run"
 		if floor >= 0.5*median(opS) {
 			bound = "so the limiter alone accounts for most of the operator run"
@@ -235,14 +235,13 @@ func (o *overheadResult) section(n int) section {
 			"fleet from an unthrottled client and kube-controller-manager brings the members up. The operator path does the "+
 			"same controller work, but its own requests come first and last: per fleet the reservation, the finalizer, the 6 "+
 			"applies, a second StatefulSet apply that records the settled size, status writes and Events, and a fleet is "+
-			"Ready only once the operator has seen its last member ready and written the status. Its client is limited to "+
-			"20 QPS, burst 50, per clientset (hard-coded in cmd/celld-operator/run.go): %.1f celld.io requests (on one "+
-			"limiter) and %.1f Kubernetes requests (on another) per fleet give a floor of %.1f s for %d fleets, %s (its "+
-			"celld.io requests ran at %.1f/s over the median run). The operator's CPU is not the limit "+
-			"(the profile below). What would close it: fewer writes per fleet (a status write per state change rather than "+
-			"per observed member change, no self-inflicted conflicts, see below), and --kube-api-qps/--kube-api-burst "+
-			"flags sized to the fleet count; kube-controller-manager is bound by the same client defaults on the raw path.",
-			ratio, median(opS), median(rawS), noise, celld+celldR, kubeW+kubeR, floor, n, bound, float64(n)*(celld+celldR)/median(opS))
+			"Ready only once the operator has seen its last member ready and written the status. Each of its clients is "+
+			"limited to %g QPS, burst %g (the --kube-api-qps/--kube-api-burst defaults): %.1f requests per fleet on the "+
+			"client that moves fleets (writes and the premises' fresh reads), %.1f status writes and %.1f Events on "+
+			"clients of their own give a floor of %.1f s for %d fleets, %s. The operator's CPU is not the limit "+
+			"(the profile below). What would close it: fewer writes per fleet (see below), and no self-inflicted "+
+			"conflicts; kube-controller-manager is bound by its own client defaults on the raw path.",
+			ratio, median(opS), median(rawS), noise, operatorQPS, operatorBurst, moving+reads, status, events, floor, n, bound)
 	}
 	if f := sumSeries(o.failed); f > 0 {
 		sec.note("**Failed actions in the overhead runs** (%s per fleet, each retried through the queue with backoff), by "+
@@ -260,13 +259,11 @@ func (o *overheadResult) section(n int) section {
 		applies /= float64(max(o.runs, 1))
 		if p99, _, _ := o.e2a.quantile(0.99); p99 > 1 && applies > 0 {
 			sec.note("**Event to action, p99 %s.** %d fleets arrive at once and their syncs apply objects through the "+
-				"Kubernetes clientset's limiter (20 QPS, burst 50): %.1f applies per fleet (the 6 objects at provisioning, "+
+				"limiter of the client that moves fleets (%g QPS, burst %g): %.1f applies per fleet (the 6 objects at provisioning, "+
 				"the StatefulSet again to record its settled size), which alone keep that limiter busy for "+
-				"(%d x %.1f - 50) / 20 = %.1f s; an event whose first action queues behind them waits that long. The run as a whole stays close to the floor "+
-				"because the floor is bound the same way: kube-controller-manager's clients default to 20 QPS (burst 30), "+
-				"and its StatefulSet controller creates every Pod and claim and writes the StatefulSets' status through "+
-				"one. Against a faster floor, or with more fleets at once, this is where the operator falls behind.",
-				q(o.e2a, 0.99), n, applies, n, applies, max(0, float64(n)*applies-operatorBurst)/operatorQPS)
+				"(%d x %.1f - %g) / %g = %.1f s; an event whose first action queues behind them waits that long, and a "+
+				"sync waits for its requests' round trips to an API server loaded by the whole run.",
+				q(o.e2a, 0.99), n, operatorQPS, operatorBurst, applies, n, applies, operatorBurst, operatorQPS, max(0, float64(n)*applies-operatorBurst)/operatorQPS)
 		}
 	}
 	if o.decision.total > 0 {

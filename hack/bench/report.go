@@ -11,11 +11,12 @@ import (
 	"time"
 )
 
-// operatorQPS is the client rate limit cmd/celld-operator/run.go sets (QPS 20, burst 50); the
-// notes use it to tell how much of the operator's time its own client's limiter accounts for.
+// operatorQPS and operatorBurst are each of the operator's clients' limits, the defaults of
+// cmd/celld-operator/run.go's --kube-api-qps and --kube-api-burst; the notes use them to tell how
+// much of the operator's time its own limiters account for.
 const (
-	operatorQPS   = 20.0
-	operatorBurst = 50.0
+	operatorQPS   = 100.0
+	operatorBurst = 200.0
 )
 
 type report struct {
@@ -375,17 +376,21 @@ func verbResource(key string) string {
 	return verb + " " + res
 }
 
-// byClient splits write series into those of the celld.io clientset and those of the Kubernetes
-// one, divided by k: each clientset has its own rate limiter.
-func byClient(s map[string]float64, k float64) (celld, kube float64) {
+// byClient splits write series per fleet by the operator's client that sends them, each with a
+// limiter of its own: status (the fleets' status and the reservations' capacity history), events,
+// and moving (everything else: what moves fleets).
+func byClient(s map[string]float64, k float64) (moving, status, events float64) {
 	for key, v := range s {
-		if strings.Contains(key, "resource=celld") {
-			celld += v / k
-		} else {
-			kube += v / k
+		switch vr := verbResource(key); {
+		case strings.HasSuffix(vr, "celldfleets/status") || strings.HasSuffix(vr, "celldreservations/status"):
+			status += v / k
+		case strings.HasSuffix(vr, " events"):
+			events += v / k
+		default:
+			moving += v / k
 		}
 	}
-	return celld, kube
+	return moving, status, events
 }
 
 // lifecycleMinimum is the minimum of each kind of write a PersistentFleet's lifecycle needs

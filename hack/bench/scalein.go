@@ -236,7 +236,7 @@ func (s *scaleInResult) section() section {
 				q(s.work, 0.5), q(s.work, 0.99), int(s.work.total)), "(no target)", "")
 	}
 	k := float64(max(s.fleets, 1))
-	celld, kubeW := byClient(s.writes, k)
+	moving, status, events := byClient(s.writes, k)
 	celldR, kubeR := 0.0, 0.0
 	reads := "API server count n/a"
 	if s.apiErr == nil {
@@ -248,36 +248,35 @@ func (s *scaleInResult) section() section {
 		failed = fmt.Sprintf("; %s failed and retried (%s)", trim(f/k), kindsPer(s.failed, k))
 	}
 	sec.add("3", "scale-in: the operator's requests per fleet",
-		fmt.Sprintf("%s writes (%s) %s%s", trim(celld+kubeW), seriesPer(s.writes, k), reads, failed), "", "")
+		fmt.Sprintf("%s writes (%s) %s%s", trim(moving+status+events), seriesPer(s.writes, k), reads, failed), "", "")
 	dec, _, _ := s.decision.quantile(0.5)
 	work, _, _ := s.work.quantile(0.5)
 	if s.total.Seconds() > 0 && work > 10*dec {
 		// A limiter bounds the walk when the requests beyond its burst ran at close to its rate;
-		// each clientset has its own.
+		// each client has its own, and every read goes through the one that moves fleets.
 		rateOf := func(perFleet float64) float64 {
 			return max(0, float64(s.fleets)*perFleet-operatorBurst) / s.total.Seconds()
 		}
-		celldRate, kubeRate := rateOf(celld+celldR), rateOf(kubeW+kubeR)
-		why := fmt.Sprintf("Its requests beyond each limiter's burst ran at %.1f/s (celld.io) and %.1f/s (Kubernetes), "+
-			"both under the 20 QPS limit: the time a sync takes is its requests' round trips to a loaded API server.", celldRate, kubeRate)
+		movingRate, statusRate := rateOf(moving+celldR+kubeR), rateOf(status)
+		why := fmt.Sprintf("Its requests beyond each limiter's burst ran at %.1f/s (the client that moves fleets) and "+
+			"%.1f/s (status), both under the %g QPS limit: the time a sync takes is its requests' round trips to a loaded "+
+			"API server.", movingRate, statusRate, operatorQPS)
 		bound := func(client, requests string, rate float64) string {
-			return fmt.Sprintf("Its %s requests (%s) beyond the limiter's burst ran at %.1f/s against the 20 QPS limit: "+
-				"the 4 workers wait their turns at that limiter, so a sync of a few requests takes hundreds of milliseconds and a "+
-				"fleet waits in the queue behind the others' syncs; the latency seen from the watches is that queueing.", client, requests, rate)
+			return fmt.Sprintf("Its %s requests (%s) beyond the limiter's burst ran at %.1f/s against the %g QPS limit: "+
+				"the workers wait their turns at that limiter, so a sync of a few requests takes hundreds of milliseconds and a "+
+				"fleet waits in the queue behind the others' syncs; the latency seen from the watches is that queueing.", client, requests, rate, operatorQPS)
 		}
 		switch {
-		case kubeRate >= 0.8*operatorQPS:
-			why = bound("Kubernetes", "the StatefulSet applies, and the fresh reads each step's premise makes: the members, the node of each, the workload", kubeRate)
-		case celldRate >= 0.8*operatorQPS:
-			why = bound("celld.io", "status writes, the history append's read and update of the reservation", celldRate)
+		case movingRate >= 0.8*operatorQPS:
+			why = bound("fleet-moving", "the StatefulSet applies, and the fresh reads each step's premise makes: the members, the node of each, the fleet, the workload", movingRate)
+		case statusRate >= 0.8*operatorQPS:
+			why = bound("status", "the fleets' status and the reservations' history", statusRate)
 		}
-		sec.note("**Scale-in: the decision takes microseconds, the step takes seconds.** The machine decides in %s "+
+		sec.note("**Scale-in: the decision takes microseconds, the step takes longer.** The machine decides in %s "+
 			"(p50), a sync lasts %s (p50) and a fleet waits %s (p50) in the queue; a step, from rolled out to the next "+
-			"replicas write, takes %s (p50) as the watches see it. The walk made %.1f celld.io and %.1f Kubernetes "+
-			"requests per fleet in %.1f s. %s What would close it: fewer requests per step (the history append reads "+
-			"and writes the reservation, the status is written several times per step, a node is read per member), and a "+
-			"client QPS sized to the fleet count.",
-			q(s.decision, 0.5), q(s.work, 0.5), q(s.queueWait, 0.5), durStr(percentile(s.steps, 0.5)), celld+celldR, kubeW+kubeR,
+			"replicas write, takes %s (p50) as the watches see it. The walk made %.1f requests per fleet on the client "+
+			"that moves fleets and %.1f status writes per fleet in %.1f s. %s",
+			q(s.decision, 0.5), q(s.work, 0.5), q(s.queueWait, 0.5), durStr(percentile(s.steps, 0.5)), moving+celldR+kubeR, status,
 			s.total.Seconds(), why)
 	}
 	return sec
