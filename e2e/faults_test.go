@@ -21,7 +21,9 @@ import (
 const (
 	faultRate = 0.1
 	faultSeed = 6
-	// operatorQPS is the client-side rate limit `celld-operator run` sets: a hot loop runs into it.
+	// operatorQPS is the request rate a hot loop is judged against: 20/s, a fifth of the
+	// client-side limit each of the operator's clients has by default, so a loop is caught long
+	// before a limiter would slow it.
 	operatorQPS = 20
 	// restWindow is how long the request rate at rest is measured.
 	restWindow = 30 * time.Second

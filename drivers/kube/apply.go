@@ -365,6 +365,9 @@ func (ap *Applier) knownReservation(namespace, name string) *v1alpha1.CelldReser
 	return mine
 }
 
+// maxAppended bounds the answers kept by remember.
+const maxAppended = 256
+
 // remember keeps the answer to a history append, and forgets what was kept when it failed: the
 // next append then starts from the cache, or from a fresh read.
 func (ap *Applier) remember(key string, got *v1alpha1.CelldReservation, err error) {
@@ -374,7 +377,9 @@ func (ap *Applier) remember(key string, got *v1alpha1.CelldReservation, err erro
 		delete(ap.appended, key)
 		return
 	}
-	if ap.appended == nil {
+	if ap.appended == nil || len(ap.appended) >= maxAppended {
+		// An answer the cache never came to show (a reservation deleted since) would stay for
+		// good: the memory is bounded, and an append not built on its answer only reads first.
 		ap.appended = map[string]*v1alpha1.CelldReservation{}
 	}
 	ap.appended[key] = got

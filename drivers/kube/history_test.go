@@ -347,3 +347,23 @@ func TestControllerAppendsOnItsCache(t *testing.T) {
 		t.Errorf("requests %q; want one patch, built on the cached reservation", got)
 	}
 }
+
+// The answers kept for the next append are bounded: one kept for a reservation that is deleted
+// before the cache shows it would otherwise stay for the life of the process.
+func TestAppendedAnswersAreBounded(t *testing.T) {
+	ap := &Applier{}
+	for i := range 3 * maxAppended {
+		key := fmt.Sprintf("ns/r%d", i)
+		ap.remember(key, &v1alpha1.CelldReservation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: key, ResourceVersion: "1"}}, nil)
+		if n := len(ap.appended); n > maxAppended {
+			t.Fatalf("after %d appends %d answers kept, want at most %d", i+1, n, maxAppended)
+		}
+		if ap.appended[key] == nil {
+			t.Fatalf("the answer to the latest append (%s) is not kept", key)
+		}
+	}
+	ap.remember("ns/r0", nil, fmt.Errorf("refused"))
+	if ap.appended["ns/r0"] != nil {
+		t.Fatalf("a failed append keeps an answer")
+	}
+}
