@@ -113,6 +113,7 @@ func TestBadInputIsOneClearLine(t *testing.T) {
 		{[]string{"run", "--resync-period", "soon"}, 2, `invalid argument "soon" for "--resync-period" flag`},
 		{[]string{"run", "--leader-elect=maybe"}, 2, `invalid argument "maybe" for "--leader-elect" flag`},
 		{[]string{"run", "--workers", "0"}, 2, "--workers 0: want at least 1"},
+		{[]string{"run", "--moving-client-limit", "never"}, 2, `--moving-client-limit "never": want auto or always`},
 		{[]string{"run", "--log-format", "xml"}, 2, `--log-format "xml": want json or console`},
 		{[]string{"run", "--log-level", "loud"}, 2, `--log-level "loud": want debug, info, warn or error`},
 		{[]string{"run", "--metrics-secure=false", "--metrics-cert-dir", "/tmp"}, 2, "--metrics-cert-dir needs --metrics-secure"},

@@ -33,6 +33,7 @@ type runFlags struct {
 	workers                             int
 	qps                                 float64
 	burst                               int
+	movingLimit                         string
 	metricsAddr, probeAddr              string
 	metricsCertDir                      string
 	leaderElect, pprof, metricsSecure   bool
@@ -98,6 +99,8 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.Float64Var(&f.qps, "kube-api-qps", 100, "requests per second the operator allows itself, sustained, per client "+
 		"(the writes that move fleets, the status writes and the Events have one each); the API server's flow control shares the server with everyone else")
 	fs.IntVar(&f.burst, "kube-api-burst", 200, "requests the operator may send at once above --kube-api-qps, per client")
+	fs.StringVar(&f.movingLimit, "moving-client-limit", "auto", "auto: no client-side limit on the writes that move fleets (and their premises' reads) "+
+		"when the API server runs priority and fairness, which queues them in the operator's own priority level; --kube-api-qps otherwise. always: --kube-api-qps on every client")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", `address of the Prometheus /metrics endpoint; "0" disables it`)
 	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to callers whose bearer token may get /metrics (TokenReview, SubjectAccessReview); false serves plain HTTP to anyone, for local development only")
 	fs.StringVar(&f.metricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for --metrics-secure; empty makes a self-signed certificate at start")
@@ -124,6 +127,8 @@ func checkRunFlags(f runFlags) error {
 		return fmt.Errorf("--workers %d: want at least 1", f.workers)
 	case !(f.qps > 0) || f.burst < 1:
 		return fmt.Errorf("--kube-api-qps %v, --kube-api-burst %d: want both positive", f.qps, f.burst)
+	case f.movingLimit != "auto" && f.movingLimit != "always":
+		return fmt.Errorf("--moving-client-limit %q: want auto or always", f.movingLimit)
 	case f.logFormat != "json" && f.logFormat != "console":
 		return fmt.Errorf("--log-format %q: want json or console", f.logFormat)
 	case f.resync <= 0 || f.capacityInterval <= 0:
@@ -170,6 +175,29 @@ func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }
 
+// clientLimits sizes the client that moves fleets to the API server: under priority and fairness
+// the server queues the operator's requests in a priority level of their own (the shipped
+// FlowSchema celld-operator, or the server's defaults), and a client-side token bucket would only
+// make a step wait behind the premises' reads of the other fleets stepping at the same time. The
+// status and Event clients keep --kube-api-qps: nothing waits on them.
+func clientLimits(cfg *rest.Config, f runFlags, log zerolog.Logger) kube.ClientLimits {
+	if f.movingLimit != "auto" {
+		return kube.ClientLimits{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	apf, err := kube.ServerRunsFlowControl(ctx, cfg)
+	switch {
+	case err != nil:
+		log.Warn().Err(err).Float64("qps", f.qps).Msg("the writes that move fleets keep the --kube-api-qps limit: whether the API server runs priority and fairness is unknown")
+	case !apf:
+		log.Info().Float64("qps", f.qps).Msg("the API server does not run priority and fairness: the writes that move fleets keep the --kube-api-qps limit")
+	default:
+		log.Info().Msg("the API server runs priority and fairness: no client-side limit on the writes that move fleets")
+	}
+	return kube.ClientLimits{MovingUnlimited: err == nil && apf}
+}
+
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig == "" {
 		cfg, err := rest.InClusterConfig()
@@ -213,7 +241,7 @@ func run(f runFlags, log zerolog.Logger) error {
 		injectFaults(cfg, f, metrics, log)
 	}
 	kube.CountRequests(cfg, metrics)
-	clients, stopEvents, err := kube.NewClients(cfg)
+	clients, stopEvents, err := kube.NewClients(cfg, clientLimits(cfg, f, log))
 	if err != nil {
 		return err
 	}

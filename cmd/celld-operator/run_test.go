@@ -1,12 +1,17 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/client-go/rest"
 )
 
 // TestRunFlagsKeepTheirNamesAndDefaults: run's flags are an interface the manifests, the Helm
@@ -14,7 +19,7 @@ import (
 func TestRunFlagsKeepTheirNamesAndDefaults(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", "")
 	want := map[string]string{
-		"kubeconfig": "", "namespace": "", "workers": "4", "kube-api-qps": "100", "kube-api-burst": "200",
+		"kubeconfig": "", "namespace": "", "workers": "4", "kube-api-qps": "100", "kube-api-burst": "200", "moving-client-limit": "auto",
 		"metrics-bind-address": ":8443", "metrics-secure": "true", "metrics-cert-dir": "",
 		"health-probe-bind-address": ":8081", "pprof": "false", "leader-elect": "false",
 		"leader-election-namespace": "celld-system", "log-format": "json", "log-level": "info",
@@ -64,6 +69,38 @@ func TestShippedArgsParse(t *testing.T) {
 		}
 		if n < 3 || !strings.Contains(string(data), "- run") {
 			t.Errorf("%s: found %d flags of run; the pattern is broken", file, n)
+		}
+	}
+}
+
+// --moving-client-limit auto drops the limit of the client that moves fleets only on an API
+// server that says it runs priority and fairness; always keeps it, and so does a server whose
+// answer is unknown.
+func TestMovingClientLimitFollowsTheServer(t *testing.T) {
+	apf := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID, "uid")
+	}))
+	defer apf.Close()
+	plain := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer plain.Close()
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID, "uid")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer failing.Close()
+	cases := []struct {
+		host, limit string
+		unlimited   bool
+	}{
+		{apf.URL, "auto", true},
+		{apf.URL, "always", false},
+		{plain.URL, "auto", false},
+		{failing.URL, "auto", false},
+	}
+	for _, c := range cases {
+		got := clientLimits(&rest.Config{Host: c.host}, runFlags{movingLimit: c.limit, qps: 100}, zerolog.Nop())
+		if got.MovingUnlimited != c.unlimited {
+			t.Errorf("%s with --moving-client-limit %s: unlimited %t, want %t", c.host, c.limit, got.MovingUnlimited, c.unlimited)
 		}
 	}
 }

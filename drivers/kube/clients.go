@@ -31,8 +31,16 @@ import (
 //
 // A status write or an Event therefore never delays a StatefulSet apply or a member's delete.
 // The metadata and metrics clients keep a limiter each, as they always had.
-func NewClients(cfg *rest.Config) (Clients, func(), error) {
+//
+// With limits.MovingUnlimited the client that moves fleets has no client-side limiter: the API
+// server's priority and fairness queues its requests in the operator's own priority level, and a
+// token bucket in front of it would only make a fleet's step wait.
+func NewClients(cfg *rest.Config, limits ClientLimits) (Clients, func(), error) {
 	moving := limited(cfg)
+	if limits.MovingUnlimited {
+		moving = rest.CopyConfig(cfg)
+		moving.QPS, moving.RateLimiter = -1, nil
+	}
 	kube, err := kubernetes.NewForConfig(moving)
 	if err != nil {
 		return Clients{}, nil, fmt.Errorf("kubernetes client: %w", err)
@@ -81,4 +89,10 @@ func limited(cfg *rest.Config) *rest.Config {
 	}
 	c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
 	return c
+}
+
+// ClientLimits says which of the operator's clients go without a client-side limiter.
+type ClientLimits struct {
+	// MovingUnlimited: the client that moves fleets (and reads their premises) has none.
+	MovingUnlimited bool
 }

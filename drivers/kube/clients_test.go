@@ -105,7 +105,7 @@ func throttled(t *testing.T, s *standIn, what string, err error) {
 // is shorter).
 func TestClientsHaveALimiterPerKindOfWork(t *testing.T) {
 	api := newStandIn(t)
-	clients, stop, err := NewClients(&rest.Config{Host: api.URL, QPS: 0.001, Burst: 1})
+	clients, stop, err := NewClients(&rest.Config{Host: api.URL, QPS: 0.001, Burst: 1}, ClientLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}

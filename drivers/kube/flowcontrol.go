@@ -1,0 +1,40 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/client-go/rest"
+)
+
+// ServerRunsFlowControl asks the API server whether it runs API Priority and Fairness: every
+// request it classifies is answered with the UID of the flow schema it matched, in a response
+// header. An error means the answer is unknown.
+func ServerRunsFlowControl(ctx context.Context, cfg *rest.Config) (bool, error) {
+	base, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return false, fmt.Errorf("ask the API server about flow control: %w", err)
+	}
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return false, fmt.Errorf("ask the API server about flow control: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base.String(), "/")+"/livez/ping", nil)
+	if err != nil {
+		return false, fmt.Errorf("ask the API server about flow control: %w", err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("ask the API server about flow control: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("ask the API server about flow control: GET /livez/ping answered %s", resp.Status)
+	}
+	return resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID) != "", nil
+}
