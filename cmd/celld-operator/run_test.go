@@ -84,7 +84,6 @@ func TestMovingClientLimitFollowsTheServer(t *testing.T) {
 	plain := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer plain.Close()
 	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID, "uid")
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer failing.Close()

@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// An API server under priority and fairness names the flow schema each answer matched; one
-// without it does not, and one that fails to answer leaves the question open.
+// An API server under priority and fairness names the flow schema each answer matched, a refusal
+// too; one without it does not, and an error answer without the header leaves the question open.
 func TestServerRunsFlowControl(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -24,8 +24,10 @@ func TestServerRunsFlowControl(t *testing.T) {
 		wantErr bool
 	}{
 		{"priority and fairness", true, http.StatusOK, true, false},
+		{"priority and fairness, the identity refused", true, http.StatusForbidden, true, false},
 		{"no priority and fairness", false, http.StatusOK, false, false},
-		{"an error answer, even with the header", true, http.StatusInternalServerError, false, true},
+		{"an error answer without the header", false, http.StatusInternalServerError, false, true},
+		{"a refusal without the header", false, http.StatusForbidden, false, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -43,8 +45,8 @@ func TestServerRunsFlowControl(t *testing.T) {
 			if got != c.want || (err != nil) != c.wantErr {
 				t.Errorf("ServerRunsFlowControl = %t, %v; want %t, error %t", got, err, c.want, c.wantErr)
 			}
-			if path != "/livez/ping" {
-				t.Errorf("asked %q, want /livez/ping", path)
+			if path != "/version" {
+				t.Errorf("asked %q, want /version", path)
 			}
 		})
 	}
