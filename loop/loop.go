@@ -45,6 +45,10 @@ type Target struct {
 	// the object it writes (nil: absent), so sending it needs no second read. The driver's own.
 	Current    any
 	CurrentKey string
+	// Decided is when the machine decided the actions (the clock's time right after the step,
+	// not the observation's Now): a driver may confirm a premise on a read another sync sent, but
+	// only on one sent after this. Zero when no sync decided (an action sent on its own).
+	Decided time.Time
 }
 
 // Hooks let a driver count and time what the loop does. Every field may be nil.
@@ -114,6 +118,9 @@ func (l *Loop) Sync(ctx context.Context, key string, now time.Time) (Result, err
 	obs.Refused = l.refusal(key, now)
 	view := events.Normalize(ns, name, obs)
 	d := l.machineFor(key, obs.Fleet).Step(&view)
+	// The clock's own time, with its monotonic reading: a driver compares it with when its reads
+	// were sent, which a wall clock stepped back would get wrong.
+	decided := time.Now()
 	res := Result{Decision: d, Exists: obs.Fleet != nil}
 	if l.hooks.Decided != nil {
 		l.hooks.Decided(key, d, time.Since(start))
@@ -127,7 +134,7 @@ func (l *Loop) Sync(ctx context.Context, key string, now time.Time) (Result, err
 	for _, t := range d.Transitions {
 		log.Info().Str("from", string(t.From)).Str("to", string(t.To)).Str("trigger", string(t.Trigger)).Msg("state changed")
 	}
-	target := &Target{Fleet: obs.Fleet}
+	target := &Target{Fleet: obs.Fleet, Decided: decided}
 	for _, a := range d.Actions {
 		alog := log.With().Str("action", string(a.Kind)).Str("key", a.Key).Logger()
 		if a.Kind == machine.Requeue {

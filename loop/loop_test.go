@@ -28,19 +28,26 @@ type fake struct {
 	fail map[machine.ActionKind]error
 	// generation is what a fresh read of the fleet says.
 	generation int64
+	// observedAt is when the last observation was made, on the clock; decided is the decision time
+	// every read and write was handed, and calledAt when each was called.
+	observedAt        time.Time
+	decided, calledAt []time.Time
 }
 
 func (f *fake) Observe(_ context.Context, _, _ string, now time.Time) (*events.Observation, error) {
 	o := &events.Observation{Now: now, Fleet: f.fleet, Nodes: map[string]*corev1.Node{}, NodesSynced: true}
 	f.observed = append(f.observed, o)
+	f.observedAt = time.Now()
 	return o, nil
 }
 
-func (f *fake) Fresh(_ context.Context, _ *Target, a machine.Action) (machine.Fresh, error) {
+func (f *fake) Fresh(_ context.Context, t *Target, a machine.Action) (machine.Fresh, error) {
+	f.decided, f.calledAt = append(f.decided, t.Decided), append(f.calledAt, time.Now())
 	return machine.Fresh{FleetGeneration: f.generation, Pods: map[string]*corev1.Pod{}}, nil
 }
 
-func (f *fake) Do(_ context.Context, _ *Target, a machine.Action) error {
+func (f *fake) Do(_ context.Context, t *Target, a machine.Action) error {
+	f.decided, f.calledAt = append(f.decided, t.Decided), append(f.calledAt, time.Now())
 	f.sent = append(f.sent, a.Kind)
 	f.keys = append(f.keys, a.Key)
 	return f.fail[a.Kind]
@@ -89,6 +96,49 @@ func TestSyncConfirmsPremisesOnFreshReads(t *testing.T) {
 		if strings.HasPrefix(k, "apply/Deployment") {
 			t.Fatalf("the workload was written though its premise no longer held: %v", f.keys)
 		}
+	}
+}
+
+// TestSyncTellsTheDriverWhenItDecided: every read and write of a sync carries when the machine
+// decided, on the process's clock with its monotonic reading: after the observation was made,
+// before the first request, and not the observation's Now, which a driver cannot compare with
+// when its reads were sent.
+func TestSyncTellsTheDriverWhenItDecided(t *testing.T) {
+	f := newFake()
+	l := New(f, nopLog(), Hooks{})
+	res, err := l.Sync(context.Background(), "team/alpha", time.Unix(100, 0))
+	if err != nil || len(f.decided) == 0 {
+		t.Fatalf("err %v, %d requests", err, len(f.decided))
+	}
+	premises := 0
+	for _, a := range res.Decision.Actions {
+		if a.Premise != nil {
+			premises++
+		}
+	}
+	if premises == 0 {
+		t.Fatal("the first sync has no action with a premise: no fresh read carried the decision time")
+	}
+	decided := f.decided[0]
+	if !strings.Contains(decided.String(), " m=") {
+		t.Errorf("the decision time %s has no monotonic reading", decided)
+	}
+	if decided.Before(f.observedAt) || decided.After(f.calledAt[0]) {
+		t.Errorf("decided at %s; want after the observation (%s) and before the first request (%s)", decided, f.observedAt, f.calledAt[0])
+	}
+	for i, d := range f.decided {
+		if !d.Equal(decided) {
+			t.Errorf("request %d carries decision time %s; want the sync's one, %s", i, d, decided)
+		}
+	}
+
+	// The next sync decides again, later.
+	f.decided, f.calledAt = nil, nil
+	if _, err := l.Sync(context.Background(), "team/alpha", time.Unix(100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.decided) > 0 && !f.decided[0].After(decided) {
+		t.Errorf("the second sync decided at %s, not after the first (%s)", f.decided[0], decided)
 	}
 }
 
