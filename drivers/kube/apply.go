@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -49,6 +50,9 @@ type Applier struct {
 	// appended is the server's answer to the last history append of each reservation (by
 	// namespace/name), kept until the cache shows it.
 	appended map[string]*v1alpha1.CelldReservation
+	// nodes shares the premises' node reads between syncs (each only with the syncs that decided
+	// before it was sent); nil reads every node on its own.
+	nodes *nodeReads
 }
 
 // status is the client of the status writes.
@@ -433,97 +437,214 @@ func (ap *Applier) finalizer(ctx context.Context, t *Target, add bool) error {
 
 // fresh reads what an action's premise names, bypassing the caches: the node it was decided on,
 // the members that must still be ready, the fleet's spec and the workload as the decision saw
-// them.
+// them. The reads that do not depend on each other go at once, and the members' nodes at once as
+// soon as the members are listed, so a step waits for the slowest read, not for their sum. An
+// error is the first in a fixed order: the node, the disk's members, the claim, the members and
+// their nodes, the fleet, the workload.
 func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (machine.Fresh, error) {
 	p := a.Premise
 	if p == nil {
 		return machine.Fresh{}, nil
 	}
-	fresh := machine.Fresh{Pods: map[string]*corev1.Pod{}}
+	var wg sync.WaitGroup
+	read := func(f func()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f()
+		}()
+	}
+	decided := t.Decided
+	readPods, readWorkload := len(p.Ready) > 0 || p.OnlyNotReady != "", p.Workload
+	var (
+		node        *corev1.Node
+		nodeErr     error
+		members     int
+		membersErr  error
+		claim       *corev1.PersistentVolumeClaim
+		claimErr    error
+		pods        map[string]*corev1.Pod
+		memberNodes []memberNode
+		podsErr     error
+		generation  int64
+		fleetErr    error
+		workload    metav1.Object
+		workloadErr error
+	)
 	if p.Node != "" {
-		n, err := ap.Kube.CoreV1().Nodes().Get(ctx, p.Node, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			fresh.Node = n
-		case !apierrors.IsNotFound(err):
-			return machine.Fresh{}, fmt.Errorf("get node %s: %w", p.Node, err)
-		}
+		read(func() {
+			n, err := ap.node(ctx, p.Node, decided)
+			switch {
+			case err == nil:
+				node = n
+			case !apierrors.IsNotFound(err):
+				nodeErr = fmt.Errorf("get node %s: %w", p.Node, err)
+			}
+		})
 	}
 	if p.NoMembers {
-		// The disk's own fleet UID label names its members, whatever fleet the sync is about.
-		pvc, err := ap.Kube.CoreV1().PersistentVolumeClaims(a.Namespace).Get(ctx, a.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return machine.Fresh{}, fmt.Errorf("get claim %s: %w", a.Name, err)
-		case pvc.Labels[events.LabelFleetUID] != "":
-			list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{
-				LabelSelector: events.LabelFleetUID + "=" + pvc.Labels[events.LabelFleetUID]})
-			if err != nil {
-				return machine.Fresh{}, fmt.Errorf("list members: %w", err)
-			}
-			fresh.Members = len(list.Items)
-		}
+		read(func() { members, membersErr = ap.diskMembers(ctx, a) })
 	}
 	if p.Claim != "" {
-		c, err := ap.Kube.CoreV1().PersistentVolumeClaims(a.Namespace).Get(ctx, p.Claim, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			fresh.Claim = c
-		case !apierrors.IsNotFound(err):
-			return machine.Fresh{}, fmt.Errorf("get claim %s: %w", p.Claim, err)
+		read(func() {
+			c, err := ap.Kube.CoreV1().PersistentVolumeClaims(a.Namespace).Get(ctx, p.Claim, metav1.GetOptions{})
+			switch {
+			case err == nil:
+				claim = c
+			case !apierrors.IsNotFound(err):
+				claimErr = fmt.Errorf("get claim %s: %w", p.Claim, err)
+			}
+		})
+	}
+	if readPods {
+		read(func() {
+			pods, podsErr = ap.members(ctx, t, a)
+			if podsErr == nil {
+				memberNodes = ap.memberNodes(ctx, pods, decided)
+			}
+		})
+	}
+	if p.FleetGeneration != 0 {
+		read(func() {
+			f, err := ap.Celld.CelldV1alpha1().CelldFleets(a.Namespace).Get(ctx, p.Fleet, metav1.GetOptions{})
+			switch {
+			case err == nil:
+				generation = f.Generation
+			case !apierrors.IsNotFound(err):
+				fleetErr = fmt.Errorf("get fleet %s: %w", p.Fleet, err)
+			}
+		})
+	}
+	if readWorkload {
+		if !kinds.IsWorkload(a.Object) {
+			workloadErr, readWorkload = fmt.Errorf("a workload premise on a %T", a.Object), false
+		} else {
+			read(func() {
+				cur, err := ap.current(ctx, a)
+				if err != nil {
+					workloadErr = fmt.Errorf("get workload: %w", err)
+					return
+				}
+				workload = cur
+			})
 		}
 	}
-	if len(p.Ready) > 0 || p.OnlyNotReady != "" {
-		list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{LabelSelector: render.Selector(t.Fleet)})
+	wg.Wait()
+	for _, err := range []error{nodeErr, membersErr, claimErr, podsErr} {
 		if err != nil {
-			return machine.Fresh{}, fmt.Errorf("list members: %w", err)
+			return machine.Fresh{}, err
 		}
-		for i := range list.Items {
-			fresh.Pods[list.Items[i].Name] = &list.Items[i]
-		}
-		fresh.MemberNodes = map[string]*corev1.Node{}
-		for _, pod := range fresh.Pods {
-			name := pod.Spec.NodeName
-			if _, read := fresh.MemberNodes[name]; read || name == "" {
-				continue
-			}
-			n, err := ap.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	}
+	fresh := machine.Fresh{Pods: map[string]*corev1.Pod{}, Node: node, Members: members, Claim: claim, FleetGeneration: generation}
+	if readPods {
+		fresh.Pods, fresh.MemberNodes = pods, make(map[string]*corev1.Node, len(memberNodes))
+		for _, r := range memberNodes {
+			name, n, err := r.name, r.node, r.err
 			switch {
 			case err == nil:
 				fresh.MemberNodes[name] = n
 			case apierrors.IsNotFound(err):
 				fresh.MemberNodes[name] = nil
 			default:
-				return machine.Fresh{}, fmt.Errorf("get node %s of member %s: %w", name, pod.Name, err)
+				return machine.Fresh{}, fmt.Errorf("get node %s of member %s: %w", name, r.member, err)
 			}
 		}
 	}
-	if p.FleetGeneration != 0 {
-		f, err := ap.Celld.CelldV1alpha1().CelldFleets(a.Namespace).Get(ctx, p.Fleet, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			fresh.FleetGeneration = f.Generation
-		case !apierrors.IsNotFound(err):
-			return machine.Fresh{}, fmt.Errorf("get fleet %s: %w", p.Fleet, err)
+	for _, err := range []error{fleetErr, workloadErr} {
+		if err != nil {
+			return machine.Fresh{}, err
 		}
 	}
-	if p.Workload {
-		if !kinds.IsWorkload(a.Object) {
-			return machine.Fresh{}, fmt.Errorf("a workload premise on a %T", a.Object)
-		}
-		cur, err := ap.current(ctx, a)
-		if err != nil {
-			return machine.Fresh{}, fmt.Errorf("get workload: %w", err)
-		}
+	if readWorkload {
 		// The apply that follows checks who owns the object on this same read.
-		t.Current, t.CurrentKey = cur, a.Key
-		if cur != nil {
-			fresh.WorkloadExists, fresh.WorkloadGeneration = true, cur.GetGeneration()
-			fresh.WorkloadRolledOut = events.WorkloadOf(cur).RolledOut()
+		t.Current, t.CurrentKey = workload, a.Key
+		if workload != nil {
+			fresh.WorkloadExists, fresh.WorkloadGeneration = true, workload.GetGeneration()
+			fresh.WorkloadRolledOut = events.WorkloadOf(workload).RolledOut()
 		}
 	}
 	return fresh, nil
+}
+
+// node reads a node for a premise decided at decided: through the reads shared between syncs
+// when the Applier has them.
+func (ap *Applier) node(ctx context.Context, name string, decided time.Time) (*corev1.Node, error) {
+	if ap.nodes == nil {
+		return ap.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	}
+	return ap.nodes.get(ctx, ap.Kube, name, decided)
+}
+
+// diskMembers counts the Pods of the fleet a disk belongs to: the disk's own fleet UID label names
+// its members, whatever fleet the sync is about. No claim, or one without the label, has none.
+func (ap *Applier) diskMembers(ctx context.Context, a machine.Action) (int, error) {
+	pvc, err := ap.Kube.CoreV1().PersistentVolumeClaims(a.Namespace).Get(ctx, a.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("get claim %s: %w", a.Name, err)
+	case pvc.Labels[events.LabelFleetUID] == "":
+		return 0, nil
+	}
+	list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: events.LabelFleetUID + "=" + pvc.Labels[events.LabelFleetUID]})
+	if err != nil {
+		return 0, fmt.Errorf("list members: %w", err)
+	}
+	return len(list.Items), nil
+}
+
+// members lists the fleet's member Pods, by name.
+func (ap *Applier) members(ctx context.Context, t *Target, a machine.Action) (map[string]*corev1.Pod, error) {
+	list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{LabelSelector: render.Selector(t.Fleet)})
+	if err != nil {
+		return nil, fmt.Errorf("list members: %w", err)
+	}
+	pods := make(map[string]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[list.Items[i].Name] = &list.Items[i]
+	}
+	return pods, nil
+}
+
+// memberNode is the read of one member's node.
+type memberNode struct {
+	// name is the node's, member the first member by name on it.
+	name, member string
+	node         *corev1.Node
+	err          error
+}
+
+// memberNodes reads the node of every member at once, each node once, in the order of the first
+// member by name on each.
+func (ap *Applier) memberNodes(ctx context.Context, pods map[string]*corev1.Pod, decided time.Time) []memberNode {
+	members := make([]string, 0, len(pods))
+	for name := range pods {
+		members = append(members, name)
+	}
+	sort.Strings(members)
+	var reads []memberNode
+	seen := map[string]bool{}
+	for _, member := range members {
+		name := pods[member].Spec.NodeName
+		if seen[name] || name == "" {
+			continue
+		}
+		seen[name] = true
+		reads = append(reads, memberNode{name: name, member: member})
+	}
+	var wg sync.WaitGroup
+	for i := range reads {
+		r := &reads[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.node, r.err = ap.node(ctx, r.name, decided)
+		}()
+	}
+	wg.Wait()
+	return reads
 }
 
 // deletePod deletes one member with its UID and resourceVersion as preconditions, so a Pod

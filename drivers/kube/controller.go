@@ -111,7 +111,7 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 		inf:  inf,
 		// The Applier appends to a reservation's history on the cached reservation: no read first.
 		ap: &Applier{Kube: c.Kube, Celld: c.Celld, Status: c.Status, Recorder: c.Recorder,
-			Reservations: celldlisters.NewCelldReservationLister(inf.Reservations.GetIndexer())},
+			Reservations: celldlisters.NewCelldReservationLister(inf.Reservations.GetIndexer()), nodes: newNodeReads()},
 		meta:    c.Metadata,
 		metrics: opts.Metrics,
 		util:    newUtilizations(),
