@@ -81,6 +81,11 @@ type fleetMachine struct {
 	// refusedUntil ends a refusal that may pass on its own (Forbidden: a namespace being
 	// deleted, a permission or policy not yet in place); zero holds it until the spec changes.
 	refusedUntil time.Time
+	// answer is the API server's answer to this loop's last write of the fleet itself (its
+	// status, its finalizer), and answeredOn the resourceVersion the caches showed when that sync
+	// observed: while they still show it, the answer is newer than anything they hold.
+	answer     *v1alpha1.CelldFleet
+	answeredOn string
 }
 
 // ForbiddenRetry is how long a Forbidden refusal holds the fleet, Degraded, before the refused
@@ -116,6 +121,13 @@ func (l *Loop) Sync(ctx context.Context, key string, now time.Time) (Result, err
 		return Result{}, err
 	}
 	obs.Refused = l.refusal(key, now)
+	var cachedRV string
+	if obs.Fleet != nil {
+		// A sync that follows the operator's own status write before its watch event arrives
+		// would otherwise compare with the status before it, and write the same again.
+		cachedRV = obs.Fleet.ResourceVersion
+		obs.Fleet = l.ownAnswer(key, obs.Fleet)
+	}
 	view := events.Normalize(ns, name, obs)
 	d := l.machineFor(key, obs.Fleet).Step(&view)
 	// The clock's own time, with its monotonic reading: a driver compares it with when its reads
@@ -135,6 +147,11 @@ func (l *Loop) Sync(ctx context.Context, key string, now time.Time) (Result, err
 		log.Info().Str("from", string(t.From)).Str("to", string(t.To)).Str("trigger", string(t.Trigger)).Msg("state changed")
 	}
 	target := &Target{Fleet: obs.Fleet, Decided: decided}
+	defer func() {
+		if target.Fleet != obs.Fleet {
+			l.answered(key, target.Fleet, cachedRV)
+		}
+	}()
 	for _, a := range d.Actions {
 		alog := log.With().Str("action", string(a.Kind)).Str("key", a.Key).Logger()
 		if a.Kind == machine.Requeue {
@@ -237,6 +254,33 @@ func (l *Loop) refuse(key string, r *events.Refusal, until time.Time) {
 	defer l.mu.Unlock()
 	if fm := l.machines[key]; fm != nil {
 		fm.refused, fm.refusedUntil = r, until
+	}
+}
+
+// ownAnswer is the fleet as the API server answered this loop's own last write of it, while the
+// caches still show the version that sync observed; the cached fleet otherwise, and then the
+// answer is dropped: the caches caught up with it, or someone else wrote the fleet since.
+func (l *Loop) ownAnswer(key string, cached *v1alpha1.CelldFleet) *v1alpha1.CelldFleet {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fm := l.machines[key]
+	if fm == nil || fm.answer == nil {
+		return cached
+	}
+	if fm.answer.UID == cached.UID && fm.answeredOn == cached.ResourceVersion {
+		return fm.answer
+	}
+	fm.answer, fm.answeredOn = nil, ""
+	return cached
+}
+
+// answered keeps the API server's answer to a write of the fleet, made by a sync that observed
+// the caches at cachedRV.
+func (l *Loop) answered(key string, answer *v1alpha1.CelldFleet, cachedRV string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if fm := l.machines[key]; fm != nil && answer != nil && answer.UID == fm.uid {
+		fm.answer, fm.answeredOn = answer, cachedRV
 	}
 }
 

@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -165,5 +166,112 @@ func TestSyncRemembersRefusalsAndForgetsGoneFleets(t *testing.T) {
 	}
 	if gone != "team/alpha" || l.Remembered() != 0 {
 		t.Fatalf("forgot %q, remembers %d", gone, l.Remembered())
+	}
+}
+
+// answering is a fake whose caches lag the operator's own writes of the fleet: a status write is
+// answered with the fleet at a new resourceVersion, which the cache shows only when told.
+type answering struct {
+	*fake
+	rv     int
+	answer *v1alpha1.CelldFleet
+}
+
+func (f *answering) Do(ctx context.Context, t *Target, a machine.Action) error {
+	if err := f.fake.Do(ctx, t, a); err != nil {
+		return err
+	}
+	if a.Kind == machine.PublishStatus {
+		f.rv++
+		got := t.Fleet.DeepCopy()
+		got.ResourceVersion = strconv.Itoa(f.rv)
+		got.Status = *a.Status.DeepCopy()
+		t.Fleet, f.answer = got, got
+	}
+	return nil
+}
+
+func (f *answering) catchUp() { f.fleet = f.answer.DeepCopy() }
+
+func statusWrites(kinds []machine.ActionKind) int {
+	n := 0
+	for _, k := range kinds {
+		if k == machine.PublishStatus {
+			n++
+		}
+	}
+	return n
+}
+
+// A sync that follows the operator's own status write before the cache shows it decides on the
+// server's answer to that write, not on the older cached status: it does not write the same
+// status again. Once the cache shows another version of the fleet (its own or someone else's),
+// the cache is what it decides on.
+func TestSyncDecidesOnItsOwnAnswerWhileTheCacheLags(t *testing.T) {
+	f := &answering{fake: newFake(), rv: 100}
+	f.fleet.Finalizers = []string{v1alpha1.FleetFinalizer}
+	l := New(f, nopLog(), Hooks{})
+	ctx := context.Background()
+	if _, err := l.Sync(ctx, "team/alpha", time.Unix(100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if statusWrites(f.sent) != 1 {
+		t.Fatalf("first sync sent %v: want one status write", f.sent)
+	}
+	f.sent = nil
+	if _, err := l.Sync(ctx, "team/alpha", time.Unix(100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if n := statusWrites(f.sent); n != 0 {
+		t.Fatalf("with the cache behind its own status write, the next sync wrote the status %d more times (%v)", n, f.sent)
+	}
+	if got := f.observed[len(f.observed)-1].Fleet.ResourceVersion; got != "101" {
+		t.Errorf("the second sync decided on resourceVersion %s, want the answer's 101", got)
+	}
+	// Someone else writes the fleet; the cache shows that, with the old status: the answer no
+	// longer holds, and the status is written again.
+	other := f.fleet.DeepCopy()
+	other.ResourceVersion = "500"
+	f.fleet = other
+	f.sent = nil
+	if _, err := l.Sync(ctx, "team/alpha", time.Unix(100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.observed[len(f.observed)-1].Fleet.ResourceVersion; got != "500" {
+		t.Errorf("with the cache at another version, the sync decided on %s, want the cache's 500", got)
+	}
+	if statusWrites(f.sent) != 1 {
+		t.Errorf("the cache shows a status that is not the decided one: sent %v, want one status write", f.sent)
+	}
+	// A fleet made again under the same name is another fleet, even at the resourceVersion the
+	// answer about the old one was kept on.
+	again := f.fleet.DeepCopy()
+	again.UID, again.Status = "uid-again", v1alpha1.CelldFleetStatus{}
+	f.fleet = again
+	f.sent = nil
+	if _, err := l.Sync(ctx, "team/alpha", time.Unix(100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.observed[len(f.observed)-1].Fleet.UID; got != "uid-again" {
+		t.Errorf("the new fleet decided on as %s", got)
+	}
+}
+
+// Once the cache shows the operator's own write, there is nothing to write again.
+func TestSyncWritesNothingOnceTheCacheShowsItsAnswer(t *testing.T) {
+	f := &answering{fake: newFake(), rv: 100}
+	f.fleet.Finalizers = []string{v1alpha1.FleetFinalizer}
+	l := New(f, nopLog(), Hooks{})
+	ctx := context.Background()
+	if _, err := l.Sync(ctx, "team/alpha", time.Unix(100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	f.catchUp()
+	f.sent = nil
+	if _, err := l.Sync(ctx, "team/alpha", time.Unix(100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if statusWrites(f.sent) != 0 {
+		t.Errorf("the cache shows the written status: sent %v", f.sent)
 	}
 }

@@ -119,7 +119,20 @@ func (d simDriver) Fresh(_ context.Context, _ *loop.Target, a machine.Action) (m
 	return d.o.c.Fresh(a), nil
 }
 
-func (d simDriver) Do(_ context.Context, _ *loop.Target, a machine.Action) error { return d.o.c.Do(a) }
+// Do answers a write of the fleet itself with the fleet as stored, as the API server does: the
+// loop decides its next sync on that answer while the operator's cache lags it.
+func (d simDriver) Do(_ context.Context, t *loop.Target, a machine.Action) error {
+	if err := d.o.c.Do(a); err != nil {
+		return err
+	}
+	switch a.Kind {
+	case machine.PublishStatus, machine.AddFinalizer, machine.RemoveFinalizer:
+		if f := d.o.c.Fleet(a.Namespace, a.Name); f != nil && t.Fleet != nil && f.UID == t.Fleet.UID {
+			t.Fleet = f
+		}
+	}
+	return nil
+}
 
 func (o *Operator) trace(c *sim.Cluster, key string, res loop.Result, failed error) {
 	if o.Trace == nil {
