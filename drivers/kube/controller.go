@@ -25,7 +25,10 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultWorkers          = 4
+	// DefaultWorkers: a sync spends its time waiting on round trips to the API server, not on
+	// CPU; with 4, a wave of 50 fleets stepping at once queued for seconds behind each other's
+	// premise reads.
+	DefaultWorkers          = 16
 	DefaultResync           = 10 * time.Minute
 	DefaultCapacityInterval = 30 * time.Second
 	// syncTimeout bounds one sync's requests, including the one a shutdown lets finish.
