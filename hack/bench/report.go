@@ -397,7 +397,7 @@ func byClient(s map[string]float64, k float64) (moving, status, events float64) 
 // (create 3, grow to 6, shrink to 3, delete); the note printed with it says why.
 var lifecycleMinimum = map[string]float64{
 	"create celldreservations": 1, "patch celldfleets": 2, "apply services": 2, "apply networkpolicies": 2,
-	"apply poddisruptionbudgets": 1, "apply statefulsets": 6, "update celldfleets/status": 3,
+	"apply poddisruptionbudgets": 1, "apply statefulsets": 6, "patch celldfleets/status": 3,
 	"delete persistentvolumeclaims": 6,
 }
 
