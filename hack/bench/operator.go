@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -165,3 +166,14 @@ func (p *profiler) finish() ([]string, error) {
 	<-p.done
 	return p.files, p.err
 }
+
+// movingUnlimited reads from the operator's log whether it runs the client that moves fleets
+// without a client-side limit (--moving-client-limit auto on a server with priority and fairness,
+// said once at start): the notes then reason about the server's latency, not a token bucket.
+func (op *operator) movingUnlimited() bool {
+	b, err := os.ReadFile(op.LogPath)
+	return err == nil && bytes.Contains(b, []byte(movingUnlimitedLog))
+}
+
+// movingUnlimitedLog is what cmd/celld-operator logs when the client that moves fleets has no limit.
+const movingUnlimitedLog = "no client-side limit on the writes that move fleets"

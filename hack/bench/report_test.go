@@ -102,7 +102,9 @@ func everyFailure() *report {
 // TestReportGolden: the report's table and notes for a run with every finding and for one with
 // every phase failed, against testdata/*.md (go test ./hack/bench -update rewrites them).
 func TestReportGolden(t *testing.T) {
-	for name, r := range map[string]*report{"every-finding": everyFinding(t), "every-failure": everyFailure()} {
+	unlimited := everyFinding(t)
+	unlimited.overhead.movingUnlimited, unlimited.scaleIn.movingUnlimited = true, true
+	for name, r := range map[string]*report{"every-finding": everyFinding(t), "every-failure": everyFailure(), "moving-unlimited": unlimited} {
 		t.Run(name, func(t *testing.T) {
 			got := r.markdown()
 			path := filepath.Join("testdata", name+".md")

@@ -32,6 +32,8 @@ type scaleInResult struct {
 	writes    map[string]float64 // the operator's writes in the walk, by verb and resource
 	api       operatorRequests   // the API server's count of the operator's requests in the walk
 	apiErr    error
+	// movingUnlimited: the operator ran the client that moves fleets without a limiter.
+	movingUnlimited bool
 }
 
 // stepTracker times, from the bench's own watches, each StatefulSet step of a scale-in: when a
@@ -198,7 +200,7 @@ func (b *bench) scaleIn(ctx context.Context) (*scaleInResult, error) {
 	}
 	tr.mu.Lock()
 	res := &scaleInResult{fleets: n, total: last.Sub(start), steps: append([]float64(nil), tr.steps...),
-		first: append([]float64(nil), tr.first...)}
+		first: append([]float64(nil), tr.first...), movingUnlimited: op.movingUnlimited()}
 	tr.mu.Unlock()
 	res.decision = m1.histogram("celld_operator_decision_duration_seconds").sub(m0.histogram("celld_operator_decision_duration_seconds"))
 	res.e2a = m1.histogram("celld_operator_event_to_action_seconds").sub(m0.histogram("celld_operator_event_to_action_seconds"))
@@ -267,6 +269,13 @@ func (s *scaleInResult) section() section {
 				"fleet waits in the queue behind the others' syncs; the latency seen from the watches is that queueing.", client, requests, rate, operatorQPS)
 		}
 		switch {
+		case s.movingUnlimited:
+			why = fmt.Sprintf("The client that moves fleets ran without a client-side limit (the API server runs "+
+				"priority and fairness) and the status client's writes beyond its burst ran at %.1f/s against its %g QPS: "+
+				"no limiter bounds the walk. The tail is the queue: when a wave of steps lands, each sync waits for its "+
+				"writes (the replicas, the history, the status) to be committed by an API server and etcd that share this "+
+				"machine's cores with kube-controller-manager, kwok and the bench, and the fleets behind them wait for a worker "+
+				"(queue wait p99 %s, sync p99 %s).", statusRate, operatorQPS, q(s.queueWait, 0.99), q(s.work, 0.99))
 		case movingRate >= 0.8*operatorQPS:
 			why = bound("fleet-moving", "the StatefulSet applies, and the fresh reads each step's premise makes: the members, the node of each, the fleet, the workload", movingRate)
 		case statusRate >= 0.8*operatorQPS:
