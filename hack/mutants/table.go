@@ -579,4 +579,19 @@ var Table = []Mutant{
 		Mistake:     "any workload apply at the current size counted as recording the settled size: a new template is called Ready before it rolls out",
 		Threatens:   "Ready means every member runs what the spec asks for",
 	},
+	// A sync decided on the operator's own answer, and the client that moves fleets sized to the server.
+	{
+		Name: "loop-own-answer-outlives-cache", File: "loop/loop.go",
+		Original:    "if fm.answer.UID == cached.UID && fm.answeredOn == cached.ResourceVersion {",
+		Replacement: "if fm.answer.UID == cached.UID {",
+		Mistake:     "the answer to the operator's own write is kept after the cache moved on: someone else's write of the fleet is never decided on",
+		Threatens:   "decisions on the newest fleet: a spec change or a deletion seen late",
+	},
+	{
+		Name: "moving-client-unlimited-blind", File: "cmd/celld-operator/run.go",
+		Original:    "return kube.ClientLimits{MovingUnlimited: err == nil && apf}",
+		Replacement: "return kube.ClientLimits{MovingUnlimited: err == nil}",
+		Mistake:     "the client that moves fleets runs without a limit on a server without priority and fairness",
+		Threatens:   "a runaway loop held at --kube-api-qps where nothing else holds it",
+	},
 }
