@@ -48,8 +48,9 @@ type Applier struct {
 
 	mu sync.Mutex
 	// appended is the server's answer to the last history append of each reservation (by
-	// namespace/name), kept until the cache shows it.
-	appended map[string]*v1alpha1.CelldReservation
+	// namespace/name), with the resourceVersion the cache showed when it was made: kept while the
+	// cache still shows that version, and no longer.
+	appended map[string]appendedAnswer
 	// nodes shares the premises' node reads between syncs (each only with the syncs that decided
 	// before it was sent); nil reads every node on its own.
 	nodes *nodeReads
@@ -301,7 +302,8 @@ func (ap *Applier) appendHistory(ctx context.Context, a machine.Action) error {
 	}
 	client := ap.status().CelldV1alpha1().CelldReservations(a.Namespace)
 	key := a.Namespace + "/" + a.Name
-	if r := ap.knownReservation(a.Namespace, a.Name); r != nil && r.ResourceVersion != "" {
+	r, cachedRV := ap.knownReservation(a.Namespace, a.Name)
+	if r != nil && r.ResourceVersion != "" {
 		h := capacity.Append(r.Status.CapacityHistory, *a.Decision)
 		if equality.Semantic.DeepEqual(h, r.Status.CapacityHistory) {
 			return nil
@@ -314,7 +316,7 @@ func (ap *Applier) appendHistory(ctx context.Context, a machine.Action) error {
 			return fmt.Errorf("append %s: %w", a.Key, err)
 		}
 		got, err := client.Patch(ctx, a.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}, "status")
-		ap.remember(key, got, err)
+		ap.remember(key, cachedRV, got, err)
 		switch {
 		case err == nil:
 			return nil
@@ -334,7 +336,7 @@ func (ap *Applier) appendHistory(ctx context.Context, a machine.Action) error {
 		r = r.DeepCopy()
 		r.Status.CapacityHistory = h
 		got, err := client.UpdateStatus(ctx, r, metav1.UpdateOptions{FieldManager: FieldManager})
-		ap.remember(key, got, err)
+		ap.remember(key, cachedRV, got, err)
 		return err
 	})
 	if err != nil {
@@ -343,38 +345,49 @@ func (ap *Applier) appendHistory(ctx context.Context, a machine.Action) error {
 	return nil
 }
 
-// knownReservation is the reservation as this Applier last knows it: its own last append's
-// answer while the cache lags it, the cached object otherwise, nil when neither holds it or there
-// is no cache. The object is shared: it must not be modified.
-func (ap *Applier) knownReservation(namespace, name string) *v1alpha1.CelldReservation {
+// appendedAnswer is the server's answer to a history append, and the resourceVersion the cache
+// showed when that append was made.
+type appendedAnswer struct {
+	answer *v1alpha1.CelldReservation
+	on     string
+}
+
+// knownReservation is the reservation as this Applier last knows it, and the resourceVersion the
+// cache shows ("" when it holds none): its own last append's answer while the cache still shows
+// the version it showed when that append was made (the cache lags the append), the cached object
+// otherwise: the cache then shows the append, or someone else's write since (a person who cleared
+// the history), which the answer knows nothing of. Nil when neither holds it or there is no cache.
+// The object is shared: it must not be modified.
+func (ap *Applier) knownReservation(namespace, name string) (*v1alpha1.CelldReservation, string) {
 	if ap.Reservations == nil {
-		return nil
+		return nil, ""
 	}
 	var cached *v1alpha1.CelldReservation
+	cachedRV := ""
 	if r, err := ap.Reservations.CelldReservations(namespace).Get(name); err == nil {
-		cached = r
+		cached, cachedRV = r, r.ResourceVersion
 	}
 	key := namespace + "/" + name
 	ap.mu.Lock()
 	defer ap.mu.Unlock()
-	mine := ap.appended[key]
+	mine, ok := ap.appended[key]
 	switch {
-	case mine == nil:
-		return cached
-	case cached != nil && (cached.UID != mine.UID || cached.ResourceVersion == mine.ResourceVersion):
-		// The cache caught up with the append, or the reservation was made again since.
-		delete(ap.appended, key)
-		return cached
+	case !ok:
+		return cached, cachedRV
+	case cached == nil || (cached.UID == mine.answer.UID && cachedRV == mine.on):
+		return mine.answer, cachedRV
 	}
-	return mine
+	delete(ap.appended, key)
+	return cached, cachedRV
 }
 
 // maxAppended bounds the answers kept by remember.
 const maxAppended = 256
 
-// remember keeps the answer to a history append, and forgets what was kept when it failed: the
-// next append then starts from the cache, or from a fresh read.
-func (ap *Applier) remember(key string, got *v1alpha1.CelldReservation, err error) {
+// remember keeps the answer to a history append made while the cache showed resourceVersion on,
+// and forgets what was kept when it failed: the next append then starts from the cache, or from a
+// fresh read.
+func (ap *Applier) remember(key, on string, got *v1alpha1.CelldReservation, err error) {
 	ap.mu.Lock()
 	defer ap.mu.Unlock()
 	if err != nil || got == nil {
@@ -384,9 +397,9 @@ func (ap *Applier) remember(key string, got *v1alpha1.CelldReservation, err erro
 	if ap.appended == nil || len(ap.appended) >= maxAppended {
 		// An answer the cache never came to show (a reservation deleted since) would stay for
 		// good: the memory is bounded, and an append not built on its answer only reads first.
-		ap.appended = map[string]*v1alpha1.CelldReservation{}
+		ap.appended = map[string]appendedAnswer{}
 	}
-	ap.appended[key] = got
+	ap.appended[key] = appendedAnswer{answer: got, on: on}
 }
 
 // finalizer adds or removes the fleet's finalizer with a merge patch that carries the cached

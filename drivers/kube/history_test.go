@@ -252,6 +252,28 @@ func TestAppendHistoryPatchesTheReservationItHolds(t *testing.T) {
 		fx.wantStored(t, "3-5 5-4 4-3")
 	})
 
+	t.Run("a person clears the history after an append", func(t *testing.T) {
+		// The append's answer holds the decision; a person then clears the history, and the cache
+		// shows that write. The same decision asked again is appended to the cleared history: the
+		// answer, which knows nothing of the clear, must not say it is already held.
+		fx := newHistoryFixture(t, at("5"), at("5"))
+		fx.mustAppend(t, shrink, "patch/status", "no read first")
+		cleared := fx.srv.stored(t, fx.r).DeepCopy()
+		cleared.Status.CapacityHistory = nil
+		cleared.ResourceVersion = "9"
+		if err := fx.srv.Tracker().Update(reservationsGVR, cleared, cleared.Namespace); err != nil {
+			t.Fatal(err)
+		}
+		if err := fx.cache.Update(cleared.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		fx.mustAppend(t, shrink, "patch/status", "the cleared history, as the cache shows it")
+		if rv, _ := historyPatch(t, fx.srv.lastPatch(t)); rv != "9" {
+			t.Errorf("patch at resourceVersion %q; want 9, the cleared reservation's", rv)
+		}
+		fx.wantStored(t, "5-4")
+	})
+
 	t.Run("already held in the cache", func(t *testing.T) {
 		fx := newHistoryFixture(t, at("5", grow), at("5", grow))
 		fx.mustAppend(t, grow, "", "a decision already held writes nothing, and reads nothing")
@@ -354,16 +376,16 @@ func TestAppendedAnswersAreBounded(t *testing.T) {
 	ap := &Applier{}
 	for i := range 3 * maxAppended {
 		key := fmt.Sprintf("ns/r%d", i)
-		ap.remember(key, &v1alpha1.CelldReservation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: key, ResourceVersion: "1"}}, nil)
+		ap.remember(key, "1", &v1alpha1.CelldReservation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: key, ResourceVersion: "2"}}, nil)
 		if n := len(ap.appended); n > maxAppended {
 			t.Fatalf("after %d appends %d answers kept, want at most %d", i+1, n, maxAppended)
 		}
-		if ap.appended[key] == nil {
+		if ap.appended[key].answer == nil {
 			t.Fatalf("the answer to the latest append (%s) is not kept", key)
 		}
 	}
-	ap.remember("ns/r0", nil, fmt.Errorf("refused"))
-	if ap.appended["ns/r0"] != nil {
+	ap.remember("ns/r0", "2", nil, fmt.Errorf("refused"))
+	if _, kept := ap.appended["ns/r0"]; kept {
 		t.Fatalf("a failed append keeps an answer")
 	}
 }

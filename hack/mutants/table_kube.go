@@ -25,5 +25,12 @@ func init() {
 			Mistake:     "the history patch sent without the resourceVersion it was built on: an append the cache had not shown yet is overwritten",
 			Threatens:   "AppendHistory's optimistic concurrency: an append never overwrites one it has not seen (the history the step policy decides on)",
 		},
+		Mutant{
+			Name: "kube-history-answer-outlives-cache", File: "drivers/kube/apply.go",
+			Original:    "case cached == nil || (cached.UID == mine.answer.UID && cachedRV == mine.on):",
+			Replacement: "case cached == nil || cached.UID == mine.answer.UID:",
+			Mistake:     "the answer to the last history append is trusted after the cache showed someone else's write: a cleared history is taken to hold the decision, and nothing is appended",
+			Threatens:   "clause 6: a scale-in request cleared by hand is recorded again, and its window restarts",
+		},
 	)
 }
