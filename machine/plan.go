@@ -41,11 +41,7 @@ func (p *planner) onlyRecordsSettled(o kinds.Object, replicas int32) bool {
 	if replicas != p.fx.current || p.settledNow == v.Workload.Settled || !v.Workload.Exists {
 		return false
 	}
-	prev := p.m.render(v.Fleet, replicas, v.Workload.Settled)
-	var w kinds.Object = prev.Deployment
-	if prev.StatefulSet != nil {
-		w = prev.StatefulSet
-	}
+	w := p.m.render(v.Fleet, replicas, v.Workload.Settled).Workload()
 	return kinds.RefOf(w) == kinds.RefOf(o) && p.m.matches(v, w, replicas, v.Workload.Settled)
 }
 
@@ -337,11 +333,7 @@ func (p *planner) deleting() {
 		return
 	}
 	if v.Workload.Exists && v.Workload.Replicas != 0 {
-		objs := p.m.render(f, 0, v.Workload.Settled)
-		var w kinds.Object = objs.Deployment
-		if objs.StatefulSet != nil {
-			w = objs.StatefulSet
-		}
+		w := p.m.render(f, 0, v.Workload.Settled).Workload()
 		p.add(Action{Kind: Apply, Key: applyKey(w, 0), Ref: kinds.RefOf(w), Object: w})
 	}
 	if n := len(v.Members); n > 0 {
@@ -359,7 +351,6 @@ func (p *planner) deleting() {
 	if f.Spec.Profile == v1alpha1.ProfilePersistentFleet {
 		own := 0
 		var deleting []Action
-		var names []string
 		for _, d := range v.Disks {
 			if !ownDisk(f, &d) {
 				continue
@@ -368,11 +359,14 @@ func (p *planner) deleting() {
 			if d.Terminating {
 				continue
 			}
-			names = append(names, d.Name)
 			deleting = append(deleting, Action{Kind: DeleteDisk, Key: "disk/" + v.Namespace + "/" + d.Name + "/" + string(d.UID), Ref: kinds.Ref{Kind: kinds.PersistentVolumeClaim, Name: d.Name}, UID: d.UID, ResourceVersion: d.ResourceVersion,
 				Premise: &Premise{NoMembers: true}})
 		}
 		if len(deleting) > 0 {
+			names := make([]string, len(deleting))
+			for i, a := range deleting {
+				names[i] = a.Name
+			}
 			// One Event per step names every disk it is about to delete, ahead of the deletes: a
 			// delete that fails stops the step, and none that went out before it goes unsaid.
 			p.add(Action{Kind: RecordEvent, Key: "event/disks/" + strings.Join(names, ","), EventType: "Normal", Reason: "DiskDeleted",

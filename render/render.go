@@ -42,6 +42,14 @@ type Objects struct {
 	Deployment  *appsv1.Deployment
 }
 
+// Workload is the fleet's workload, whichever of the two it is.
+func (o *Objects) Workload() kinds.Object {
+	if o.StatefulSet != nil {
+		return o.StatefulSet
+	}
+	return o.Deployment
+}
+
 // All lists the rendered objects in apply order.
 func (o *Objects) All() []kinds.Object {
 	out := make([]kinds.Object, 0, len(o.Owned)+1)
