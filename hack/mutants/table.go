@@ -567,9 +567,9 @@ var Table = []Mutant{
 	},
 	{
 		Name: "status-hold-outlives-interval", File: "machine/status.go",
-		Original:    "if since >= ProgressInterval {",
-		Replacement: "if since > ProgressInterval {",
-		Mistake:     "the interval's end compared strictly: a status due now waits one more interval",
+		Original:    "return ProgressInterval - since",
+		Replacement: "return ProgressInterval",
+		Mistake:     "a held status waits a whole interval from now, not what is left of it: progress is written late, and later on every hold",
 		Threatens:   "a held status is written once the interval ends",
 	},
 	{
