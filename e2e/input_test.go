@@ -397,7 +397,7 @@ func TestNameLimits(t *testing.T) {
 	denied.Spec.Bucket.Name = "denied-" + f.id
 	created := time.Now()
 	denied = f.create(denied)
-	fl = f.waitFleet(denied.Name, 15*time.Second, "Degraded=SpecRefused naming the reservation", func(fl *v1alpha1.CelldFleet) bool {
+	fl = f.waitFleet(denied.Name, 15*time.Second+machine.ProgressInterval, "Degraded=SpecRefused naming the reservation", func(fl *v1alpha1.CelldFleet) bool {
 		d := condition(fl, v1alpha1.ConditionDegraded)
 		return fl.Status.ObservedGeneration == fl.Generation && d.Status == metav1.ConditionTrue && d.Reason == machine.ReasonSpecRefused &&
 			strings.Contains(d.Message, "CelldReservation/") && strings.Contains(d.Message, "denied- buckets are refused")

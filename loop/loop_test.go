@@ -229,12 +229,13 @@ func TestSyncDecidesOnItsOwnAnswerWhileTheCacheLags(t *testing.T) {
 		t.Errorf("the second sync decided on resourceVersion %s, want the answer's 101", got)
 	}
 	// Someone else writes the fleet; the cache shows that, with the old status: the answer no
-	// longer holds, and the status is written again.
+	// longer holds, and the status is written again once the interval since the last write ends.
 	other := f.fleet.DeepCopy()
 	other.ResourceVersion = "500"
 	f.fleet = other
 	f.sent = nil
-	if _, err := l.Sync(ctx, "team/alpha", time.Unix(100, 0)); err != nil {
+	later := time.Unix(100, 0).Add(machine.ProgressInterval)
+	if _, err := l.Sync(ctx, "team/alpha", later); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.observed[len(f.observed)-1].Fleet.ResourceVersion; got != "500" {
@@ -249,7 +250,7 @@ func TestSyncDecidesOnItsOwnAnswerWhileTheCacheLags(t *testing.T) {
 	again.UID, again.Status = "uid-again", v1alpha1.CelldFleetStatus{}
 	f.fleet = again
 	f.sent = nil
-	if _, err := l.Sync(ctx, "team/alpha", time.Unix(100, 0)); err != nil {
+	if _, err := l.Sync(ctx, "team/alpha", later); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.observed[len(f.observed)-1].Fleet.UID; got != "uid-again" {

@@ -29,9 +29,11 @@ type Fleet struct {
 	fired *Transition
 	// unhandled is the last trigger fired that the table has no row for.
 	unhandled Trigger
-	// published is when this machine last asked for its status to be written: progress alone is
-	// written at most once per ProgressInterval. Zero after a restart, which writes at once.
+	// published is when this machine last asked for its status to be written, and asked what:
+	// a status is written at most once per ProgressInterval while the fleet shows the status
+	// asked for. Zero after a restart, which writes at once.
 	published time.Time
+	asked     *v1alpha1.CelldFleetStatus
 }
 
 type memoKey struct {

@@ -98,22 +98,22 @@ func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetS
 			Reason: "StateChanged", Message: fmt.Sprintf("%s -> %s (%s)", from, to, strings.Join(why, ", "))})
 	}
 	st := p.status()
-	if d, ok := enteredDegraded(&st, &v.Fleet.Status); ok {
-		p.add(Action{Kind: RecordEvent, Key: "event/degraded/" + d.Reason, EventType: "Warning", Reason: d.Reason, Message: d.Message})
-	}
 	var hold time.Duration
 	if !statusEqual(&st, &v.Fleet.Status) {
 		if hold = p.m.statusHold(&st, &v.Fleet.Status, v.Now); hold == 0 {
+			if d, ok := enteredDegraded(&st, &v.Fleet.Status); ok {
+				p.add(Action{Kind: RecordEvent, Key: "event/degraded/" + d.Reason, EventType: "Warning", Reason: d.Reason, Message: d.Message})
+			}
 			s := st
 			p.add(Action{Kind: PublishStatus, Key: "status/" + v.Key(), Status: &s})
-			p.m.published = v.Now
+			p.m.published, p.m.asked = v.Now, &s
 		}
 	}
 	if wait := p.requeue(); wait > 0 {
 		p.add(Action{Kind: Requeue, Key: "requeue/" + v.Key(), After: wait})
 	}
 	if hold > 0 {
-		// Progress alone waits out the interval; the sync it asks for writes whatever it then
+		// A held status waits out the interval; the sync it asks for writes whatever it then
 		// observes. Its own key: it is about the status, never about what the fleet does.
 		p.add(Action{Kind: Requeue, Key: StatusRequeuePrefix + v.Key(), After: hold})
 	}

@@ -184,47 +184,42 @@ func (p *planner) mutations() []Action {
 
 // statusEqual compares two statuses, ignoring when conditions last changed.
 func statusEqual(a, b *v1alpha1.CelldFleetStatus) bool {
-	if ReaderActs(a, b) || a.Members != b.Members || a.BlockedBy != b.BlockedBy || a.NextAction != b.NextAction {
+	if a.ObservedGeneration != b.ObservedGeneration || a.State != b.State || a.Members != b.Members || a.Selector != b.Selector ||
+		a.BlockedBy != b.BlockedBy || a.NextAction != b.NextAction {
 		return false
-	}
-	return slices.EqualFunc(a.Conditions, b.Conditions, func(x, y metav1.Condition) bool { return x.Message == y.Message })
-}
-
-// ReaderActs reports whether two statuses differ in something a reader acts on: the state, the
-// generation observed, what is asked for (the desired and recommended sizes, the selector an
-// autoscaler reads), the disk audit, and a condition's status, reason or generation. What is left
-// is progress: the member counts on the way, what the fleet waits for and does next (a scale-in
-// waits for each step's rollout as a matter of course; a wait that needs a person turns a
-// condition), a condition's wording.
-func ReaderActs(a, b *v1alpha1.CelldFleetStatus) bool {
-	if a.ObservedGeneration != b.ObservedGeneration || a.State != b.State || a.Members.Desired != b.Members.Desired ||
-		a.Selector != b.Selector {
-		return true
 	}
 	if (a.RecommendedMembers == nil) != (b.RecommendedMembers == nil) ||
 		(a.RecommendedMembers != nil && *a.RecommendedMembers != *b.RecommendedMembers) {
-		return true
+		return false
 	}
 	if (a.Disks == nil) != (b.Disks == nil) ||
 		(a.Disks != nil && (!slices.Equal(a.Disks.Unused, b.Disks.Unused) || !slices.Equal(a.Disks.Foreign, b.Disks.Foreign))) {
-		return true
+		return false
 	}
-	return !slices.EqualFunc(a.Conditions, b.Conditions, func(x, y metav1.Condition) bool {
-		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.ObservedGeneration == y.ObservedGeneration
+	return slices.EqualFunc(a.Conditions, b.Conditions, func(x, y metav1.Condition) bool {
+		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.ObservedGeneration == y.ObservedGeneration &&
+			x.Message == y.Message
 	})
 }
 
-// ProgressInterval is the least time between two status writes that carry progress alone. A
-// fleet in motion changes its counts with every member event, and a reader of its counts is
-// served as well by one write per interval as by one per event.
+// ProgressInterval is the least time between two writes of one fleet's status. A fleet in motion
+// changes its status with every member event; its readers (a person, kubectl wait, an
+// autoscaler reading the scale subresource) are served as well by the latest status once per
+// interval as by every one, and an API server with thousands of fleets in motion is served
+// better.
 var ProgressInterval = 10 * time.Second
 
-// statusHold is how long the status st must wait before it replaces the published one: zero when
-// a reader acts on the difference, when the fleet is Ready (a fleet that arrives is reported at
-// once, so no settled fleet carries a deferred status), and when the last write asked for is
-// ProgressInterval old or older.
+// statusHold is how long the status st must wait before it replaces the published one: what is
+// left of the interval since the last write this machine asked for, whatever changed (the latest
+// status is written then). Zero when the fleet is Ready, so a fleet that arrives is reported at
+// once and no settled fleet carries a deferred status; on this machine's first write (a new
+// fleet, or an operator that restarted: it does not know when the last write was); and when the
+// fleet does not show the last status asked for: that write failed or was never sent (an earlier
+// action of its step failed), or someone else wrote the status since, and what the fleet shows
+// is no status of this machine's to pace.
 func (m *Fleet) statusHold(st, published *v1alpha1.CelldFleetStatus, now time.Time) time.Duration {
-	if ReaderActs(st, published) || apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) || m.published.IsZero() {
+	if apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) || m.published.IsZero() ||
+		m.asked == nil || !statusEqual(m.asked, published) {
 		return 0
 	}
 	since := now.Sub(m.published)
@@ -240,8 +235,8 @@ func (m *Fleet) statusHold(st, published *v1alpha1.CelldFleetStatus, now time.Ti
 
 // enteredDegraded is the Degraded condition of st when it says something the published status
 // does not: the fleet became Degraded, or is Degraded for another reason. That is when a person
-// is told with a Warning Event; a resync of the same status tells nothing new, and its
-// PublishStatus is what makes the next one quiet.
+// is told with a Warning Event, sent with the PublishStatus that makes the next pass quiet: a
+// status held back would tell it again on every pass until written.
 func enteredDegraded(st, published *v1alpha1.CelldFleetStatus) (metav1.Condition, bool) {
 	cur := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded)
 	if cur == nil || cur.Status != metav1.ConditionTrue {

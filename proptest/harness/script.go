@@ -31,7 +31,7 @@ import (
 //	scale NAME N | image NAME IMAGE | delete NAME
 //	run N                                (N rounds of 5s)
 //	until NAME STATE [N]                 (at least one round, then until the fleet is in STATE; at most N, default 200)
-//	until-ready NAME [N]                 (likewise, until the fleet is Steady and Ready)
+//	until-ready NAME [N]                 (likewise, until the fleet is Steady and Ready at its generation)
 //	gone NAME [N]                        (rounds until the fleet no longer exists)
 //	lose-node NAME ORDINAL | unreachable NAME ORDINAL | fence NAME ORDINAL  (the node of that member)
 //	break-image IMAGE | fix-image IMAGE | crash POD
@@ -112,7 +112,8 @@ func command(w *World, f []string, out io.Writer) error {
 	case "until-ready":
 		return w.until(num(arg(f, 2), 200), name+" to be Steady and Ready", func() bool {
 			fl := w.C.Fleet(Namespace, name)
-			return fl != nil && fl.Status.State == v1alpha1.StateSteady && ready(fl)
+			// As kubectl wait and GitOps tools read it: Ready about the current spec.
+			return fl != nil && fl.Status.State == v1alpha1.StateSteady && ready(fl) && fl.Status.ObservedGeneration == fl.Generation
 		})
 	case "gone":
 		return w.until(num(arg(f, 2), 200), name+" to be gone", func() bool { return w.C.Fleet(Namespace, name) == nil })
