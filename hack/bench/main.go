@@ -13,7 +13,13 @@
 //  4. writes: at rest through full resyncs, by the operator's counter and the API server's, and
 //     per fleet over a whole lifecycle;
 //  5. memory: the operator's heap and RSS at several fleet counts, against what its caches hold;
-//  6. the event-to-action histogram of the overhead runs, and their CPU profile.
+//  6. the event-to-action histogram of the overhead runs;
+//  7. their CPU profile;
+//  8. scale (long mode, or -only scale): 2,000 converged fleets at rest with the operator's
+//     default flags, memory per fleet, and a restart: time to every fleet decided, writes after it.
+//
+// docs/benchmarks.md holds the quick mode's table and the long mode's, each between markers of
+// its own (mergePart): a run replaces its mode's part and keeps the other's.
 package main
 
 import (
@@ -43,6 +49,9 @@ type config struct {
 	restWindow      time.Duration
 	resync          time.Duration
 	lifecycleFleets int
+	scaleFleets     int
+	scaleMembers    int
+	scaleWindow     time.Duration
 	nodes           int
 	coreCount       int
 	coreBenchtime   string
@@ -109,11 +118,14 @@ func main() {
 	fs.DurationVar(&c.restWindow, "rest-window", time.Minute, "how long writes at rest are counted")
 	fs.DurationVar(&c.resync, "resync", 20*time.Second, "the operator's --resync-period while writes at rest are counted")
 	fs.IntVar(&c.lifecycleFleets, "lifecycle-fleets", 5, "fleets walked through a whole lifecycle to count its writes")
+	fs.IntVar(&c.scaleFleets, "scale-fleets", 2000, "fleets of the scale phase (run by the long mode, or -only scale)")
+	fs.IntVar(&c.scaleMembers, "scale-members", 1, "members per fleet of the scale phase")
+	fs.DurationVar(&c.scaleWindow, "scale-window", 5*time.Minute, "the scale phase's windows: at rest, and after the operator's restart")
 	fs.IntVar(&c.nodes, "nodes", envInt("BENCH_NODES", 20), "fake nodes of the bench's control plane")
 	fs.IntVar(&c.coreCount, "core-count", 3, "go test -count of the machine benchmarks")
 	fs.StringVar(&c.coreBenchtime, "core-benchtime", "300ms", "go test -benchtime of the machine benchmarks")
 	fs.StringVar(&c.out, "out", "docs/benchmarks.md", "where the Markdown table is written")
-	fs.StringVar(&only, "only", "", "comma-separated subset: core,overhead,scalein,steady (default all); a subset writes to -out all the same")
+	fs.StringVar(&only, "only", "", "comma-separated subset: core,overhead,scalein,steady,scale (default all but scale in the quick mode, all in the long mode); a subset writes to -out all the same")
 	fs.StringVar(&c.clusterCache, "cluster-cache", filepath.Join(root, ".cache", "bench", "cluster"), "CLUSTER_CACHE of the bench's own control plane")
 	fs.IntVar(&c.ports.apiserver, "apiserver-port", envInt("BENCH_APISERVER_PORT", 36443), "its kube-apiserver port")
 	fs.IntVar(&c.ports.etcdClient, "etcd-client-port", envInt("BENCH_ETCD_CLIENT_PORT", 33790), "its etcd client port")
@@ -123,11 +135,11 @@ func main() {
 	fs.IntVar(&c.ports.kwok, "kwok-port", envInt("BENCH_KWOK_PORT", 36080), "its kwok port")
 	fs.BoolVar(&c.keep, "keep", false, "leave the bench's control plane running at the end")
 	_ = fs.Parse(os.Args[1:])
-	if c.fleets < 1 || c.repeats < 1 {
-		fatal(fmt.Errorf("-fleets and -repeats must be positive"))
+	if c.fleets < 1 || c.repeats < 1 || c.scaleFleets < 1 || c.scaleMembers < 1 || c.scaleWindow <= 0 {
+		fatal(fmt.Errorf("-fleets, -repeats, -scale-fleets, -scale-members and -scale-window must be positive"))
 	}
 	c.memLevels = []int{0, c.fleets, 2 * c.fleets}
-	if c.fleets > 100 {
+	if longMode(c.fleets) {
 		c.memLevels = []int{0, 100, c.fleets}
 	}
 	if levels != "" {
@@ -155,7 +167,18 @@ func main() {
 	os.Exit(b.run())
 }
 
-func (b *bench) want(phase string) bool { return len(b.cfg.only) == 0 || b.cfg.only[phase] }
+// want says whether a phase runs: every phase when -only names none, but scale only in the
+// long mode.
+func (b *bench) want(phase string) bool {
+	if len(b.cfg.only) == 0 {
+		return phase != "scale" || longMode(b.cfg.fleets)
+	}
+	return b.cfg.only[phase]
+}
+
+// longMode is a run of more than 100 fleets (BENCH_FLEETS=500 make bench): its memory levels are
+// 0, 100 and N, it runs the scale phase, and it writes its own part of -out.
+func longMode(fleets int) bool { return fleets > 100 }
 
 func (b *bench) run() int {
 	started := time.Now()
@@ -205,7 +228,7 @@ func (b *bench) run() int {
 		}
 	}
 
-	if b.want("overhead") || b.want("scalein") || b.want("steady") {
+	if b.want("overhead") || b.want("scalein") || b.want("steady") || b.want("scale") {
 		if err := b.startCluster(ctx); err != nil {
 			b.logf("%v", err)
 			rep.clusterErr = err
@@ -222,6 +245,11 @@ func (b *bench) run() int {
 				rep.steady, rep.steadyErr = b.steady(ctx)
 				b.logIf("memory and writes", rep.steadyErr)
 			}
+			// Last: it leaves its fleets to the control plane, which stops next.
+			if b.want("scale") {
+				rep.scale, rep.scaleErr = b.scale(ctx)
+				b.logIf("scale", rep.scaleErr)
+			}
 		}
 	}
 	rep.terminating = countInLogs(filepath.Join(b.cfg.workDir, "logs"), "because it is being terminated")
@@ -229,18 +257,110 @@ func (b *bench) run() int {
 
 	md := rep.markdown()
 	fmt.Println(md)
-	if err := os.MkdirAll(filepath.Dir(b.cfg.out), 0o755); err == nil {
-		err = os.WriteFile(b.cfg.out, []byte(md), 0o644)
-		if err != nil {
-			b.logf("write %s: %v", b.cfg.out, err)
-			return 1
-		}
-		b.logf("wrote %s", b.cfg.out)
+	if err := b.write(md); err != nil {
+		b.logf("write %s: %v", b.cfg.out, err)
+		return 1
 	}
+	b.logf("wrote the %s mode's part of %s", modePart(b.cfg.fleets), b.cfg.out)
 	if rep.failed() {
 		return 1
 	}
 	return 0
+}
+
+// write puts the report in its mode's part of -out, keeping the other mode's part.
+func (b *bench) write(md string) error {
+	if err := os.MkdirAll(filepath.Dir(b.cfg.out), 0o755); err != nil {
+		return err
+	}
+	old, err := os.ReadFile(b.cfg.out)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return os.WriteFile(b.cfg.out, []byte(mergePart(string(old), modePart(b.cfg.fleets), md)), 0o644)
+}
+
+// The parts of -out: the quick mode's first, then the long mode's.
+const (
+	quickPart = "quick"
+	longPart  = "long"
+)
+
+var partOrder = []string{quickPart, longPart}
+
+func modePart(fleets int) string {
+	if longMode(fleets) {
+		return longPart
+	}
+	return quickPart
+}
+
+func partMarkers(part string) (begin, end string) {
+	return "<!-- bench:" + part + " -->", "<!-- /bench:" + part + " -->"
+}
+
+// wrapPart is body between the markers of part, each on a line of its own.
+func wrapPart(part, body string) string {
+	begin, end := partMarkers(part)
+	return begin + "\n" + strings.TrimRight(body, "\n") + "\n" + end + "\n"
+}
+
+// findPart is where part's markers delimit it in doc, the markers and the end marker's line
+// break included; ok is false unless both are there, in order.
+func findPart(doc, part string) (from, to int, ok bool) {
+	begin, end := partMarkers(part)
+	from = strings.Index(doc, begin)
+	if from < 0 {
+		return 0, 0, false
+	}
+	e := strings.Index(doc[from:], end)
+	if e < 0 {
+		return 0, 0, false
+	}
+	to = from + e + len(end)
+	if strings.HasPrefix(doc[to:], "\n") {
+		to++
+	}
+	return from, to, true
+}
+
+// mergePart returns doc with part's delimited block replaced by body, everything else kept. A doc
+// with no part of that mode gets it in its place among the parts (the quick mode's first). A doc
+// with no markers at all (as written before there were two parts) is taken as the quick mode's
+// part: a quick write replaces it whole, a long write keeps it, wrapped in the quick markers.
+func mergePart(doc, part, body string) string {
+	wrapped := wrapPart(part, body)
+	if from, to, ok := findPart(doc, part); ok {
+		return doc[:from] + wrapped + doc[to:]
+	}
+	marked := false
+	for _, p := range partOrder {
+		if _, _, ok := findPart(doc, p); ok {
+			marked = true
+		}
+	}
+	if !marked {
+		if part == quickPart || strings.TrimSpace(doc) == "" {
+			return wrapped
+		}
+		doc = wrapPart(quickPart, doc)
+	}
+	// Insert before the first part that comes after this one, else after the last part before it.
+	i := 0
+	for i < len(partOrder) && partOrder[i] != part {
+		i++
+	}
+	for _, p := range partOrder[i+1:] {
+		if from, _, ok := findPart(doc, p); ok {
+			return doc[:from] + wrapped + "\n" + doc[from:]
+		}
+	}
+	for j := i - 1; j >= 0; j-- {
+		if _, to, ok := findPart(doc, partOrder[j]); ok {
+			return doc[:to] + "\n" + wrapped + doc[to:]
+		}
+	}
+	return doc + "\n" + wrapped
 }
 
 func (b *bench) logIf(what string, err error) {

@@ -30,7 +30,34 @@ func durations(secs ...float64) []time.Duration {
 
 func fixedConfig() config {
 	return config{fleets: 50, repeats: 3, memLevels: []int{50, 200}, restWindow: time.Minute, resync: 10 * time.Second,
-		lifecycleFleets: 10, nodes: 12, coreCount: 5, coreBenchtime: "1s"}
+		lifecycleFleets: 10, nodes: 12, coreCount: 5, coreBenchtime: "1s", scaleFleets: 2000, scaleMembers: 1, scaleWindow: 5 * time.Minute}
+}
+
+// scaleMissed is a scale phase that missed every target: memory, writes at rest and after the
+// restart, by both counts.
+func scaleMissed(req operatorRequests) *scaleResult {
+	return &scaleResult{
+		fleets: 2000, members: 1, window: 5 * time.Minute, resync: 10 * time.Minute, created: 250 * time.Second,
+		base: &memLevel{fleets: 0, samples: []memSample{{30e6, 20e6, 70e6}, {31e6, 21e6, 71e6}, {29e6, 19e6, 69e6}},
+			cached: []float64{1e6, 1e6, 1e6}, cachedInuse: []float64{1.5e6, 1.5e6, 1.5e6}},
+		top: &memLevel{fleets: 2000, samples: []memSample{{330e6, 250e6, 420e6}, {335e6, 251e6, 421e6}, {329e6, 249e6, 419e6}},
+			cached: []float64{81e6, 81e6, 81e6}, cachedInuse: []float64{101e6, 101e6, 101e6}},
+		rest: &restResult{fleets: 2000, window: 5 * time.Minute, opWrites: 2,
+			opSeries: map[string]float64{"resource=celldfleets/status,verb=patch": 2, "resource=events,verb=create": 0},
+			api:      req, resyncAdds: 2000, syncs: 2000, cpu: 4.5},
+		restart: &restartResult{fleets: 2000, ready: 3200 * time.Millisecond, decided: 41 * time.Second, window: 5 * time.Minute,
+			opWrites: 12, opSeries: map[string]float64{"resource=celldfleets/status,verb=patch": 10, "resource=events,verb=create": 2},
+			api: req, syncs: 2000, cpu: 21.3},
+	}
+}
+
+// scaleMet is a scale phase at the long mode's scale that met every target.
+func scaleMet() *scaleResult {
+	s := scaleMissed(operatorRequests{writes: map[string]float64{"create": 0, "patch": 0}, reads: 12})
+	s.top.samples = []memSample{{150e6, 120e6, 240e6}, {151e6, 121e6, 241e6}, {149e6, 119e6, 239e6}}
+	s.rest.opWrites, s.rest.opSeries = 0, nil
+	s.restart.opWrites, s.restart.opSeries = 0, nil
+	return s
 }
 
 // everyFinding is a run in which every phase measured something and every target was missed:
@@ -84,6 +111,7 @@ func everyFinding(t *testing.T) *report {
 			lifecycle: &lifecycleResult{fleets: 10, opWrites: 930, opSeries: map[string]float64{"resource=celldfleets/status,verb=patch": 528, "resource=events,verb=create": 110},
 				failed: map[string]float64{"AppendHistory": 2}, failLogs: spans, api: req},
 		},
+		scale:       scaleMissed(req),
 		terminating: 7,
 	}
 }
@@ -96,6 +124,11 @@ func everyFailure() *report {
 		coreErr: boom("core"), clusterErr: boom("cluster/up.sh"), overheadErr: boom("overhead"), scaleInErr: boom("scale-in"),
 		steadyErr: boom("steady"),
 		steady:    &steadyResult{rest: &restResult{fleets: 10, window: time.Minute, apiErr: boom("scrape")}},
+		// The scale phase failed at the restart: what it measured before is reported, and the API
+		// server's count it could not read.
+		scaleErr: boom("restart: 1200 of 2000 fleets decided"),
+		scale: &scaleResult{fleets: 2000, members: 1, window: 5 * time.Minute, resync: 10 * time.Minute, created: 250 * time.Second,
+			rest: &restResult{fleets: 2000, window: 5 * time.Minute, apiErr: boom("scrape"), cpu: 3}},
 	}
 }
 
@@ -104,7 +137,11 @@ func everyFailure() *report {
 func TestReportGolden(t *testing.T) {
 	unlimited := everyFinding(t)
 	unlimited.overhead.movingUnlimited, unlimited.scaleIn.movingUnlimited = true, true
-	for name, r := range map[string]*report{"every-finding": everyFinding(t), "every-failure": everyFailure(), "moving-unlimited": unlimited} {
+	// The long mode: its own section, its headings a level down, and the scale phase's targets met.
+	long := everyFinding(t)
+	long.cfg.fleets, long.cfg.memLevels, long.scale = 500, []int{0, 100, 500}, scaleMet()
+	for name, r := range map[string]*report{"every-finding": everyFinding(t), "every-failure": everyFailure(), "moving-unlimited": unlimited,
+		"long-mode": long} {
 		t.Run(name, func(t *testing.T) {
 			got := r.markdown()
 			path := filepath.Join("testdata", name+".md")

@@ -40,6 +40,7 @@ type restResult struct {
 	apiErr     error
 	resyncAdds float64 // fleets the operator re-enqueued in the window: proof a resync ran
 	syncs      float64
+	cpu        float64 // the operator's CPU seconds in the window (process_cpu_seconds_total)
 }
 
 type lifecycleResult struct {
@@ -96,29 +97,17 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 		if err := b.quiet(ctx, op, 5*time.Second); err != nil {
 			return nil, err
 		}
-		ml := memLevel{fleets: level}
-		for range 3 {
-			time.Sleep(2 * time.Second)
-			s, err := op.memory()
-			if err != nil {
-				return nil, err
-			}
-			ml.samples = append(ml.samples, s)
-			c, ci, err := b.cachedBytes(ctx, ns)
-			if err != nil {
-				return nil, err
-			}
-			ml.cached = append(ml.cached, c)
-			ml.cachedInuse = append(ml.cachedInuse, ci)
+		ml, err := b.memLevel(ctx, op, ns, level)
+		if err != nil {
+			return nil, err
 		}
 		b.logf("memory: %d fleets: heap in use %s, RSS %s, cached objects ~%s", level,
-			bytesStr(median(pick(ml.samples, func(s memSample) float64 { return s.heapInuse }))),
-			bytesStr(median(pick(ml.samples, func(s memSample) float64 { return s.rss }))), bytesStr(median(ml.cached)))
+			bytesStr(med(ml.samples, heapInuse)), bytesStr(med(ml.samples, rss)), bytesStr(median(ml.cached)))
 		res.levels = append(res.levels, ml)
 	}
 
 	b.logf("writes at rest: %d converged fleets, %s window, resync every %s", have, b.cfg.restWindow, b.cfg.resync)
-	if res.rest, err = b.atRest(ctx, op, have); err != nil {
+	if res.rest, err = b.atRest(ctx, op, have, b.cfg.restWindow); err != nil {
 		return nil, err
 	}
 	b.logf("lifecycle: %d fleets: create 3, grow to 6, shrink to 3, delete", b.cfg.lifecycleFleets)
@@ -128,6 +117,27 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 	// Nothing runs after this phase: the namespace is left to the control plane, which stops
 	// next and is purged by the next run's start, rather than spend a minute deleting it.
 	return res, nil
+}
+
+// memLevel reads the operator's memory (after a forced GC) and what the cached objects of ns take
+// decoded, three times 2 s apart: the report shows the medians.
+func (b *bench) memLevel(ctx context.Context, op *operator, ns string, fleets int) (memLevel, error) {
+	ml := memLevel{fleets: fleets}
+	for range 3 {
+		time.Sleep(2 * time.Second)
+		s, err := op.memory()
+		if err != nil {
+			return ml, err
+		}
+		ml.samples = append(ml.samples, s)
+		c, ci, err := b.cachedBytes(ctx, ns)
+		if err != nil {
+			return ml, err
+		}
+		ml.cached = append(ml.cached, c)
+		ml.cachedInuse = append(ml.cachedInuse, ci)
+	}
+	return ml, nil
 }
 
 // quiet waits until the operator's write counter has not moved for d (at most five minutes): the
@@ -151,17 +161,23 @@ func (b *bench) quiet(ctx context.Context, op *operator, d time.Duration) error 
 	})
 }
 
-func (b *bench) atRest(ctx context.Context, op *operator, fleets int) (*restResult, error) {
+// atRest counts, once the operator's writes have been quiet for 5 s, what it does over window:
+// its own write counter, the API server's count of its requests, its syncs and its CPU time.
+func (b *bench) atRest(ctx context.Context, op *operator, fleets int, window time.Duration) (*restResult, error) {
 	if err := b.quiet(ctx, op, 5*time.Second); err != nil {
 		return nil, err
 	}
-	res := &restResult{fleets: fleets, window: b.cfg.restWindow}
+	res := &restResult{fleets: fleets, window: window}
 	m0, err := op.scrape()
 	if err != nil {
 		return nil, err
 	}
 	api0, apiErr := b.cl.operatorRequests(ctx)
-	time.Sleep(b.cfg.restWindow)
+	select {
+	case <-time.After(window):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	m1, err := op.scrape()
 	if err != nil {
 		return nil, err
@@ -179,6 +195,7 @@ func (b *bench) atRest(ctx context.Context, op *operator, fleets int) (*restResu
 	q := map[string]string{"name": "celldfleet"}
 	res.resyncAdds = m1.sum("workqueue_adds_total", q) - m0.sum("workqueue_adds_total", q)
 	res.syncs = m1.histogram("workqueue_work_duration_seconds").total - m0.histogram("workqueue_work_duration_seconds").total
+	res.cpu = m1.value("process_cpu_seconds_total") - m0.value("process_cpu_seconds_total")
 	return res, nil
 }
 
@@ -428,31 +445,42 @@ func (st *steadyResult) section(resync time.Duration) section {
 	if len(st.levels) > 0 {
 		base := st.levels[0]
 		for _, l := range st.levels {
-			sec.add("5", fmt.Sprintf("memory, %d fleets of 3 (after a forced GC; median of 3)", l.fleets),
-				fmt.Sprintf("heap in use %s, heap live %s, RSS %s; the cached API objects ~%s",
-					bytesStr(med(l.samples, heapInuse)), bytesStr(med(l.samples, heapAlloc)), bytesStr(med(l.samples, rss)), bytesStr(median(l.cached))), "", "")
+			sec.add("5", fmt.Sprintf("memory, %d fleets of 3 (after a forced GC; median of 3)", l.fleets), memLevelText(l), "", "")
 		}
 		for _, l := range st.levels[1:] {
 			if l.fleets <= base.fleets {
 				continue
 			}
-			d := float64(l.fleets - base.fleets)
-			heap := (med(l.samples, heapAlloc) - med(base.samples, heapAlloc)) / d
-			inuse := (med(l.samples, heapInuse) - med(base.samples, heapInuse)) / d
-			rssD := (med(l.samples, rss) - med(base.samples, rss)) / d
-			cache := (median(l.cached) - median(base.cached)) / d
-			cacheInuse := (median(l.cachedInuse) - median(base.cachedInuse)) / d
-			over, overInuse := heap-cache, inuse-cacheInuse
-			v := "met"
-			if over >= 64*1024 {
-				v = fmt.Sprintf("missed by %s", bytesStr(over-64*1024))
-			}
-			sec.add("5", fmt.Sprintf("memory per fleet, %d -> %d fleets", base.fleets, l.fleets),
-				fmt.Sprintf("heap live +%s, heap in use +%s, RSS +%s; the cached objects %s live, %s in use; "+
-					"**overhead beyond the cached objects %s live** (%s by heap in use)",
-					bytesStr(heap), bytesStr(inuse), bytesStr(rssD), bytesStr(cache), bytesStr(cacheInuse), bytesStr(over), bytesStr(overInuse)),
-				"< 64 KiB per fleet", v)
+			measured, v := memPerFleet(base, l)
+			sec.add("5", fmt.Sprintf("memory per fleet, %d -> %d fleets", base.fleets, l.fleets), measured, memTarget, v)
 		}
 	}
 	return sec
+}
+
+// memLevelText is what a memory level measured: the medians of its samples.
+func memLevelText(l memLevel) string {
+	return fmt.Sprintf("heap in use %s, heap live %s, RSS %s; the cached API objects ~%s",
+		bytesStr(med(l.samples, heapInuse)), bytesStr(med(l.samples, heapAlloc)), bytesStr(med(l.samples, rss)), bytesStr(median(l.cached)))
+}
+
+const memTarget = "< 64 KiB per fleet"
+
+// memPerFleet is the growth per fleet from base to l, and the verdict on the target: the live
+// heap the operator grew by beyond what the cached objects grew by, under 64 KiB per fleet.
+func memPerFleet(base, l memLevel) (measured, verdict string) {
+	d := float64(l.fleets - base.fleets)
+	heap := (med(l.samples, heapAlloc) - med(base.samples, heapAlloc)) / d
+	inuse := (med(l.samples, heapInuse) - med(base.samples, heapInuse)) / d
+	rssD := (med(l.samples, rss) - med(base.samples, rss)) / d
+	cache := (median(l.cached) - median(base.cached)) / d
+	cacheInuse := (median(l.cachedInuse) - median(base.cachedInuse)) / d
+	over, overInuse := heap-cache, inuse-cacheInuse
+	verdict = "met"
+	if over >= 64*1024 {
+		verdict = fmt.Sprintf("missed by %s", bytesStr(over-64*1024))
+	}
+	return fmt.Sprintf("heap live +%s, heap in use +%s, RSS +%s; the cached objects %s live, %s in use; "+
+		"**overhead beyond the cached objects %s live** (%s by heap in use)",
+		bytesStr(heap), bytesStr(inuse), bytesStr(rssD), bytesStr(cache), bytesStr(cacheInuse), bytesStr(over), bytesStr(overInuse)), verdict
 }
