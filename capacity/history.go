@@ -35,6 +35,28 @@ func Append(history []v1alpha1.CapacityDecision, d v1alpha1.CapacityDecision) []
 	return out
 }
 
+// AppendAll appends ds, oldest first, as one write carries them: a history that already ends
+// with every one of them (the same write repeated, its answer not in the caches yet) is returned
+// as it is; otherwise each is appended as Append does.
+func AppendAll(history []v1alpha1.CapacityDecision, ds []v1alpha1.CapacityDecision) []v1alpha1.CapacityDecision {
+	if k, n := len(ds), len(history); k > 0 && n >= k {
+		repeat := true
+		for i := range ds {
+			if !SameDecision(history[n-k+i], ds[i]) {
+				repeat = false
+				break
+			}
+		}
+		if repeat {
+			return history
+		}
+	}
+	for _, d := range ds {
+		history = Append(history, d)
+	}
+	return history
+}
+
 // dropOne removes the oldest entry, unless that entry anchors the standing scale-in request, in
 // which case the oldest ShrinkOne after it goes.
 func dropOne(h []v1alpha1.CapacityDecision) []v1alpha1.CapacityDecision {

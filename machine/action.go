@@ -25,8 +25,8 @@ const (
 	// BindReservation creates Object (a *v1alpha1.CelldReservation); AlreadyExists bound to the
 	// same fleet UID is success, bound to another is a refusal to report.
 	BindReservation ActionKind = "BindReservation"
-	// AppendHistory appends Decision to the reservation Name's capacity history with optimistic
-	// concurrency; an entry with the same Key already last in the history is success.
+	// AppendHistory appends Decisions, oldest first, to the reservation Name's capacity history
+	// in one write with optimistic concurrency; a history that already ends with them is success.
 	AppendHistory ActionKind = "AppendHistory"
 	// AddFinalizer and RemoveFinalizer edit the fleet's finalizers.
 	AddFinalizer    ActionKind = "AddFinalizer"
@@ -63,8 +63,9 @@ type Action struct {
 	ResourceVersion string
 	Force           bool
 	// Reason is why: a heal reason, an event reason.
-	Reason   string
-	Decision *v1alpha1.CapacityDecision
+	Reason string
+	// Decisions are the capacity records one step appends, oldest first, in one write.
+	Decisions []v1alpha1.CapacityDecision
 	Status   *v1alpha1.CelldFleetStatus
 	// EventType is Normal or Warning; Message is the event's text.
 	EventType string
@@ -159,7 +160,7 @@ func (a Action) String() string {
 	case DeleteDisk:
 		fmt.Fprintf(&b, " uid=%s", a.UID)
 	case AppendHistory:
-		if d := a.Decision; d != nil {
+		for _, d := range a.Decisions {
 			fmt.Fprintf(&b, " %s %d->%d source=%s", d.Kind, d.From, d.To, d.Source)
 		}
 	case PublishStatus:

@@ -185,8 +185,10 @@ func TestOperatorDetectedStatesAreDegradedNotDestructive(t *testing.T) {
 					t.Errorf("destructive action %s", a)
 				case machine.AppendHistory:
 					// The request is recorded (it starts the stabilization window); a step is not.
-					if a.Decision.Kind == v1alpha1.DecisionShrinkOne {
-						t.Errorf("scale-in while a member is not ready: %s", a)
+					for _, d := range a.Decisions {
+						if d.Kind == v1alpha1.DecisionShrinkOne {
+							t.Errorf("scale-in while a member is not ready: %s", a)
+						}
 					}
 				case machine.Apply:
 					t.Errorf("nothing to apply to a fleet whose objects match, got %s", a)

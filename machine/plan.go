@@ -269,8 +269,9 @@ func (p *planner) readyMembers(except string) []string {
 // history appends the policy's decisions that this step acts on.
 func (p *planner) history(replicas int32) {
 	fx := p.fx
-	for i := range fx.plan.Records {
-		r := fx.plan.Records[i]
+	var records []v1alpha1.CapacityDecision
+	key := "history/" + string(p.v.Fleet.UID)
+	for _, r := range fx.plan.Records {
 		switch r.Kind {
 		case v1alpha1.DecisionGrow:
 			if replicas <= fx.current {
@@ -281,13 +282,18 @@ func (p *planner) history(replicas int32) {
 				continue
 			}
 		}
-		name, ns := render.ReservationName(p.v.Fleet.Spec.Bucket), p.v.Namespace
-		if p.v.Reservation.Exists {
-			name, ns = p.v.Reservation.Name, p.v.Reservation.BoundNamespace
-		}
-		p.add(Action{Kind: AppendHistory, Key: fmt.Sprintf("history/%s/%s/%d-%d", p.v.Fleet.UID, r.Kind, r.From, r.To),
-			Ref: kinds.Ref{Kind: kinds.Reservation, Namespace: ns, Name: name}, Decision: &r})
+		records = append(records, r)
+		key += fmt.Sprintf("/%s/%d-%d", r.Kind, r.From, r.To)
 	}
+	if len(records) == 0 {
+		return
+	}
+	name, ns := render.ReservationName(p.v.Fleet.Spec.Bucket), p.v.Namespace
+	if p.v.Reservation.Exists {
+		name, ns = p.v.Reservation.Name, p.v.Reservation.BoundNamespace
+	}
+	// One write for the step: a scale-in request and its first step go together.
+	p.add(Action{Kind: AppendHistory, Key: key, Ref: kinds.Ref{Kind: kinds.Reservation, Namespace: ns, Name: name}, Decisions: records})
 }
 
 // heal deletes the one member that cannot come back, with a UID precondition, once every other

@@ -407,7 +407,7 @@ func (w *world) apply(a Action) error {
 		}
 	case AppendHistory:
 		if w.res != nil {
-			w.res.Status.CapacityHistory = capacity.Append(w.res.Status.CapacityHistory, *a.Decision)
+			w.res.Status.CapacityHistory = capacity.AppendAll(w.res.Status.CapacityHistory, a.Decisions)
 		}
 	case AddFinalizer:
 		f.Finalizers = []string{v1alpha1.FleetFinalizer}

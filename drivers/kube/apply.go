@@ -297,14 +297,14 @@ func (ap *Applier) bind(ctx context.Context, a machine.Action) error {
 // the API server and updates it, reading again and retrying on a conflict. The answer to either
 // write is what the next append of the same reservation is built on, until the cache shows it.
 func (ap *Applier) appendHistory(ctx context.Context, a machine.Action) error {
-	if a.Decision == nil {
+	if len(a.Decisions) == 0 {
 		return fmt.Errorf("append %s: no decision", a.Key)
 	}
 	client := ap.status().CelldV1alpha1().CelldReservations(a.Namespace)
 	key := a.Namespace + "/" + a.Name
 	r, cachedRV := ap.knownReservation(a.Namespace, a.Name)
 	if r != nil && r.ResourceVersion != "" {
-		h := capacity.Append(r.Status.CapacityHistory, *a.Decision)
+		h := capacity.AppendAll(r.Status.CapacityHistory, a.Decisions)
 		if equality.Semantic.DeepEqual(h, r.Status.CapacityHistory) {
 			return nil
 		}
@@ -329,7 +329,7 @@ func (ap *Applier) appendHistory(ctx context.Context, a machine.Action) error {
 		if err != nil {
 			return err
 		}
-		h := capacity.Append(r.Status.CapacityHistory, *a.Decision)
+		h := capacity.AppendAll(r.Status.CapacityHistory, a.Decisions)
 		if equality.Semantic.DeepEqual(h, r.Status.CapacityHistory) {
 			return nil
 		}

@@ -217,7 +217,7 @@ func TestAppendHistoryRetriesOnConflict(t *testing.T) {
 		return false, nil, nil
 	})
 	d := v1alpha1.CapacityDecision{Time: metav1.NewTime(time.Unix(100, 0)), Kind: v1alpha1.DecisionGrow, From: 3, To: 5, Source: v1alpha1.SourceManual}
-	a := machine.Action{Kind: machine.AppendHistory, Key: "history", Ref: kinds.Ref{Namespace: r.Namespace, Name: r.Name}, Decision: &d}
+	a := machine.Action{Kind: machine.AppendHistory, Key: "history", Ref: kinds.Ref{Namespace: r.Namespace, Name: r.Name}, Decisions: []v1alpha1.CapacityDecision{d}}
 	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, a); err != nil {
 		t.Fatal(err)
 	}

@@ -152,7 +152,7 @@ func TestStatusWritesGoThroughTheStatusClient(t *testing.T) {
 	ap := &Applier{Kube: kube, Celld: moving, Status: status, Recorder: record.NewFakeRecorder(10)}
 	for _, a := range []machine.Action{
 		{Kind: machine.PublishStatus, Key: "status/team/alpha", Ref: kinds.Ref{Namespace: f.Namespace, Name: f.Name}, Status: &st},
-		{Kind: machine.AppendHistory, Key: "history", Ref: kinds.Ref{Namespace: r.Namespace, Name: r.Name}, Decision: &d},
+		{Kind: machine.AppendHistory, Key: "history", Ref: kinds.Ref{Namespace: r.Namespace, Name: r.Name}, Decisions: []v1alpha1.CapacityDecision{d}},
 	} {
 		if err := ap.Do(context.Background(), &Target{Fleet: f}, a); err != nil {
 			t.Fatalf("%s: %v", a.Kind, err)

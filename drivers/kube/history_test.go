@@ -189,7 +189,7 @@ func (fx *historyFixture) append(t *testing.T, d v1alpha1.CapacityDecision) (str
 	t.Helper()
 	fx.srv.ClearActions()
 	a := machine.Action{Kind: machine.AppendHistory, Key: fmt.Sprintf("history/uid-alpha/%s/%d-%d", d.Kind, d.From, d.To),
-		Ref: kinds.Ref{Kind: kinds.Reservation, Namespace: fx.r.Namespace, Name: fx.r.Name}, Decision: &d}
+		Ref: kinds.Ref{Kind: kinds.Reservation, Namespace: fx.r.Namespace, Name: fx.r.Name}, Decisions: []v1alpha1.CapacityDecision{d}}
 	err := fx.ap.Do(context.Background(), &Target{Fleet: testFleet(v1alpha1.ProfileBucket)}, a)
 	return verbsOf(fx.srv.Actions()), err
 }
@@ -272,6 +272,32 @@ func TestAppendHistoryPatchesTheReservationItHolds(t *testing.T) {
 			t.Errorf("patch at resourceVersion %q; want 9, the cleared reservation's", rv)
 		}
 		fx.wantStored(t, "5-4")
+	})
+
+	t.Run("a step's records in one write", func(t *testing.T) {
+		// A scale-in request and its first step: one patch carries both, and the same write
+		// asked again (its answer already held) sends nothing.
+		request := v1alpha1.CapacityDecision{Time: metav1.NewTime(time.Unix(200, 0)), Kind: v1alpha1.DecisionScaleInRequested, From: 5, To: 3, Source: v1alpha1.SourceManual}
+		step := decision(5, 4)
+		fx := newHistoryFixture(t, at("5", grow), at("5", grow))
+		batch := func() string {
+			t.Helper()
+			fx.srv.ClearActions()
+			a := machine.Action{Kind: machine.AppendHistory, Key: "history/uid-alpha/batch",
+				Ref: kinds.Ref{Kind: kinds.Reservation, Namespace: fx.r.Namespace, Name: fx.r.Name}, Decisions: []v1alpha1.CapacityDecision{request, step}}
+			if err := fx.ap.Do(context.Background(), &Target{Fleet: testFleet(v1alpha1.ProfileBucket)}, a); err != nil {
+				t.Fatal(err)
+			}
+			return verbsOf(fx.srv.Actions())
+		}
+		if got := batch(); got != "patch/status" {
+			t.Errorf("a step's two records made the requests %q; want one patch", got)
+		}
+		fx.wantStored(t, "3-5 5-3 5-4")
+		if got := batch(); got != "" {
+			t.Errorf("the same write again made the requests %q; want none", got)
+		}
+		fx.wantStored(t, "3-5 5-3 5-4")
 	})
 
 	t.Run("already held in the cache", func(t *testing.T) {
@@ -361,7 +387,7 @@ func TestControllerAppendsOnItsCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := decision(3, 5)
-	a := machine.Action{Kind: machine.AppendHistory, Key: "history", Ref: kinds.Ref{Kind: kinds.Reservation, Namespace: r.Namespace, Name: r.Name}, Decision: &d}
+	a := machine.Action{Kind: machine.AppendHistory, Key: "history", Ref: kinds.Ref{Kind: kinds.Reservation, Namespace: r.Namespace, Name: r.Name}, Decisions: []v1alpha1.CapacityDecision{d}}
 	if err := ctl.ap.Do(context.Background(), &Target{Fleet: f}, a); err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func TestAppendHistorySkipsARepeatTrimsAndRetriesConflicts(t *testing.T) {
 	f := newFleet(t, c, "alpha", v1alpha1.ProfileBucket)
 	must(t, bind(c, f, false))
 	appendH := func(d *v1alpha1.CapacityDecision) error {
-		return c.Do(machine.Action{Kind: machine.AppendHistory, Key: "h", Ref: kinds.Ref{Namespace: ns, Name: "alpha-bucket"}, Decision: d})
+		return c.Do(machine.Action{Kind: machine.AppendHistory, Key: "h", Ref: kinds.Ref{Namespace: ns, Name: "alpha-bucket"}, Decisions: []v1alpha1.CapacityDecision{*d}})
 	}
 	must(t, appendH(decision(v1alpha1.DecisionScaleInRequested, 3, 1, c.Now())))
 	c.Advance(time.Minute)
@@ -75,7 +75,7 @@ func TestAppendHistorySkipsARepeatTrimsAndRetriesConflicts(t *testing.T) {
 		t.Fatalf("after %d conflicts: %v, want Conflict", maxRetries+1, err)
 	}
 	if err := c.Do(machine.Action{Kind: machine.AppendHistory, Key: "h", Ref: kinds.Ref{Namespace: ns, Name: "nope"},
-		Decision: decision(v1alpha1.DecisionGrow, 0, 1, c.Now())}); !apierrors.IsNotFound(err) {
+		Decisions: []v1alpha1.CapacityDecision{*decision(v1alpha1.DecisionGrow, 0, 1, c.Now())}}); !apierrors.IsNotFound(err) {
 		t.Fatalf("missing reservation: %v, want NotFound", err)
 	}
 }

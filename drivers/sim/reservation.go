@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -56,7 +57,7 @@ func (c *Cluster) doBindReservation(a machine.Action, req *Request) error {
 // and tries again, and a decision already last in the history is not appended twice.
 func (c *Cluster) doAppendHistory(a machine.Action, req *Request) error {
 	req.Verb, req.Resource = "update", row(KindReservation).Resource.Resource+"/status"
-	if a.Decision == nil {
+	if len(a.Decisions) == 0 {
 		return fmt.Errorf("no decision to append to reservation %s/%s", a.Namespace, a.Name)
 	}
 	for {
@@ -64,7 +65,9 @@ func (c *Cluster) doAppendHistory(a machine.Action, req *Request) error {
 		if !ok {
 			return apierrors.NewNotFound(row(KindReservation).Resource, a.Name)
 		}
-		if n := len(cur.Status.CapacityHistory); n > 0 && capacity.SameDecision(cur.Status.CapacityHistory[n-1], *a.Decision) {
+		next := cur.DeepCopy()
+		next.Status.CapacityHistory = capacity.AppendAll(next.Status.CapacityHistory, a.Decisions)
+		if equality.Semantic.DeepEqual(next.Status.CapacityHistory, cur.Status.CapacityHistory) {
 			return nil
 		}
 		if err := c.conflict(KindReservation, a.Name); err != nil {
@@ -74,8 +77,6 @@ func (c *Cluster) doAppendHistory(a machine.Action, req *Request) error {
 			}
 			return err
 		}
-		next := cur.DeepCopy()
-		next.Status.CapacityHistory = capacity.Append(next.Status.CapacityHistory, *a.Decision.DeepCopy())
 		req.Changed = c.put(next)
 		return nil
 	}

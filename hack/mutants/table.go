@@ -543,6 +543,14 @@ var Table = []Mutant{
 		Mistake:     "a template naming a missing priority class is applied: a StatefulSet deletes a member it cannot create again",
 		Threatens:   "clause 1: no member taken away that cannot come back",
 	},
+	// A step's capacity records in one write.
+	{
+		Name: "history-batch-repeat-newest-only", File: "capacity/history.go",
+		Original:    "if !SameDecision(history[n-k+i], ds[i]) {",
+		Replacement: "if !SameDecision(history[n-1], ds[i]) {",
+		Mistake:     "a repeated write of a scale-in request and its step taken for a new one: the request is appended again after its step",
+		Threatens:   "clause 6 and the restart proof: a second request record restarts the stabilization window's anchor",
+	},
 	// The status write path: one write per fleet per interval, the arrival at once.
 	{
 		Name: "status-never-paced", File: "machine/status.go",
