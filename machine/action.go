@@ -66,7 +66,7 @@ type Action struct {
 	Reason string
 	// Decisions are the capacity records one step appends, oldest first, in one write.
 	Decisions []v1alpha1.CapacityDecision
-	Status   *v1alpha1.CelldFleetStatus
+	Status    *v1alpha1.CelldFleetStatus
 	// EventType is Normal or Warning; Message is the event's text.
 	EventType string
 	Message   string
