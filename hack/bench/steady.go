@@ -431,12 +431,13 @@ func (st *steadyResult) section(resync time.Duration) section {
 			"2 Services, 2 NetworkPolicies, the PDB, the StatefulSet, one status write that shows it Ready); grow 3 -> 6: 2 "+
 			"(the StatefulSet, the status); shrink 6 -> 3 one member per step: 4 (the StatefulSet three times, the status once); "+
 			"delete: 8 (the StatefulSet to 0 so no member runs when its disk goes, 6 claims: 3 of the members left and "+
-			"3 retained by the scale-in, the finalizer). Measured above the minimum, per fleet: %s. The status is written at "+
-			"once when a reader acts on the change (a state, a condition's status or reason, the fleet arriving) and "+
-			"progress alone at most every 10 s, so a state in motion costs a write on entry, one per 10 s of progress and "+
-			"one on arrival; the settled size is recorded on the StatefulSet by one more apply after each rollout; the "+
-			"capacity history is appended to the reservation's status per decision (the restart proof of the step "+
-			"policy); Events are one per state change, and one per step that deletes disks.", excess(lc.opSeries, k))
+			"3 retained by the scale-in, the finalizer). Measured above the minimum, per fleet: %s. A fleet's status is "+
+			"written at most once every 10 s, the latest of it, and at once when the fleet arrives (Ready) or is new, so a "+
+			"change costs a write on arrival and one per 10 s it lasts; the settled size is recorded on the StatefulSet by "+
+			"one more apply after each rollout (the state is derived from the workload, not stored); the capacity history "+
+			"is appended to the reservation's status in one write per step that decides (the restart proof of the step "+
+			"policy: the creation, the growth, the scale-in request with its first step, each later step); Events are one "+
+			"per state change, and one per step that deletes disks.", excess(lc.opSeries, k))
 	}
 	if lc := st.lifecycle; lc != nil && sumSeries(lc.failed) > 0 {
 		sec.note("**Failed actions in the lifecycle** (%s per fleet, retried), by their errors in the operator's log: %s.",
