@@ -61,6 +61,8 @@ type config struct {
 	clusterCache    string
 	ports           ports
 	keep            bool
+	// operatorFlags are added to every operator the bench starts, before a phase's own.
+	operatorFlags []string
 }
 
 type bench struct {
@@ -134,7 +136,10 @@ func main() {
 	fs.IntVar(&c.ports.scheduler, "scheduler-port", envInt("BENCH_SCHEDULER_PORT", 36259), "its kube-scheduler port")
 	fs.IntVar(&c.ports.kwok, "kwok-port", envInt("BENCH_KWOK_PORT", 36080), "its kwok port")
 	fs.BoolVar(&c.keep, "keep", false, "leave the bench's control plane running at the end")
+	var opFlags string
+	fs.StringVar(&opFlags, "operator-flags", os.Getenv("BENCH_OPERATOR_FLAGS"), "flags added to every operator the bench starts, space-separated (e.g. \"--workers 64\"), to compare settings; the table's header names them")
 	_ = fs.Parse(os.Args[1:])
+	c.operatorFlags = strings.Fields(opFlags)
 	if c.fleets < 1 || c.repeats < 1 || c.scaleFleets < 1 || c.scaleMembers < 1 || c.scaleWindow <= 0 {
 		fatal(fmt.Errorf("-fleets, -repeats, -scale-fleets, -scale-members and -scale-window must be positive"))
 	}

@@ -26,7 +26,7 @@ func (b *bench) startOperator(ctx context.Context, name, namespace string, flags
 	_, err := testenv.Start(ctx, testenv.Options{
 		Binary: b.operatorBin, LogPath: filepath.Join(b.cfg.workDir, "logs", name+".log"),
 		Ready: 2 * time.Minute, Poll: 100 * time.Millisecond,
-		Args: append([]string{"--kubeconfig", b.cl.opKubeconfig, "--namespace", namespace, "--pprof"}, flags...),
+		Args: append(append([]string{"--kubeconfig", b.cl.opKubeconfig, "--namespace", namespace, "--pprof"}, b.cfg.operatorFlags...), flags...),
 	}, func(o *testenv.Operator) {
 		op = &operator{o}
 		b.running(op)

@@ -143,6 +143,9 @@ func (r *report) markdown() string {
 			"each keeps the other.\n\n",
 			r.started.UTC().Format("2006-01-02 15:04 MST"), r.machine, n, r.cfg.repeats, r.cfg.repeats, r.took.Round(time.Second))
 	}
+	if len(r.cfg.operatorFlags) > 0 {
+		fmt.Fprintf(&out, "Every operator ran with `%s` added to its flags.\n\n", strings.Join(r.cfg.operatorFlags, " "))
+	}
 	fmt.Fprintf(&out, "| # | what | measured | target | verdict |\n|---|---|---|---|---|\n")
 	for _, x := range sec.rows {
 		fmt.Fprintf(&out, "| %s | %s | %s | %s | %s |\n", x.n, esc(x.what), esc(x.measured), esc(x.target), esc(x.verdict))
