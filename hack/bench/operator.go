@@ -37,6 +37,39 @@ func (b *bench) startOperator(ctx context.Context, name, namespace string, flags
 	return op, nil
 }
 
+// phase is what a measured phase runs in: its operator, the bench's watches of its namespace
+// (Pods too when withPods), and the finish line of its fleets converged.
+type phase struct {
+	op *operator
+	w  *watchers
+	fl *finishLine
+}
+
+func (b *bench) startPhase(ctx context.Context, name, ns string, withPods bool, flags ...string) (*phase, error) {
+	op, err := b.startOperator(ctx, name, ns, flags...)
+	if err != nil {
+		return nil, err
+	}
+	w, err := b.watch(ctx, ns, withPods)
+	if err != nil {
+		op.stop()
+		return nil, err
+	}
+	fl, err := newFinishLine(w.fleets, fleetConverged)
+	if err != nil {
+		w.close()
+		op.stop()
+		return nil, err
+	}
+	return &phase{op: op, w: w, fl: fl}, nil
+}
+
+// close stops the watches, then the operator.
+func (ph *phase) close() {
+	ph.w.close()
+	ph.op.stop()
+}
+
 // stop sends SIGTERM to the operator's own PID and waits; SIGKILL after 30 s.
 func (op *operator) stop() { _ = op.Stop() }
 

@@ -51,20 +51,12 @@ func (b *bench) scale(ctx context.Context) (*scaleResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	op, err := b.startOperator(ctx, "scale", ns)
+	ph, err := b.startPhase(ctx, "scale", ns, false)
 	if err != nil {
 		return nil, err
 	}
-	defer op.stop()
-	w, err := b.watch(ctx, ns, false)
-	if err != nil {
-		return nil, err
-	}
-	defer w.close()
-	fl, err := newFinishLine(w.fleets, fleetConverged)
-	if err != nil {
-		return nil, err
-	}
+	defer ph.close()
+	op, fl := ph.op, ph.fl
 
 	if err := b.quiet(ctx, op, 5*time.Second); err != nil {
 		return nil, err

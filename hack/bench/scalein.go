@@ -139,20 +139,12 @@ func (b *bench) scaleIn(ctx context.Context) (*scaleInResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	op, err := b.startOperator(ctx, "scalein", ns)
+	ph, err := b.startPhase(ctx, "scalein", ns, true)
 	if err != nil {
 		return nil, err
 	}
-	defer op.stop()
-	w, err := b.watch(ctx, ns, true)
-	if err != nil {
-		return nil, err
-	}
-	defer w.close()
-	fl, err := newFinishLine(w.fleets, fleetConverged)
-	if err != nil {
-		return nil, err
-	}
+	defer ph.close()
+	op, w, fl := ph.op, ph.w, ph.fl
 	tr, err := newStepTracker(w, ns)
 	if err != nil {
 		return nil, err

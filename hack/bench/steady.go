@@ -67,20 +67,12 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	op, err := b.startOperator(ctx, "steady", ns, "--resync-period", b.cfg.resync.String())
+	ph, err := b.startPhase(ctx, "steady", ns, false, "--resync-period", b.cfg.resync.String())
 	if err != nil {
 		return nil, err
 	}
-	defer op.stop()
-	w, err := b.watch(ctx, ns, false)
-	if err != nil {
-		return nil, err
-	}
-	defer w.close()
-	fl, err := newFinishLine(w.fleets, fleetConverged)
-	if err != nil {
-		return nil, err
-	}
+	defer ph.close()
+	op, w, fl := ph.op, ph.w, ph.fl
 	res := &steadyResult{}
 	have := 0
 	for _, level := range b.cfg.memLevels {
