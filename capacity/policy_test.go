@@ -139,6 +139,11 @@ func TestAppendAllIsOneWrite(t *testing.T) {
 	if got := kinds(h); !slices.Equal(got, []v1alpha1.DecisionKind{v1alpha1.DecisionGrow, v1alpha1.DecisionShrinkOne, v1alpha1.DecisionScaleInRequested, v1alpha1.DecisionShrinkOne}) {
 		t.Errorf("a write whose last record alone ends the history: %v", got)
 	}
+	// A history that is exactly the write: a repeat too.
+	exact := []v1alpha1.CapacityDecision{req, step}
+	if again := AppendAll(exact, []v1alpha1.CapacityDecision{later(req), later(step)}); len(again) != 2 {
+		t.Errorf("the same write repeated on a history of just that write appended again: %v", kinds(again))
+	}
 	if got := AppendAll(nil, nil); got != nil {
 		t.Errorf("nothing appended to nothing: %v", got)
 	}
