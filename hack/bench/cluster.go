@@ -71,7 +71,7 @@ func newCluster(root string, c *config, log io.Writer) *cluster {
 	cache := c.clusterCache
 	// Whatever the calling shell exported for another cluster must not leak into this one.
 	env := dropEnv(os.Environ(), "KUBECONFIG", "CLUSTER_CACHE", "CLUSTER_BIN", "CLUSTER_BUILD", "CLUSTER_STAGES", "CLUSTER_RUN",
-		"APISERVER_PORT", "ETCD_CLIENT_PORT", "ETCD_PEER_PORT", "CONTROLLER_MANAGER_PORT", "SCHEDULER_PORT", "KWOK_PORT", "NODES")
+		"APISERVER_PORT", "ETCD_CLIENT_PORT", "ETCD_PEER_PORT", "CONTROLLER_MANAGER_PORT", "SCHEDULER_PORT", "KWOK_PORT", "METRICS_SERVER_PORT", "NODES")
 	env = append(env,
 		"CLUSTER_CACHE="+cache,
 		fmt.Sprintf("APISERVER_PORT=%d", c.ports.apiserver),
@@ -80,6 +80,7 @@ func newCluster(root string, c *config, log io.Writer) *cluster {
 		fmt.Sprintf("CONTROLLER_MANAGER_PORT=%d", c.ports.controllerManager),
 		fmt.Sprintf("SCHEDULER_PORT=%d", c.ports.scheduler),
 		fmt.Sprintf("KWOK_PORT=%d", c.ports.kwok),
+		fmt.Sprintf("METRICS_SERVER_PORT=%d", c.ports.metricsServer),
 		fmt.Sprintf("NODES=%d", c.nodes),
 	)
 	// The paths are the ones cluster/env.sh derives from CLUSTER_CACHE, known without running it.

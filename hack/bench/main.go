@@ -39,7 +39,7 @@ import (
 )
 
 type ports struct {
-	apiserver, etcdClient, etcdPeer, controllerManager, scheduler, kwok int
+	apiserver, etcdClient, etcdPeer, controllerManager, scheduler, kwok, metricsServer int
 }
 
 type config struct {
@@ -135,6 +135,7 @@ func main() {
 	fs.IntVar(&c.ports.controllerManager, "controller-manager-port", envInt("BENCH_CONTROLLER_MANAGER_PORT", 36257), "its kube-controller-manager port")
 	fs.IntVar(&c.ports.scheduler, "scheduler-port", envInt("BENCH_SCHEDULER_PORT", 36259), "its kube-scheduler port")
 	fs.IntVar(&c.ports.kwok, "kwok-port", envInt("BENCH_KWOK_PORT", 36080), "its kwok port")
+	fs.IntVar(&c.ports.metricsServer, "metrics-server-port", envInt("BENCH_METRICS_SERVER_PORT", 36090), "its metrics-server port")
 	fs.BoolVar(&c.keep, "keep", false, "leave the bench's control plane running at the end")
 	var opFlags string
 	fs.StringVar(&opFlags, "operator-flags", os.Getenv("BENCH_OPERATOR_FLAGS"), "flags added to every operator the bench starts, space-separated (e.g. \"--workers 64\"), to compare settings; the table's header names them")
