@@ -128,9 +128,16 @@ func (r *chaosRun) create() {
 	defer r.m.end()
 	for _, fl := range []*v1alpha1.CelldFleet{persistent, bucket} {
 		fl.Spec.Capacity.ScaleInStabilization = duration(0)
-		// Below the node lifecycle controller's eviction (30s after the taint): the operator, not
-		// the taint manager, heals unless it is down at that moment.
 		fl.Spec.Healing.UnreachableGracePeriod = duration(10 * time.Second) // the least admission allows
+		// The operator alone heals, however long the kills keep it down: the taint manager's
+		// eviction (after the unreachable toleration, or at once on the out-of-service taint of
+		// the fencing) deletes a Pod by name, so when it fires just after the operator replaced that
+		// member it deletes the replacement the StatefulSet controller made, which the contract
+		// judge rightly takes for a member deleted on a healthy node.
+		fl.Spec.Placement.Tolerations = append(fl.Spec.Placement.Tolerations,
+			corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+			corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+			corev1.Toleration{Key: corev1.TaintNodeOutOfService, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute})
 		fl.Spec.Bucket.Name = fmt.Sprintf("%s-%d", f.bucket(fl.Name), r.cycle)
 		r.fleets = append(r.fleets, f.create(fl))
 		r.ops++
