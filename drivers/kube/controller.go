@@ -26,9 +26,10 @@ import (
 // Defaults of Options.
 const (
 	// DefaultWorkers: a sync spends its time waiting on round trips to the API server, not on
-	// CPU; with 4, a wave of 50 fleets stepping at once queued for seconds behind each other's
-	// premise reads.
-	DefaultWorkers          = 16
+	// CPU. With 16, 50 fleets scaling in at once waited up to 6.9 s in the queue behind each
+	// other's status and history writes (a step's p99 1.74 s); with 64, 0.9 s (p99 0.83 s). The
+	// API server's priority and fairness, not the worker count, bounds what reaches it.
+	DefaultWorkers          = 64
 	DefaultResync           = 10 * time.Minute
 	DefaultCapacityInterval = 30 * time.Second
 	// syncTimeout bounds one sync's requests, including the one a shutdown lets finish.
