@@ -31,7 +31,7 @@ type Fleet struct {
 	unhandled Trigger
 	// published is when this machine last asked for its status to be written, and asked what:
 	// a status is written at most once per ProgressInterval while the fleet shows the status
-	// asked for. Zero after a restart, which writes at once.
+	// asked for. Both are set together; asked is nil after a restart, which writes at once.
 	published time.Time
 	asked     *v1alpha1.CelldFleetStatus
 }

@@ -218,8 +218,7 @@ var ProgressInterval = 10 * time.Second
 // action of its step failed), or someone else wrote the status since, and what the fleet shows
 // is no status of this machine's to pace.
 func (m *Fleet) statusHold(st, published *v1alpha1.CelldFleetStatus, now time.Time) time.Duration {
-	if apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) || m.published.IsZero() ||
-		m.asked == nil || !statusEqual(m.asked, published) {
+	if apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) || m.asked == nil || !statusEqual(m.asked, published) {
 		return 0
 	}
 	since := now.Sub(m.published)

@@ -575,8 +575,8 @@ var Table = []Mutant{
 	},
 	{
 		Name: "status-ready-fleet-paced", File: "machine/status.go",
-		Original:    "if apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) || m.published.IsZero() ||",
-		Replacement: "if m.published.IsZero() ||",
+		Original:    "if apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) || m.asked == nil ||",
+		Replacement: "if m.asked == nil ||",
 		Mistake:     "a Ready fleet's counts held back: a settled fleet carries a deferred write that a resync sends",
 		Threatens:   "clause 8: no write at rest; a settled fleet's status is its last decision's",
 	},
