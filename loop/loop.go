@@ -38,6 +38,15 @@ type Sender interface {
 	Do(ctx context.Context, t *Target, a machine.Action) error
 }
 
+// Overlayer is a Driver that writes a fleet's status apart from the sync that asked for it. It
+// shows the fleet as that write will leave it, so the machine sees the status it asked for as
+// written and does not ask for it again while the write is on its way.
+type Overlayer interface {
+	// Overlay is f with what the driver has yet to write, or has written and the caches do not
+	// show yet: they show cachedRV. f itself when nothing is.
+	Overlay(key string, f *v1alpha1.CelldFleet, cachedRV string) *v1alpha1.CelldFleet
+}
+
 // Target is the fleet a sync's actions are about.
 type Target struct {
 	Fleet *v1alpha1.CelldFleet
@@ -127,6 +136,9 @@ func (l *Loop) Sync(ctx context.Context, key string, now time.Time) (Result, err
 		// would otherwise compare with the status before it, and write the same again.
 		cachedRV = obs.Fleet.ResourceVersion
 		obs.Fleet = l.ownAnswer(key, obs.Fleet)
+		if o, ok := l.driver.(Overlayer); ok {
+			obs.Fleet = o.Overlay(key, obs.Fleet, cachedRV)
+		}
 	}
 	view := events.Normalize(ns, name, obs)
 	d := l.machineFor(key, obs.Fleet).Step(&view)

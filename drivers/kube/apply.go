@@ -689,32 +689,44 @@ func (ap *Applier) deleteDisk(ctx context.Context, a machine.Action) error {
 	return nil
 }
 
-// publishStatus writes the status through the status subresource with the resourceVersion the
-// decision was made on; a conflict means the fleet changed since, and the caller requeues.
+// publishStatus writes the status now, and keeps the answer as the sync's fleet so a later write
+// of the same sync carries its resourceVersion. The controller does not wait on it: its driver
+// hands the status to its statusWriter.
 func (ap *Applier) publishStatus(ctx context.Context, t *Target, a machine.Action) error {
 	if a.Status == nil {
 		return fmt.Errorf("status %s: no status", a.Key)
 	}
+	got, err := ap.writeStatus(ctx, t.Fleet.Namespace, t.Fleet.Name, t.Fleet.UID, a.Status)
+	if err != nil {
+		return fmt.Errorf("status %s: %w", a.Key, err)
+	}
+	if got != nil {
+		t.Fleet = got
+	}
+	return nil
+}
+
+// writeStatus replaces the status of the fleet namespace/name with st, and returns the server's
+// answer; nil and no error when the fleet is gone (nobody reads its status).
+func (ap *Applier) writeStatus(ctx context.Context, namespace, name string, uid types.UID, st *v1alpha1.CelldFleetStatus) (*v1alpha1.CelldFleet, error) {
 	// The status is rebuilt from observation on every pass, so it replaces whatever is there
 	// without a resourceVersion precondition (which would conflict with the operator's own
 	// previous write whenever the cache lags it); the UID test keeps it off a fleet recreated
 	// under the same name.
-	f := t.Fleet
 	body, err := json.Marshal([]map[string]any{
-		{"op": "test", "path": "/metadata/uid", "value": f.UID},
-		{"op": "add", "path": "/status", "value": a.Status},
+		{"op": "test", "path": "/metadata/uid", "value": uid},
+		{"op": "add", "path": "/status", "value": st},
 	})
 	if err != nil {
-		return fmt.Errorf("status %s: %w", a.Key, err)
+		return nil, err
 	}
-	got, err := ap.status().CelldV1alpha1().CelldFleets(f.Namespace).Patch(ctx, f.Name, types.JSONPatchType, body,
+	got, err := ap.status().CelldV1alpha1().CelldFleets(namespace).Patch(ctx, name, types.JSONPatchType, body,
 		metav1.PatchOptions{FieldManager: FieldManager}, "status")
 	if apierrors.IsNotFound(err) {
-		return nil // the fleet is gone: nobody reads its status
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("status %s: %w", a.Key, err)
+		return nil, err
 	}
-	t.Fleet = got
-	return nil
+	return got, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
 	celldlisters "github.com/celld/celld-operator/api/generated/listers/celld/v1alpha1"
+	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
@@ -83,6 +84,8 @@ type Controller struct {
 	sampler *sampler
 
 	loop *loop.Loop
+	// statuses writes the fleets' status apart from the syncs that decide it.
+	statuses *statusWriter
 
 	mu sync.Mutex
 	// eventAt is when an informer event first enqueued a key not yet synced, for the
@@ -125,6 +128,23 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 		syncing: map[string]time.Time{},
 	}
 	opts.Metrics.leader.watch(opts.Leadership)
+	ctl.statuses = newStatusWriter()
+	ctl.statuses.send = ctl.ap.writeStatus
+	ctl.statuses.cachedRV = func(key string) string {
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		f, err := inf.fleetLister.CelldFleets(ns).Get(name)
+		if err != nil {
+			return ""
+		}
+		return f.ResourceVersion
+	}
+	ctl.statuses.failed = func(key string, err error) {
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		opts.Metrics.actions.WithLabelValues(string(machine.PublishStatus), "error").Inc()
+		ctl.log.Error().Err(err).Str("namespace", ns).Str("fleet", name).Str("action", string(machine.PublishStatus)).
+			Msg("status write failed; requeued")
+		ctl.queue.AddRateLimited(key)
+	}
 	ctl.loop = loop.New(driver{c: ctl, applierSender: applierSender{ctl.ap}}, opts.Log, ctl.hooks())
 	ctl.sampler = &sampler{metrics: c.Metrics, discovery: c.Discovery, inf: ctl.inf, util: ctl.util,
 		enqueue: ctl.queue.Add, log: opts.Log, counts: opts.Metrics.utilizationGet, gauges: opts.Metrics.capacity}
@@ -170,12 +190,35 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	wg.Go(func() { c.resync(ctx) })
 	wg.Go(func() { c.sampler.run(ctx, c.opts.CapacityInterval) })
+	var writers sync.WaitGroup
+	writers.Go(func() { c.statuses.run(statusWorkers(c.opts.Workers), c.bindWrite(ctx)) })
 	<-ctx.Done()
 	c.log.Info().Msg("shutting down: finishing the syncs in flight")
 	c.queue.ShutDown()
 	wg.Wait()
+	// The statuses the last syncs handed over are written before the writers stop.
+	c.statuses.stop()
+	writers.Wait()
 	c.log.Info().Msg("workers stopped")
 	return nil
+}
+
+// statusWorkers is how many status writes may be in flight at once: a quarter of the syncs, so
+// that under load the status writes coalesce (a fleet's latest replaces the one that waits)
+// rather than take as many of the API server's seats as the writes that move fleets.
+func statusWorkers(workers int) int { return max(2, workers/4) }
+
+// bindWrite gives a write made apart from a sync the deadline and the lease binding a sync has;
+// false once this replica no longer leads.
+func (c *Controller) bindWrite(ctx context.Context) func() (context.Context, context.CancelFunc, bool) {
+	return func() (context.Context, context.CancelFunc, bool) {
+		if !c.opts.Leadership.Leading() {
+			return ctx, func() {}, false
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), syncTimeout)
+		wctx, unbind := c.opts.Leadership.Bound(wctx)
+		return wctx, func() { unbind(); cancel() }, true
+	}
 }
 
 // resync re-enqueues every fleet on the resync period.
@@ -296,6 +339,7 @@ func (c *Controller) hooks() loop.Hooks {
 			c.metrics.fleets.drop(key)
 			c.metrics.capacity.forget(key)
 			c.util.drop(key)
+			c.statuses.forget(key)
 		},
 	}
 }
@@ -304,6 +348,20 @@ func (c *Controller) hooks() loop.Hooks {
 type driver struct {
 	c *Controller
 	applierSender
+}
+
+// Do hands a status to the status writer, and sends every other action itself.
+func (d driver) Do(ctx context.Context, t *Target, a machine.Action) error {
+	if a.Kind == machine.PublishStatus && a.Status != nil {
+		d.c.statuses.put(t.Fleet.Namespace+"/"+t.Fleet.Name, t.Fleet, &t.Fleet.Status, a.Status)
+		return nil
+	}
+	return d.applierSender.Do(ctx, t, a)
+}
+
+// Overlay shows the fleet with the status the writer has yet to write, or the caches to show.
+func (d driver) Overlay(key string, f *v1alpha1.CelldFleet, cachedRV string) *v1alpha1.CelldFleet {
+	return d.c.statuses.overlay(key, f, cachedRV)
 }
 
 func (d driver) Observe(ctx context.Context, namespace, name string, now time.Time) (*events.Observation, error) {

@@ -38,7 +38,7 @@ func TestFirstSyncRequests(t *testing.T) {
 	if err := ctl.inf.Fleets.GetIndexer().Add(f); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctl.Sync(context.Background(), "team/alpha"); err != nil {
+	if err := ctl.syncAndWrite(context.Background(), "team/alpha"); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -82,7 +82,7 @@ func TestFirstSyncRequests(t *testing.T) {
 	if err := ctl.inf.Fleets.GetIndexer().Delete(f); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctl.Sync(context.Background(), "team/alpha"); err != nil {
+	if err := ctl.syncAndWrite(context.Background(), "team/alpha"); err != nil {
 		t.Fatal(err)
 	}
 	if ctl.loop.Remembered() != 0 {
@@ -147,4 +147,11 @@ func TestUtilization(t *testing.T) {
 	if _, ok := Utilization(pods[2:], []metricsv1beta1.PodMetrics{sample("a-2", "1")}, now); ok {
 		t.Errorf("no member with a CPU request gives no figure")
 	}
+}
+
+// syncAndWrite is one sync, then the status writes it handed over, on the test's goroutine.
+func (c *Controller) syncAndWrite(ctx context.Context, key string) error {
+	err := c.Sync(ctx, key)
+	c.statuses.drain(ctx)
+	return err
 }

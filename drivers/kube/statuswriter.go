@@ -1,0 +1,304 @@
+package kube
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+)
+
+// statusWriter sends the fleets' status writes apart from the syncs that decide them. A sync
+// hands the status over and goes on to the next fleet, so no write that moves a fleet waits in
+// the queue behind a status round trip, and a status not yet sent is replaced by a newer one:
+// under load the writes coalesce to the latest instead of piling up. A fleet has at most one
+// status write in flight. A status that changes what a reader acts on (the state, a condition's
+// status) goes ahead of one that only updates counts or messages.
+//
+// Until the API server answers, and then until the caches show something newer than they did
+// when it answered, the fleet is observed with the status handed over (overlay): the machine
+// sees its own write as made, and does not ask for it again.
+type statusWriter struct {
+	// send writes st as the status of the fleet (namespace, name, uid) and returns the server's
+	// answer; a fleet that is gone answers nil and no error.
+	send func(ctx context.Context, namespace, name string, uid types.UID, st *v1alpha1.CelldFleetStatus) (*v1alpha1.CelldFleet, error)
+	// cachedRV is the resourceVersion the fleets' cache shows of key, "" when it shows none.
+	cachedRV func(key string) string
+	// failed is told of a write that failed: the fleet's next sync observes the status it does
+	// not show, and asks for it again.
+	failed func(key string, err error)
+
+	mu   sync.Mutex
+	cond *sync.Cond
+	// urgent and paced are the keys waiting for a worker, each at most once in either.
+	urgent, paced []string
+	queued        map[string]bool
+	busy          map[string]bool
+	entries       map[string]*statusEntry
+	stopped       bool
+}
+
+// statusEntry is what the writer holds of one fleet.
+type statusEntry struct {
+	namespace, name string
+	uid             types.UID
+	// next is the latest status handed over and not yet sent; nil when none waits.
+	next *v1alpha1.CelldFleetStatus
+	// sending is the status of the write in flight; nil when none is.
+	sending *v1alpha1.CelldFleetStatus
+	// answered is the status the API server last answered with, overlaid while the caches show
+	// answeredOn: the resourceVersion they showed when the answer came.
+	answered   *v1alpha1.CelldFleetStatus
+	answeredOn string
+}
+
+func newStatusWriter() *statusWriter {
+	w := &statusWriter{queued: map[string]bool{}, busy: map[string]bool{}, entries: map[string]*statusEntry{}}
+	w.cond = sync.NewCond(&w.mu)
+	return w
+}
+
+// put hands over st, the status the machine asked for f (observed with published), replacing
+// any not yet sent.
+func (w *statusWriter) put(key string, f *v1alpha1.CelldFleet, published, st *v1alpha1.CelldFleetStatus) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.entries[key]
+	if e == nil || e.uid != f.UID {
+		e = &statusEntry{uid: f.UID}
+		w.entries[key] = e
+	}
+	e.namespace, e.name = f.Namespace, f.Name
+	e.next = st.DeepCopy()
+	if w.queued[key] {
+		if acts(published, st) && w.promote(key) {
+			w.cond.Signal()
+		}
+		return
+	}
+	if w.busy[key] {
+		return // done requeues it
+	}
+	w.enqueue(key, acts(published, st))
+}
+
+// enqueue adds key to a queue. Call with mu held.
+func (w *statusWriter) enqueue(key string, urgent bool) {
+	w.queued[key] = true
+	if urgent {
+		w.urgent = append(w.urgent, key)
+	} else {
+		w.paced = append(w.paced, key)
+	}
+	w.cond.Signal()
+}
+
+// promote moves a key waiting among the paced ones ahead, reporting whether it moved. Call with
+// mu held.
+func (w *statusWriter) promote(key string) bool {
+	for i, k := range w.paced {
+		if k == key {
+			w.paced = append(w.paced[:i], w.paced[i+1:]...)
+			w.urgent = append(w.urgent, key)
+			return true
+		}
+	}
+	return false
+}
+
+// acts reports whether st changes what a reader acts on rather than what it watches go by: the
+// state, or a condition's status, type or reason. A fleet that arrives (Ready=True) is one.
+func acts(published, st *v1alpha1.CelldFleetStatus) bool {
+	if published == nil || published.State != st.State || len(published.Conditions) != len(st.Conditions) {
+		return true
+	}
+	for i := range st.Conditions {
+		a, b := &published.Conditions[i], &st.Conditions[i]
+		if a.Type != b.Type || a.Status != b.Status || a.Reason != b.Reason {
+			return true
+		}
+	}
+	return false
+}
+
+// next takes the key a worker writes next, urgent ones first; ok is false once the writer is
+// stopped and nothing waits.
+func (w *statusWriter) take() (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(w.urgent) == 0 && len(w.paced) == 0 {
+		if w.stopped {
+			return "", false
+		}
+		w.cond.Wait()
+	}
+	var key string
+	if len(w.urgent) > 0 {
+		key, w.urgent = w.urgent[0], w.urgent[1:]
+	} else {
+		key, w.paced = w.paced[0], w.paced[1:]
+	}
+	delete(w.queued, key)
+	w.busy[key] = true
+	return key, true
+}
+
+// write sends the status waiting for key, if any, and keeps the answer.
+func (w *statusWriter) write(ctx context.Context, key string) {
+	w.mu.Lock()
+	e := w.entries[key]
+	if e == nil || e.next == nil {
+		delete(w.busy, key)
+		w.mu.Unlock()
+		return
+	}
+	st, ns, name, uid := e.next, e.namespace, e.name, e.uid
+	e.next, e.sending = nil, st
+	w.mu.Unlock()
+
+	got, err := w.send(ctx, ns, name, uid, st)
+	var cached string
+	if err == nil && got != nil {
+		// Read before taking the lock: the cache's own lock is never held under the writer's.
+		cached = w.cachedRV(key)
+	}
+
+	w.mu.Lock()
+	w.settle(key, e, got, err, cached)
+	w.mu.Unlock()
+	if err != nil && w.failed != nil {
+		w.failed(key, err)
+	}
+}
+
+// settle keeps what a write of e's status answered: got, or err; cached is the resourceVersion
+// the caches showed of the fleet once it came. Call with mu held.
+func (w *statusWriter) settle(key string, e *statusEntry, got *v1alpha1.CelldFleet, err error, cached string) {
+	delete(w.busy, key)
+	if cur := w.entries[key]; cur != e {
+		// Forgotten while it was sent (the fleet is gone); a fleet recreated under the name since
+		// has its own entry, which waited for this write to end.
+		if cur != nil && cur.next != nil {
+			w.enqueue(key, true)
+		}
+		return
+	}
+	e.sending = nil
+	e.answered, e.answeredOn = nil, ""
+	// A failed write is not shown as made: the fleet's next sync sees the status missing. Nor is
+	// an answer the caches show already, or a fleet that is gone.
+	if err == nil && got != nil && cached != got.ResourceVersion {
+		e.answered, e.answeredOn = got.Status.DeepCopy(), cached
+	}
+	if e.next != nil {
+		w.enqueue(key, false)
+	} else if e.answered == nil {
+		delete(w.entries, key)
+	}
+}
+
+// overlay is f as the writer will have made it: with the status handed over and not yet
+// answered, or the answer the caches do not show yet (they show cachedRV, which may be older
+// than f: the answer to the sync's own write of the fleet). f itself when the writer holds
+// nothing newer of it.
+func (w *statusWriter) overlay(key string, f *v1alpha1.CelldFleet, cachedRV string) *v1alpha1.CelldFleet {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.entries[key]
+	if e == nil || e.uid != f.UID {
+		return f
+	}
+	st := e.next
+	if st == nil {
+		st = e.sending
+	}
+	if st == nil && e.answered != nil {
+		if cachedRV != e.answeredOn {
+			// The caches moved on: they show the answer, or a write made after it.
+			e.answered, e.answeredOn = nil, ""
+			delete(w.entries, key)
+			return f
+		}
+		st = e.answered
+	}
+	if st == nil {
+		return f
+	}
+	c := *f
+	c.Status = *st
+	return &c
+}
+
+// forget drops what the writer holds of a fleet that is gone; a write in flight finishes.
+func (w *statusWriter) forget(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e := w.entries[key]; e != nil {
+		e.next = nil
+		delete(w.entries, key)
+	}
+}
+
+// run writes until stop and then until nothing waits: a status handed over before a shutdown
+// is still written. bind gives each write its context; a write bind refuses (the lease is lost)
+// is dropped.
+func (w *statusWriter) run(workers int, bind func() (context.Context, context.CancelFunc, bool)) {
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				key, ok := w.take()
+				if !ok {
+					return
+				}
+				ctx, cancel, ok := bind()
+				if !ok {
+					w.mu.Lock()
+					delete(w.busy, key)
+					w.mu.Unlock()
+					cancel()
+					continue
+				}
+				w.write(ctx, key)
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// stop lets the workers return once nothing waits.
+func (w *statusWriter) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	w.cond.Broadcast()
+	w.mu.Unlock()
+}
+
+// drain writes every status waiting, one at a time, on the caller's goroutine.
+func (w *statusWriter) drain(ctx context.Context) {
+	for {
+		w.mu.Lock()
+		if len(w.urgent) == 0 && len(w.paced) == 0 {
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		key, _ := w.take()
+		w.write(ctx, key)
+	}
+}
+
+// pending counts the fleets whose status waits or is being written.
+func (w *statusWriter) pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, e := range w.entries {
+		if e.next != nil || e.sending != nil {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,477 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/rs/zerolog"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+
+	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
+	"github.com/celld/celld-operator/api/v1alpha1"
+)
+
+// fakeStatusServer answers the writer's status writes: each one gets the next resourceVersion.
+type fakeStatusServer struct {
+	mu   sync.Mutex
+	sent []string // key=members, in the order sent
+	rv   int
+	// fail fails the writes of these keys; gone answers them as a fleet that no longer exists.
+	fail, gone map[string]bool
+	// block, when set, holds every write until it is closed.
+	block chan struct{}
+	// inFlight counts the writes of each key being sent; most is the most at once.
+	inFlight, most map[string]int
+	// cached is the resourceVersion the fleets' cache shows of each key.
+	cached map[string]string
+}
+
+func newFakeStatusServer() *fakeStatusServer {
+	return &fakeStatusServer{rv: 100, fail: map[string]bool{}, gone: map[string]bool{}, inFlight: map[string]int{}, most: map[string]int{}, cached: map[string]string{}}
+}
+
+func (s *fakeStatusServer) writer() *statusWriter {
+	w := newStatusWriter()
+	w.send = s.send
+	w.cachedRV = func(key string) string {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.cached[key]
+	}
+	return w
+}
+
+func (s *fakeStatusServer) send(ctx context.Context, ns, name string, uid types.UID, st *v1alpha1.CelldFleetStatus) (*v1alpha1.CelldFleet, error) {
+	key := ns + "/" + name
+	s.mu.Lock()
+	s.inFlight[key]++
+	s.most[key] = max(s.most[key], s.inFlight[key])
+	block := s.block
+	s.mu.Unlock()
+	if block != nil {
+		<-block
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight[key]--
+	s.sent = append(s.sent, fmt.Sprintf("%s=%d", key, st.Members.Current))
+	switch {
+	case s.fail[key]:
+		return nil, errors.New("the server refused it")
+	case s.gone[key]:
+		return nil, nil
+	}
+	s.rv++
+	return &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid, ResourceVersion: fmt.Sprint(s.rv)}, Status: *st}, nil
+}
+
+func (s *fakeStatusServer) sentList() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.sent, " ")
+}
+
+func fleetNamed(name string) *v1alpha1.CelldFleet {
+	return &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, UID: types.UID("uid-" + name), ResourceVersion: "10"},
+		Status: v1alpha1.CelldFleetStatus{State: v1alpha1.StateGrowing, Members: v1alpha1.MemberCounts{Current: 3},
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "MembersNotReady"}}}}
+}
+
+// progress is f's status with only the member count changed: nothing a reader acts on.
+func progress(f *v1alpha1.CelldFleet, current int32) *v1alpha1.CelldFleetStatus {
+	st := f.Status.DeepCopy()
+	st.Members.Current = current
+	return st
+}
+
+// arrival is f's status arrived at current members: Steady and Ready.
+func arrival(f *v1alpha1.CelldFleet, current int32) *v1alpha1.CelldFleetStatus {
+	st := progress(f, current)
+	st.State = v1alpha1.StateSteady
+	st.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Converged"}}
+	return st
+}
+
+func TestStatusWriterSendsTheLatestOnly(t *testing.T) {
+	s := newFakeStatusServer()
+	w := s.writer()
+	f := fleetNamed("alpha")
+	for n := int32(4); n <= 6; n++ {
+		w.put("team/alpha", f, &f.Status, progress(f, n))
+	}
+	w.drain(context.Background())
+	if got := s.sentList(); got != "team/alpha=6" {
+		t.Errorf("sent %q; want the latest status once: team/alpha=6", got)
+	}
+}
+
+func TestStatusWriterPutsWhatReadersActOnFirst(t *testing.T) {
+	s := newFakeStatusServer()
+	w := s.writer()
+	a, b, c := fleetNamed("a"), fleetNamed("b"), fleetNamed("c")
+	w.put("team/a", a, &a.Status, progress(a, 4))
+	w.put("team/b", b, &b.Status, progress(b, 4))
+	w.put("team/c", c, &c.Status, arrival(c, 4))
+	// b's next status arrives while its progress waits: it moves ahead of a's.
+	w.put("team/b", b, &b.Status, arrival(b, 5))
+	w.drain(context.Background())
+	if got, want := s.sentList(), "team/c=4 team/b=5 team/a=4"; got != want {
+		t.Errorf("sent %q; want %q: the arrivals first, in the order they came, then the progress", got, want)
+	}
+}
+
+func TestActsSeesStateAndConditions(t *testing.T) {
+	f := fleetNamed("alpha")
+	cases := []struct {
+		name string
+		edit func(st *v1alpha1.CelldFleetStatus)
+		want bool
+	}{
+		{"counts only", func(st *v1alpha1.CelldFleetStatus) { st.Members.Current, st.Members.Ready = 5, 4 }, false},
+		{"a condition's message only", func(st *v1alpha1.CelldFleetStatus) { st.Conditions[0].Message = "2 of 5 ready" }, false},
+		{"the state", func(st *v1alpha1.CelldFleetStatus) { st.State = v1alpha1.StateSteady }, true},
+		{"a condition's status", func(st *v1alpha1.CelldFleetStatus) { st.Conditions[0].Status = metav1.ConditionTrue }, true},
+		{"a condition's reason", func(st *v1alpha1.CelldFleetStatus) { st.Conditions[0].Reason = "MemberStuck" }, true},
+		{"a condition's type", func(st *v1alpha1.CelldFleetStatus) { st.Conditions[0].Type = v1alpha1.ConditionDegraded }, true},
+		{"a condition more", func(st *v1alpha1.CelldFleetStatus) {
+			st.Conditions = append(st.Conditions, metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue})
+		}, true},
+	}
+	for _, c := range cases {
+		st := f.Status.DeepCopy()
+		c.edit(st)
+		if got := acts(&f.Status, st); got != c.want {
+			t.Errorf("%s: acts = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !acts(nil, f.Status.DeepCopy()) {
+		t.Error("a fleet's first status: acts = false, want true")
+	}
+}
+
+func TestStatusWriterHasOneWriteInFlightPerFleet(t *testing.T) {
+	s := newFakeStatusServer()
+	s.block = make(chan struct{})
+	w := s.writer()
+	f := fleetNamed("alpha")
+	done := make(chan struct{})
+	go func() {
+		w.run(4, func() (context.Context, context.CancelFunc, bool) { return context.Background(), func() {}, true })
+		close(done)
+	}()
+	w.put("team/alpha", f, &f.Status, progress(f, 4))
+	waitFor(t, "the first write in flight", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.inFlight["team/alpha"] == 1
+	})
+	// While it is in flight the fleet shows it, and newer ones replace each other.
+	if got := w.overlay("team/alpha", f, "10").Status.Members.Current; got != 4 {
+		t.Errorf("overlay during the write shows %d members, want the status being written (4)", got)
+	}
+	w.put("team/alpha", f, &f.Status, progress(f, 5))
+	w.put("team/alpha", f, &f.Status, progress(f, 6))
+	if got := w.overlay("team/alpha", f, "10").Status.Members.Current; got != 6 {
+		t.Errorf("overlay shows %d members, want the latest handed over (6)", got)
+	}
+	time.Sleep(20 * time.Millisecond) // room for a second worker to take the fleet, wrongly
+	close(s.block)
+	w.stop()
+	<-done
+	if got := s.sentList(); got != "team/alpha=4 team/alpha=6" {
+		t.Errorf("sent %q; want the one in flight, then the latest: team/alpha=4 team/alpha=6", got)
+	}
+	if s.most["team/alpha"] != 1 {
+		t.Errorf("%d writes of one fleet in flight at once, want 1", s.most["team/alpha"])
+	}
+}
+
+func TestStatusWriterOverlay(t *testing.T) {
+	s := newFakeStatusServer()
+	w := s.writer()
+	f := fleetNamed("alpha")
+	if got := w.overlay("team/alpha", f, "10"); got != f {
+		t.Error("with nothing handed over, the overlay is not the fleet itself")
+	}
+	w.put("team/alpha", f, &f.Status, progress(f, 4))
+	got := w.overlay("team/alpha", f, "10")
+	if got.Status.Members.Current != 4 || f.Status.Members.Current != 3 {
+		t.Errorf("overlay of a waiting status: %d members (fleet left at %d); want 4, the fleet untouched", got.Status.Members.Current, f.Status.Members.Current)
+	}
+	if got.ResourceVersion != f.ResourceVersion || got.UID != f.UID {
+		t.Error("the overlay changed more than the status")
+	}
+	// A fleet recreated under the same name is not shown another's status.
+	other := fleetNamed("alpha")
+	other.UID = "uid-recreated"
+	if w.overlay("team/alpha", other, "10") != other {
+		t.Error("the overlay showed a fleet's status on another fleet of the same name")
+	}
+
+	// Answered while the caches still show version 10: the answer is shown until they move on.
+	s.cached["team/alpha"] = "10"
+	w.drain(context.Background())
+	if got := w.overlay("team/alpha", f, "10").Status.Members.Current; got != 4 {
+		t.Errorf("overlay after the answer, caches behind: %d members, want the answer's 4", got)
+	}
+	// The caches show a newer version: the fleet as they show it, and the answer is let go.
+	newer := f.DeepCopy()
+	newer.ResourceVersion = "11"
+	if w.overlay("team/alpha", newer, "11") != newer {
+		t.Error("the overlay kept the answer once the caches moved on")
+	}
+	if w.overlay("team/alpha", f, "10") != f {
+		t.Error("the answer was kept after the caches moved on once")
+	}
+
+	// The caches already show the answer when it comes: nothing is kept.
+	w.put("team/alpha", f, &f.Status, progress(f, 5))
+	s.cached["team/alpha"] = fmt.Sprint(s.rv + 1)
+	w.drain(context.Background())
+	if w.overlay("team/alpha", f, "10") != f {
+		t.Error("the answer was kept though the caches showed it already")
+	}
+}
+
+func TestStatusWriterFailure(t *testing.T) {
+	s := newFakeStatusServer()
+	w := s.writer()
+	var failed []string
+	w.failed = func(key string, err error) { failed = append(failed, key) }
+	f, g := fleetNamed("alpha"), fleetNamed("gone")
+	s.fail["team/alpha"], s.gone["team/gone"] = true, true
+	s.cached["team/alpha"], s.cached["team/gone"] = "10", "10"
+	w.put("team/alpha", f, &f.Status, progress(f, 4))
+	w.put("team/gone", g, &g.Status, progress(g, 4))
+	w.drain(context.Background())
+	if strings.Join(failed, " ") != "team/alpha" {
+		t.Errorf("failed told of %q; want the refused write (team/alpha) only, not the gone fleet's", failed)
+	}
+	// A failed write is not shown as made: the next sync sees the fleet without it and asks again.
+	if w.overlay("team/alpha", f, "10") != f || w.overlay("team/gone", g, "10") != g {
+		t.Error("a failed write, or one to a gone fleet, is still overlaid")
+	}
+	if w.pending() != 0 {
+		t.Errorf("%d statuses still pending, want 0", w.pending())
+	}
+	w.drain(context.Background())
+	if got := s.sentList(); got != "team/alpha=4 team/gone=4" {
+		t.Errorf("sent %q; the writer retried on its own (its sync asks again)", got)
+	}
+}
+
+func TestStatusWriterForget(t *testing.T) {
+	s := newFakeStatusServer()
+	w := s.writer()
+	f := fleetNamed("alpha")
+	w.put("team/alpha", f, &f.Status, progress(f, 4))
+	w.forget("team/alpha")
+	w.drain(context.Background())
+	if got := s.sentList(); got != "" {
+		t.Errorf("sent %q for a forgotten fleet", got)
+	}
+	if w.overlay("team/alpha", f, "10") != f {
+		t.Error("a forgotten fleet is overlaid")
+	}
+}
+
+func TestStatusWriterNotLeading(t *testing.T) {
+	s := newFakeStatusServer()
+	w := s.writer()
+	f := fleetNamed("alpha")
+	w.put("team/alpha", f, &f.Status, progress(f, 4))
+	w.stop()
+	w.run(2, func() (context.Context, context.CancelFunc, bool) { return context.Background(), func() {}, false })
+	if got := s.sentList(); got != "" {
+		t.Errorf("a replica that does not lead sent %q", got)
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !ok(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSyncDoesNotWaitForTheStatus: with the API server holding a fleet's status write, the
+// fleet's syncs go on, and a sync that observes the fleet while its status is on its way asks for
+// no second write.
+func TestSyncDoesNotWaitForTheStatus(t *testing.T) {
+	f := testFleet(v1alpha1.ProfileBucket)
+	kube, celld := kubefake.NewClientset(), celldfake.NewSimpleClientset(f.DeepCopy())
+	status := behind(celld)
+	release := make(chan struct{})
+	var statusWrites int
+	var mu sync.Mutex
+	status.PrependReactor("patch", "celldfleets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		mu.Lock()
+		statusWrites++
+		mu.Unlock()
+		<-release
+		return false, nil, nil
+	})
+	ctl, err := NewController(Clients{Kube: kube, Celld: celld, Status: status, Recorder: record.NewFakeRecorder(100)},
+		Options{Log: zerolog.Nop(), Metrics: NewMetrics()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	ctl.Start(stop)
+	waitFor(t, "the caches", ctl.Synced)
+	// The first sync provisions (its history write is the status client's too) and hands its
+	// status over; then the writers start, and the API server holds the write.
+	first := make(chan error, 1)
+	go func() { first <- ctl.Sync(context.Background(), "team/alpha") }()
+	select {
+	case err := <-first:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("the sync waited for its own status write")
+	}
+	if n := ctl.statuses.pending(); n != 1 {
+		t.Fatalf("%d fleets with a status handed over, want 1", n)
+	}
+	waitFor(t, "the caches to show what the sync wrote", func() bool {
+		_, ok, _ := ctl.inf.Deployments.GetIndexer().GetByKey("team/alpha")
+		return ok
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	writers := make(chan struct{})
+	go func() {
+		ctl.statuses.run(2, ctl.bindWrite(ctx))
+		close(writers)
+	}()
+	defer func() {
+		close(release)
+		cancel()
+		ctl.statuses.stop()
+		<-writers
+	}()
+	waitFor(t, "the status write in flight", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return statusWrites == 1
+	})
+	synced := make(chan error, 1)
+	go func() { synced <- ctl.Sync(context.Background(), "team/alpha") }()
+	select {
+	case err := <-synced:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a sync waited for a status write the API server held")
+	}
+	ctl.statuses.mu.Lock()
+	e := ctl.statuses.entries["team/alpha"]
+	ctl.statuses.mu.Unlock()
+	if e == nil || e.sending == nil {
+		t.Fatal("the status write in flight is not held")
+	}
+	if e.next != nil {
+		t.Errorf("the second sync asked for another status write while the first was in flight: %+v", e.next)
+	}
+}
+
+// TestFailedStatusWriteIsRequeued: a status write the API server refuses is counted, and its
+// fleet synced again, which observes the status missing and asks for it again.
+func TestFailedStatusWriteIsRequeued(t *testing.T) {
+	f := testFleet(v1alpha1.ProfileBucket)
+	kube, celld := kubefake.NewClientset(), celldfake.NewSimpleClientset(f.DeepCopy())
+	status := behind(celld)
+	status.PrependReactor("patch", "celldfleets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		return true, nil, errors.New("etcd is unavailable")
+	})
+	ctl, err := NewController(Clients{Kube: kube, Celld: celld, Status: status, Recorder: record.NewFakeRecorder(100)},
+		Options{Log: zerolog.Nop(), Metrics: NewMetrics()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	ctl.Start(stop)
+	waitFor(t, "the caches", ctl.Synced)
+	if err := ctl.syncAndWrite(context.Background(), "team/alpha"); err != nil {
+		t.Fatal(err)
+	}
+	var m dto.Metric
+	if err := ctl.metrics.actions.WithLabelValues("PublishStatus", "error").Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.GetCounter().GetValue(); n != 1 {
+		t.Errorf("actions{PublishStatus,error} = %v, want 1", n)
+	}
+	waitFor(t, "the fleet requeued", func() bool { return ctl.queue.Len() == 1 })
+	key, _ := ctl.queue.Get()
+	if key != "team/alpha" {
+		t.Errorf("requeued %q, want team/alpha", key)
+	}
+	ctl.queue.Done(key)
+	waitFor(t, "the caches to show what the sync wrote", func() bool {
+		_, ok, _ := ctl.inf.Deployments.GetIndexer().GetByKey("team/alpha")
+		return ok
+	})
+	// The next sync sees the fleet without the status it asked for, and asks for it again.
+	if err := ctl.Sync(context.Background(), "team/alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if n := ctl.statuses.pending(); n != 1 {
+		t.Errorf("%d fleets with a status handed over after the failed one, want 1", n)
+	}
+}
+
+// TestStatusWriterRecreatedFleet: a fleet deleted while its status is being written, and created
+// again under its name, gets its own status written once that write ends.
+func TestStatusWriterRecreatedFleet(t *testing.T) {
+	s := newFakeStatusServer()
+	s.block = make(chan struct{})
+	w := s.writer()
+	old := fleetNamed("alpha")
+	done := make(chan struct{})
+	go func() {
+		w.run(2, func() (context.Context, context.CancelFunc, bool) { return context.Background(), func() {}, true })
+		close(done)
+	}()
+	w.put("team/alpha", old, &old.Status, progress(old, 4))
+	waitFor(t, "the first write in flight", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.inFlight["team/alpha"] == 1
+	})
+	w.forget("team/alpha")
+	recreated := fleetNamed("alpha")
+	recreated.UID = "uid-recreated"
+	w.put("team/alpha", recreated, &recreated.Status, progress(recreated, 1))
+	close(s.block)
+	waitFor(t, "the recreated fleet's status", func() bool { return s.sentList() == "team/alpha=4 team/alpha=1" })
+	w.stop()
+	<-done
+	if got := w.overlay("team/alpha", old, "10"); got != old {
+		t.Error("the deleted fleet's status is overlaid on it")
+	}
+}
