@@ -138,6 +138,7 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 		}
 		return f.ResourceVersion
 	}
+	ctl.statuses.written = func(lag time.Duration) { opts.Metrics.statusLag.Observe(lag.Seconds()) }
 	ctl.statuses.failed = func(key string, err error) {
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
 		opts.Metrics.actions.WithLabelValues(string(machine.PublishStatus), "error").Inc()

@@ -29,6 +29,7 @@ type Metrics struct {
 	heals          *prometheus.CounterVec
 	decision       prometheus.Histogram
 	eventToAction  prometheus.Histogram
+	statusLag      prometheus.Histogram
 	states         *stateCollector
 	fleets         *fleetCollector
 	syncs          *prometheus.CounterVec
@@ -89,6 +90,11 @@ func NewMetrics() *Metrics {
 			Help:    "Time from the informer event that enqueued a fleet to the first action applied for it.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		}),
+		statusLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: metricsNamespace, Name: "status_write_lag_seconds",
+			Help:    "Time from a sync handing a fleet's status over to the API server's answer to its write (from the oldest status the written one replaced).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}),
 		utilizationGet: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "utilization_samples_total",
 			Help: "Samples of member usage read from the metrics API, by result (ok, error, unavailable, empty).",
@@ -112,7 +118,7 @@ func NewMetrics() *Metrics {
 	m.SetBuild("", "")
 	m.queueProvider = newQueueMetrics(reg)
 	m.capacity = newCapacityGauges(reg)
-	reg.MustRegister(m.transitions, m.unhandled, m.actions, m.writes, m.writesRefused, m.requests, m.faults, m.heals, m.decision, m.eventToAction, m.utilizationGet, m.undecodable, m.states,
+	reg.MustRegister(m.transitions, m.unhandled, m.actions, m.writes, m.writesRefused, m.requests, m.faults, m.heals, m.decision, m.eventToAction, m.statusLag, m.utilizationGet, m.undecodable, m.states,
 		m.fleets, m.syncs, m.buildInfo, m.leader,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -28,6 +29,11 @@ type statusWriter struct {
 	// failed is told of a write that failed: the fleet's next sync observes the status it does
 	// not show, and asks for it again.
 	failed func(key string, err error)
+	// written is told, of each write answered, how long its status waited since it was handed
+	// over (the oldest hand-over it replaced).
+	written func(lag time.Duration)
+	// now is the clock; nil is time.Now.
+	now func() time.Time
 
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -43,8 +49,10 @@ type statusWriter struct {
 type statusEntry struct {
 	namespace, name string
 	uid             types.UID
-	// next is the latest status handed over and not yet sent; nil when none waits.
-	next *v1alpha1.CelldFleetStatus
+	// next is the latest status handed over and not yet sent; nil when none waits. since is when
+	// the first status it replaced was handed over.
+	next  *v1alpha1.CelldFleetStatus
+	since time.Time
 	// sending is the status of the write in flight; nil when none is.
 	sending *v1alpha1.CelldFleetStatus
 	// answered is the status the API server last answered with, overlaid while the caches show
@@ -70,6 +78,9 @@ func (w *statusWriter) put(key string, f *v1alpha1.CelldFleet, published, st *v1
 		w.entries[key] = e
 	}
 	e.namespace, e.name = f.Namespace, f.Name
+	if e.next == nil {
+		e.since = w.clock()
+	}
 	e.next = st.DeepCopy()
 	if w.queued[key] {
 		if acts(published, st) && w.promote(key) {
@@ -153,7 +164,7 @@ func (w *statusWriter) write(ctx context.Context, key string) {
 		w.mu.Unlock()
 		return
 	}
-	st, ns, name, uid := e.next, e.namespace, e.name, e.uid
+	st, since, ns, name, uid := e.next, e.since, e.namespace, e.name, e.uid
 	e.next, e.sending = nil, st
 	w.mu.Unlock()
 
@@ -167,9 +178,19 @@ func (w *statusWriter) write(ctx context.Context, key string) {
 	w.mu.Lock()
 	w.settle(key, e, got, err, cached)
 	w.mu.Unlock()
-	if err != nil && w.failed != nil {
+	switch {
+	case err != nil && w.failed != nil:
 		w.failed(key, err)
+	case err == nil && w.written != nil:
+		w.written(w.clock().Sub(since))
 	}
+}
+
+func (w *statusWriter) clock() time.Time {
+	if w.now != nil {
+		return w.now()
+	}
+	return time.Now()
 }
 
 // settle keeps what a write of e's status answered: got, or err; cached is the resourceVersion

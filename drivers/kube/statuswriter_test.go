@@ -106,13 +106,30 @@ func arrival(f *v1alpha1.CelldFleet, current int32) *v1alpha1.CelldFleetStatus {
 func TestStatusWriterSendsTheLatestOnly(t *testing.T) {
 	s := newFakeStatusServer()
 	w := s.writer()
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	w.now = func() time.Time { return now }
+	var lags []time.Duration
+	w.written = func(lag time.Duration) { lags = append(lags, lag) }
 	f := fleetNamed("alpha")
 	for n := int32(4); n <= 6; n++ {
 		w.put("team/alpha", f, &f.Status, progress(f, n))
+		now = now.Add(time.Second)
 	}
+	now = now.Add(2 * time.Second)
 	w.drain(context.Background())
 	if got := s.sentList(); got != "team/alpha=6" {
 		t.Errorf("sent %q; want the latest status once: team/alpha=6", got)
+	}
+	// The lag runs from the first status handed over, which the one written replaced.
+	if len(lags) != 1 || lags[0] != 5*time.Second {
+		t.Errorf("lags %v, want one of 5s", lags)
+	}
+	// The next one's lag starts at its own hand-over.
+	w.put("team/alpha", f, &f.Status, progress(f, 7))
+	now = now.Add(time.Second)
+	w.drain(context.Background())
+	if len(lags) != 2 || lags[1] != time.Second {
+		t.Errorf("lags %v, want 5s then 1s", lags)
 	}
 }
 

@@ -28,6 +28,7 @@ type scaleInResult struct {
 	e2a       histogram
 	queueWait histogram
 	work      histogram
+	statusLag histogram
 	failed    map[string]float64
 	writes    map[string]float64 // the operator's writes in the walk, by verb and resource
 	api       operatorRequests   // the API server's count of the operator's requests in the walk
@@ -198,6 +199,7 @@ func (b *bench) scaleIn(ctx context.Context) (*scaleInResult, error) {
 	res.e2a = m1.histogram("celld_operator_event_to_action_seconds").sub(m0.histogram("celld_operator_event_to_action_seconds"))
 	res.queueWait = m1.histogram("workqueue_queue_duration_seconds").sub(m0.histogram("workqueue_queue_duration_seconds"))
 	res.work = m1.histogram("workqueue_work_duration_seconds").sub(m0.histogram("workqueue_work_duration_seconds"))
+	res.statusLag = m1.histogram("celld_operator_status_write_lag_seconds").sub(m0.histogram("celld_operator_status_write_lag_seconds"))
 	res.failed = testenv.Delta(failedActions(m1), failedActions(m0))
 	res.writes = testenv.Delta(m1.series("celld_operator_api_writes_total"), m0.series("celld_operator_api_writes_total"))
 	if res.apiErr = apiErr; apiErr == nil {
@@ -228,6 +230,10 @@ func (s *scaleInResult) section() section {
 		sec.add("3", "scale-in: the operator's workqueue, wait in queue / sync duration",
 			fmt.Sprintf("wait p50 %s, p99 %s; sync p50 %s, p99 %s (%d syncs)", q(s.queueWait, 0.5), q(s.queueWait, 0.99),
 				q(s.work, 0.5), q(s.work, 0.99), int(s.work.total)), "(no target)", "")
+	}
+	if s.statusLag.total > 0 {
+		sec.add("3", "scale-in: status lag, a sync handing a status over -> its write answered (operator histogram)",
+			fmt.Sprintf("p50 %s, p99 %s (%d writes)", q(s.statusLag, 0.5), q(s.statusLag, 0.99), int(s.statusLag.total)), "(no target)", "")
 	}
 	k := float64(max(s.fleets, 1))
 	moving, status, events := byClient(s.writes, k)
@@ -265,7 +271,7 @@ func (s *scaleInResult) section() section {
 			why = fmt.Sprintf("The client that moves fleets ran without a client-side limit (the API server runs "+
 				"priority and fairness) and the status client's writes beyond its burst ran at %.1f/s against its %g QPS: "+
 				"no limiter bounds the walk. The tail is the queue: when a wave of steps lands, each sync waits for its "+
-				"writes (the replicas, the history, the status) to be committed by an API server and etcd that share this "+
+				"writes (the history, then the replicas; the status goes apart, to the status writers) to be committed by an API server and etcd that share this "+
 				"machine's cores with kube-controller-manager, kwok and the bench, and the fleets behind them wait for a worker "+
 				"(queue wait p99 %s, sync p99 %s).", statusRate, operatorQPS, q(s.queueWait, 0.99), q(s.work, 0.99))
 		case movingRate >= 0.8*operatorQPS:
