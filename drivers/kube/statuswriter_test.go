@@ -76,6 +76,26 @@ func (s *fakeStatusServer) send(ctx context.Context, ns, name string, uid types.
 	return &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid, ResourceVersion: fmt.Sprint(s.rv)}, Status: *st}, nil
 }
 
+// start runs w's workers, always leading, until w stops; the channel closes when they returned.
+func (s *fakeStatusServer) start(w *statusWriter, workers int) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		w.run(workers, func() (context.Context, context.CancelFunc, bool) { return context.Background(), func() {}, true })
+		close(done)
+	}()
+	return done
+}
+
+// waitInFlight waits until a write of key is being sent.
+func (s *fakeStatusServer) waitInFlight(t *testing.T, key string) {
+	t.Helper()
+	waitFor(t, "a write of "+key+" in flight", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.inFlight[key] == 1
+	})
+}
+
 func (s *fakeStatusServer) sentList() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -182,17 +202,9 @@ func TestStatusWriterHasOneWriteInFlightPerFleet(t *testing.T) {
 	s.block = make(chan struct{})
 	w := s.writer()
 	f := fleetNamed("alpha")
-	done := make(chan struct{})
-	go func() {
-		w.run(4, func() (context.Context, context.CancelFunc, bool) { return context.Background(), func() {}, true })
-		close(done)
-	}()
+	done := s.start(w, 4)
 	w.put("team/alpha", f, &f.Status, progress(f, 4))
-	waitFor(t, "the first write in flight", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.inFlight["team/alpha"] == 1
-	})
+	s.waitInFlight(t, "team/alpha")
 	// While it is in flight the fleet shows it, and newer ones replace each other.
 	if got := w.overlay("team/alpha", f, "10").Status.Members.Current; got != 4 {
 		t.Errorf("overlay during the write shows %d members, want the status being written (4)", got)
@@ -331,29 +343,16 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 func TestSyncDoesNotWaitForTheStatus(t *testing.T) {
 	f := testFleet(v1alpha1.ProfileBucket)
 	kube, celld := kubefake.NewClientset(), celldfake.NewSimpleClientset(f.DeepCopy())
-	status := behind(celld)
 	release := make(chan struct{})
 	var statusWrites int
 	var mu sync.Mutex
-	status.PrependReactor("patch", "celldfleets", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "status" {
-			return false, nil, nil
-		}
+	ctl := startedController(t, kube, celld, behind(celld), func() (bool, runtime.Object, error) {
 		mu.Lock()
 		statusWrites++
 		mu.Unlock()
 		<-release
 		return false, nil, nil
 	})
-	ctl, err := NewController(Clients{Kube: kube, Celld: celld, Status: status, Recorder: record.NewFakeRecorder(100)},
-		Options{Log: zerolog.Nop(), Metrics: NewMetrics()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	ctl.Start(stop)
-	waitFor(t, "the caches", ctl.Synced)
 	// The first sync provisions (its history write is the status client's too) and hands its
 	// status over; then the writers start, and the API server holds the write.
 	first := make(chan error, 1)
@@ -417,22 +416,9 @@ func TestSyncDoesNotWaitForTheStatus(t *testing.T) {
 func TestFailedStatusWriteIsRequeued(t *testing.T) {
 	f := testFleet(v1alpha1.ProfileBucket)
 	kube, celld := kubefake.NewClientset(), celldfake.NewSimpleClientset(f.DeepCopy())
-	status := behind(celld)
-	status.PrependReactor("patch", "celldfleets", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "status" {
-			return false, nil, nil
-		}
+	ctl := startedController(t, kube, celld, behind(celld), func() (bool, runtime.Object, error) {
 		return true, nil, errors.New("etcd is unavailable")
 	})
-	ctl, err := NewController(Clients{Kube: kube, Celld: celld, Status: status, Recorder: record.NewFakeRecorder(100)},
-		Options{Log: zerolog.Nop(), Metrics: NewMetrics()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	ctl.Start(stop)
-	waitFor(t, "the caches", ctl.Synced)
 	if err := ctl.syncAndWrite(context.Background(), "team/alpha"); err != nil {
 		t.Fatal(err)
 	}
@@ -467,17 +453,9 @@ func TestStatusWriterRecreatedFleet(t *testing.T) {
 	s.block = make(chan struct{})
 	w := s.writer()
 	old := fleetNamed("alpha")
-	done := make(chan struct{})
-	go func() {
-		w.run(2, func() (context.Context, context.CancelFunc, bool) { return context.Background(), func() {}, true })
-		close(done)
-	}()
+	done := s.start(w, 2)
 	w.put("team/alpha", old, &old.Status, progress(old, 4))
-	waitFor(t, "the first write in flight", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.inFlight["team/alpha"] == 1
-	})
+	s.waitInFlight(t, "team/alpha")
 	w.forget("team/alpha")
 	recreated := fleetNamed("alpha")
 	recreated.UID = "uid-recreated"
@@ -489,4 +467,26 @@ func TestStatusWriterRecreatedFleet(t *testing.T) {
 	if got := w.overlay("team/alpha", old, "10"); got != old {
 		t.Error("the deleted fleet's status is overlaid on it")
 	}
+}
+
+// startedController is a controller on these clients with its caches started and synced; the
+// status client answers every status write of a fleet with statusWrite.
+func startedController(t *testing.T, kube *kubefake.Clientset, celld, status *celldfake.Clientset, statusWrite func() (bool, runtime.Object, error)) *Controller {
+	t.Helper()
+	status.PrependReactor("patch", "celldfleets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		return statusWrite()
+	})
+	ctl, err := NewController(Clients{Kube: kube, Celld: celld, Status: status, Recorder: record.NewFakeRecorder(100)},
+		Options{Log: zerolog.Nop(), Metrics: NewMetrics()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	ctl.Start(stop)
+	waitFor(t, "the caches", ctl.Synced)
+	return ctl
 }
