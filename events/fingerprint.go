@@ -28,6 +28,7 @@ func fingerprint(v *View) uint64 {
 	f := v.Fleet
 	str(string(f.UID))
 	str(f.ResourceVersion)
+	num(int64(v.FleetOverlay))
 	flag(v.Deleting)
 	flag(v.Uninstalling)
 	flag(v.HasFinalizer)

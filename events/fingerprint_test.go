@@ -38,6 +38,7 @@ func TestNormalizeFingerprints(t *testing.T) {
 	}
 	for name, edit := range map[string]func(*Observation){
 		"the fleet's resourceVersion":  func(o *Observation) { o.Fleet.ResourceVersion = "8" },
+		"a status overlaid":            func(o *Observation) { o.FleetOverlay = 1 },
 		"a member's resourceVersion":   func(o *Observation) { o.Pods[0].ResourceVersion = "12" },
 		"its node NotReady":            func(o *Observation) { o.Nodes["n1"].Status.Conditions[0].Status = corev1.ConditionFalse },
 		"a priority class missing":     func(o *Observation) { o.PriorityClassMissing = true },

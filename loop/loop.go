@@ -43,8 +43,9 @@ type Sender interface {
 // written and does not ask for it again while the write is on its way.
 type Overlayer interface {
 	// Overlay is f with what the driver has yet to write, or has written and the caches do not
-	// show yet: they show cachedRV. f itself when nothing is.
-	Overlay(key string, f *v1alpha1.CelldFleet, cachedRV string) *v1alpha1.CelldFleet
+	// show yet: they show cachedRV; and a number that identifies what it overlaid (never reused
+	// for another status). f itself and 0 when nothing is.
+	Overlay(key string, f *v1alpha1.CelldFleet, cachedRV string) (*v1alpha1.CelldFleet, uint64)
 }
 
 // Target is the fleet a sync's actions are about.
@@ -137,7 +138,7 @@ func (l *Loop) Sync(ctx context.Context, key string, now time.Time) (Result, err
 		cachedRV = obs.Fleet.ResourceVersion
 		obs.Fleet = l.ownAnswer(key, obs.Fleet)
 		if o, ok := l.driver.(Overlayer); ok {
-			obs.Fleet = o.Overlay(key, obs.Fleet, cachedRV)
+			obs.Fleet, obs.FleetOverlay = o.Overlay(key, obs.Fleet, cachedRV)
 		}
 	}
 	view := events.Normalize(ns, name, obs)

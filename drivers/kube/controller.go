@@ -361,7 +361,7 @@ func (d driver) Do(ctx context.Context, t *Target, a machine.Action) error {
 }
 
 // Overlay shows the fleet with the status the writer has yet to write, or the caches to show.
-func (d driver) Overlay(key string, f *v1alpha1.CelldFleet, cachedRV string) *v1alpha1.CelldFleet {
+func (d driver) Overlay(key string, f *v1alpha1.CelldFleet, cachedRV string) (*v1alpha1.CelldFleet, uint64) {
 	return d.c.statuses.overlay(key, f, cachedRV)
 }
 

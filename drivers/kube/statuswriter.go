@@ -43,6 +43,8 @@ type statusWriter struct {
 	busy          map[string]bool
 	entries       map[string]*statusEntry
 	stopped       bool
+	// seq numbers the statuses handed over, so an overlay names the one it shows.
+	seq uint64
 }
 
 // statusEntry is what the writer holds of one fleet.
@@ -59,6 +61,8 @@ type statusEntry struct {
 	// answeredOn: the resourceVersion they showed when the answer came.
 	answered   *v1alpha1.CelldFleetStatus
 	answeredOn string
+	// nextSeq, sendingSeq and answeredSeq number the three.
+	nextSeq, sendingSeq, answeredSeq uint64
 }
 
 func newStatusWriter() *statusWriter {
@@ -81,7 +85,8 @@ func (w *statusWriter) put(key string, f *v1alpha1.CelldFleet, published, st *v1
 	if e.next == nil {
 		e.since = w.clock()
 	}
-	e.next = st.DeepCopy()
+	w.seq++
+	e.next, e.nextSeq = st.DeepCopy(), w.seq
 	if w.queued[key] {
 		if acts(published, st) && w.promote(key) {
 			w.cond.Signal()
@@ -165,7 +170,7 @@ func (w *statusWriter) write(ctx context.Context, key string) {
 		return
 	}
 	st, since, ns, name, uid := e.next, e.since, e.namespace, e.name, e.uid
-	e.next, e.sending = nil, st
+	e.next, e.sending, e.sendingSeq = nil, st, e.nextSeq
 	w.mu.Unlock()
 
 	got, err := w.send(ctx, ns, name, uid, st)
@@ -205,13 +210,13 @@ func (w *statusWriter) settle(key string, e *statusEntry, got *v1alpha1.CelldFle
 		}
 		return
 	}
-	e.sending = nil
 	e.answered, e.answeredOn = nil, ""
 	// A failed write is not shown as made: the fleet's next sync sees the status missing. Nor is
 	// an answer the caches show already, or a fleet that is gone.
 	if err == nil && got != nil && cached != got.ResourceVersion {
-		e.answered, e.answeredOn = got.Status.DeepCopy(), cached
+		e.answered, e.answeredOn, e.answeredSeq = got.Status.DeepCopy(), cached, e.sendingSeq
 	}
+	e.sending = nil
 	if e.next != nil {
 		w.enqueue(key, false)
 	} else if e.answered == nil {
@@ -221,34 +226,33 @@ func (w *statusWriter) settle(key string, e *statusEntry, got *v1alpha1.CelldFle
 
 // overlay is f as the writer will have made it: with the status handed over and not yet
 // answered, or the answer the caches do not show yet (they show cachedRV, which may be older
-// than f: the answer to the sync's own write of the fleet). f itself when the writer holds
-// nothing newer of it.
-func (w *statusWriter) overlay(key string, f *v1alpha1.CelldFleet, cachedRV string) *v1alpha1.CelldFleet {
+// than f: the answer to the sync's own write of the fleet); and the number of the status shown.
+// f itself and 0 when the writer holds nothing newer of it.
+func (w *statusWriter) overlay(key string, f *v1alpha1.CelldFleet, cachedRV string) (*v1alpha1.CelldFleet, uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e := w.entries[key]
 	if e == nil || e.uid != f.UID {
-		return f
+		return f, 0
 	}
-	st := e.next
+	st, seq := e.next, e.nextSeq
 	if st == nil {
-		st = e.sending
+		st, seq = e.sending, e.sendingSeq
 	}
 	if st == nil && e.answered != nil {
 		if cachedRV != e.answeredOn {
 			// The caches moved on: they show the answer, or a write made after it.
-			e.answered, e.answeredOn = nil, ""
 			delete(w.entries, key)
-			return f
+			return f, 0
 		}
-		st = e.answered
+		st, seq = e.answered, e.answeredSeq
 	}
 	if st == nil {
-		return f
+		return f, 0
 	}
 	c := *f
 	c.Status = *st
-	return &c
+	return &c, seq
 }
 
 // forget drops what the writer holds of a fleet that is gone; a write in flight finishes.

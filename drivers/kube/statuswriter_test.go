@@ -20,6 +20,8 @@ import (
 
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/loop"
+	"github.com/celld/celld-operator/machine"
 )
 
 // fakeStatusServer answers the writer's status writes: each one gets the next resourceVersion.
@@ -206,12 +208,12 @@ func TestStatusWriterHasOneWriteInFlightPerFleet(t *testing.T) {
 	w.put("team/alpha", f, &f.Status, progress(f, 4))
 	s.waitInFlight(t, "team/alpha")
 	// While it is in flight the fleet shows it, and newer ones replace each other.
-	if got := w.overlay("team/alpha", f, "10").Status.Members.Current; got != 4 {
+	if got := shown(w, "team/alpha", f, "10").Status.Members.Current; got != 4 {
 		t.Errorf("overlay during the write shows %d members, want the status being written (4)", got)
 	}
 	w.put("team/alpha", f, &f.Status, progress(f, 5))
 	w.put("team/alpha", f, &f.Status, progress(f, 6))
-	if got := w.overlay("team/alpha", f, "10").Status.Members.Current; got != 6 {
+	if got := shown(w, "team/alpha", f, "10").Status.Members.Current; got != 6 {
 		t.Errorf("overlay shows %d members, want the latest handed over (6)", got)
 	}
 	time.Sleep(20 * time.Millisecond) // room for a second worker to take the fleet, wrongly
@@ -230,11 +232,11 @@ func TestStatusWriterOverlay(t *testing.T) {
 	s := newFakeStatusServer()
 	w := s.writer()
 	f := fleetNamed("alpha")
-	if got := w.overlay("team/alpha", f, "10"); got != f {
+	if got := shown(w, "team/alpha", f, "10"); got != f {
 		t.Error("with nothing handed over, the overlay is not the fleet itself")
 	}
 	w.put("team/alpha", f, &f.Status, progress(f, 4))
-	got := w.overlay("team/alpha", f, "10")
+	got := shown(w, "team/alpha", f, "10")
 	if got.Status.Members.Current != 4 || f.Status.Members.Current != 3 {
 		t.Errorf("overlay of a waiting status: %d members (fleet left at %d); want 4, the fleet untouched", got.Status.Members.Current, f.Status.Members.Current)
 	}
@@ -244,23 +246,23 @@ func TestStatusWriterOverlay(t *testing.T) {
 	// A fleet recreated under the same name is not shown another's status.
 	other := fleetNamed("alpha")
 	other.UID = "uid-recreated"
-	if w.overlay("team/alpha", other, "10") != other {
+	if shown(w, "team/alpha", other, "10") != other {
 		t.Error("the overlay showed a fleet's status on another fleet of the same name")
 	}
 
 	// Answered while the caches still show version 10: the answer is shown until they move on.
 	s.cached["team/alpha"] = "10"
 	w.drain(context.Background())
-	if got := w.overlay("team/alpha", f, "10").Status.Members.Current; got != 4 {
+	if got := shown(w, "team/alpha", f, "10").Status.Members.Current; got != 4 {
 		t.Errorf("overlay after the answer, caches behind: %d members, want the answer's 4", got)
 	}
 	// The caches show a newer version: the fleet as they show it, and the answer is let go.
 	newer := f.DeepCopy()
 	newer.ResourceVersion = "11"
-	if w.overlay("team/alpha", newer, "11") != newer {
+	if shown(w, "team/alpha", newer, "11") != newer {
 		t.Error("the overlay kept the answer once the caches moved on")
 	}
-	if w.overlay("team/alpha", f, "10") != f {
+	if shown(w, "team/alpha", f, "10") != f {
 		t.Error("the answer was kept after the caches moved on once")
 	}
 
@@ -268,7 +270,7 @@ func TestStatusWriterOverlay(t *testing.T) {
 	w.put("team/alpha", f, &f.Status, progress(f, 5))
 	s.cached["team/alpha"] = fmt.Sprint(s.rv + 1)
 	w.drain(context.Background())
-	if w.overlay("team/alpha", f, "10") != f {
+	if shown(w, "team/alpha", f, "10") != f {
 		t.Error("the answer was kept though the caches showed it already")
 	}
 }
@@ -288,7 +290,7 @@ func TestStatusWriterFailure(t *testing.T) {
 		t.Errorf("failed told of %q; want the refused write (team/alpha) only, not the gone fleet's", failed)
 	}
 	// A failed write is not shown as made: the next sync sees the fleet without it and asks again.
-	if w.overlay("team/alpha", f, "10") != f || w.overlay("team/gone", g, "10") != g {
+	if shown(w, "team/alpha", f, "10") != f || shown(w, "team/gone", g, "10") != g {
 		t.Error("a failed write, or one to a gone fleet, is still overlaid")
 	}
 	if w.pending() != 0 {
@@ -310,7 +312,7 @@ func TestStatusWriterForget(t *testing.T) {
 	if got := s.sentList(); got != "" {
 		t.Errorf("sent %q for a forgotten fleet", got)
 	}
-	if w.overlay("team/alpha", f, "10") != f {
+	if shown(w, "team/alpha", f, "10") != f {
 		t.Error("a forgotten fleet is overlaid")
 	}
 }
@@ -419,9 +421,36 @@ func TestFailedStatusWriteIsRequeued(t *testing.T) {
 	ctl := startedController(t, kube, celld, behind(celld), func() (bool, runtime.Object, error) {
 		return true, nil, errors.New("etcd is unavailable")
 	})
-	if err := ctl.syncAndWrite(context.Background(), "team/alpha"); err != nil {
+	ctx := context.Background()
+	// Every status at once, so that a sync after the caches caught up has nothing to do.
+	defer func(d time.Duration) { machine.ProgressInterval = d }(machine.ProgressInterval)
+	machine.ProgressInterval = 0
+	if err := ctl.Sync(ctx, "team/alpha"); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "the caches to show what the sync wrote", func() bool {
+		_, workload, _ := ctl.inf.Deployments.GetIndexer().GetByKey("team/alpha")
+		o, _, _ := ctl.inf.Fleets.GetIndexer().GetByKey("team/alpha")
+		fleet, _ := o.(*v1alpha1.CelldFleet)
+		return workload && fleet != nil && len(fleet.Finalizers) > 0 && len(ctl.inf.Reservations.GetIndexer().List()) > 0
+	})
+	// Decided on while the status is on its way: the fleet as it will be; the second time,
+	// nothing to do (the machine keeps that decision for as long as the view is the same).
+	var last loop.Result
+	for range 2 {
+		res, err := ctl.loop.Sync(ctx, "team/alpha", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = res
+	}
+	if n := len(last.Decision.Actions); n != 0 {
+		t.Fatalf("the second sync while the status is on its way decided %d actions, want none: %+v", n, last.Decision.Actions)
+	}
+	if n := ctl.statuses.pending(); n != 1 {
+		t.Fatalf("%d fleets with a status on its way, want 1", n)
+	}
+	ctl.statuses.drain(ctx)
 	var m dto.Metric
 	if err := ctl.metrics.actions.WithLabelValues("PublishStatus", "error").Write(&m); err != nil {
 		t.Fatal(err)
@@ -433,12 +462,9 @@ func TestFailedStatusWriteIsRequeued(t *testing.T) {
 	if n := ctl.queue.NumRequeues("team/alpha"); n != 1 {
 		t.Errorf("the fleet was requeued with backoff %d times, want 1", n)
 	}
-	waitFor(t, "the caches to show what the sync wrote", func() bool {
-		_, ok, _ := ctl.inf.Deployments.GetIndexer().GetByKey("team/alpha")
-		return ok
-	})
-	// The next sync sees the fleet without the status it asked for, and asks for it again.
-	if err := ctl.Sync(context.Background(), "team/alpha"); err != nil {
+	// The next sync sees the fleet without the status it asked for, and asks for it again: the
+	// caches show what they showed while the write was on its way, but the fleet does not.
+	if err := ctl.Sync(ctx, "team/alpha"); err != nil {
 		t.Fatal(err)
 	}
 	if n := ctl.statuses.pending(); n != 1 {
@@ -464,7 +490,7 @@ func TestStatusWriterRecreatedFleet(t *testing.T) {
 	waitFor(t, "the recreated fleet's status", func() bool { return s.sentList() == "team/alpha=4 team/alpha=1" })
 	w.stop()
 	<-done
-	if got := w.overlay("team/alpha", old, "10"); got != old {
+	if got := shown(w, "team/alpha", old, "10"); got != old {
 		t.Error("the deleted fleet's status is overlaid on it")
 	}
 }
@@ -489,4 +515,39 @@ func startedController(t *testing.T, kube *kubefake.Clientset, celld, status *ce
 	ctl.Start(stop)
 	waitFor(t, "the caches", ctl.Synced)
 	return ctl
+}
+
+// shown is the fleet as w's overlay shows it.
+func shown(w *statusWriter, key string, f *v1alpha1.CelldFleet, cachedRV string) *v1alpha1.CelldFleet {
+	g, _ := w.overlay(key, f, cachedRV)
+	return g
+}
+
+// TestStatusWriterOverlayNumbers: the overlay names the status it shows, so that a view decided
+// on one status is never taken for a view of another (or of none) with the same resourceVersion.
+func TestStatusWriterOverlayNumbers(t *testing.T) {
+	s := newFakeStatusServer()
+	w := s.writer()
+	f := fleetNamed("alpha")
+	if _, n := w.overlay("team/alpha", f, "10"); n != 0 {
+		t.Errorf("nothing overlaid: number %d, want 0", n)
+	}
+	w.put("team/alpha", f, &f.Status, progress(f, 4))
+	_, first := w.overlay("team/alpha", f, "10")
+	w.put("team/alpha", f, &f.Status, progress(f, 5))
+	_, second := w.overlay("team/alpha", f, "10")
+	if first == 0 || second == 0 || first == second {
+		t.Errorf("two statuses handed over are numbered %d and %d; want two numbers, not 0", first, second)
+	}
+	s.cached["team/alpha"] = "10"
+	w.drain(context.Background())
+	if g, n := w.overlay("team/alpha", f, "10"); n != second || g.Status.Members.Current != 5 {
+		t.Errorf("the answer is shown as number %d with %d members; want the number of the status written, %d, with 5", n, g.Status.Members.Current, second)
+	}
+	// Forgotten and handed over again: a new number, never one shown before.
+	w.forget("team/alpha")
+	w.put("team/alpha", f, &f.Status, progress(f, 4))
+	if _, n := w.overlay("team/alpha", f, "10"); n == first || n == second || n == 0 {
+		t.Errorf("a status handed over again is numbered %d, already used (%d, %d) or 0", n, first, second)
+	}
 }

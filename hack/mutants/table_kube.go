@@ -49,8 +49,8 @@ func init() {
 		},
 		Mutant{
 			Name: "kube-status-writer-keeps-older", File: "drivers/kube/statuswriter.go",
-			Original:    "e.next = st.DeepCopy()",
-			Replacement: "if e.next == nil {\n\t\te.next = st.DeepCopy()\n\t}",
+			Original:    "e.next, e.nextSeq = st.DeepCopy(), w.seq",
+			Replacement: "if e.next == nil {\n\t\te.next, e.nextSeq = st.DeepCopy(), w.seq\n\t}",
 			Mistake:     "a status handed over while another waits is dropped instead of replacing it: the fleet shows an older status than the machine decided",
 			Threatens:   "the latest status wins (issue 12); clause 5",
 		},
@@ -81,6 +81,20 @@ func init() {
 			Replacement: "",
 			Mistake:     "a fleet with a write in flight is queued again at once: two writes of one fleet race, and the older may land last",
 			Threatens:   "one status write in flight per fleet; the latest status wins",
+		},
+		Mutant{
+			Name: "loop-overlay-not-fingerprinted", File: "loop/loop.go",
+			Original:    "obs.Fleet, obs.FleetOverlay = o.Overlay(key, obs.Fleet, cachedRV)",
+			Replacement: "obs.Fleet, _ = o.Overlay(key, obs.Fleet, cachedRV)",
+			Mistake:     "the status overlaid on the fleet is left out of the view's fingerprint: a decision made while a write was on its way (nothing to do) is kept after the write failed, and the status is never asked for again",
+			Threatens:   "a failed status write is asked for again; the converged-step memo holds only for the same view",
+		},
+		Mutant{
+			Name: "events-fingerprint-forgets-overlay", File: "events/fingerprint.go",
+			Original:    "\tnum(int64(v.FleetOverlay))\n",
+			Replacement: "",
+			Mistake:     "the fingerprint hashes the fleet's resourceVersion alone, which an overlaid status does not change",
+			Threatens:   "the converged-step memo holds only for the same view",
 		},
 		Mutant{
 			Name: "kube-status-writer-acts-ignores-state", File: "drivers/kube/statuswriter.go",
