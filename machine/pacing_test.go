@@ -299,3 +299,33 @@ func TestDegradedWarningGoesWithTheWrite(t *testing.T) {
 		t.Errorf("no status write was held back: the test does not exercise the pacing")
 	}
 }
+
+func TestReaderActsSeesStateAndConditions(t *testing.T) {
+	published := v1alpha1.CelldFleetStatus{State: v1alpha1.StateGrowing, Members: v1alpha1.MemberCounts{Current: 3},
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "MembersNotReady"}}}
+	cases := []struct {
+		name string
+		edit func(st *v1alpha1.CelldFleetStatus)
+		want bool
+	}{
+		{"counts only", func(st *v1alpha1.CelldFleetStatus) { st.Members.Current, st.Members.Ready = 5, 4 }, false},
+		{"a condition's message only", func(st *v1alpha1.CelldFleetStatus) { st.Conditions[0].Message = "2 of 5 ready" }, false},
+		{"the state", func(st *v1alpha1.CelldFleetStatus) { st.State = v1alpha1.StateSteady }, true},
+		{"a condition's status", func(st *v1alpha1.CelldFleetStatus) { st.Conditions[0].Status = metav1.ConditionTrue }, true},
+		{"a condition's reason", func(st *v1alpha1.CelldFleetStatus) { st.Conditions[0].Reason = "MemberStuck" }, true},
+		{"a condition's type", func(st *v1alpha1.CelldFleetStatus) { st.Conditions[0].Type = v1alpha1.ConditionDegraded }, true},
+		{"a condition more", func(st *v1alpha1.CelldFleetStatus) {
+			st.Conditions = append(st.Conditions, metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue})
+		}, true},
+	}
+	for _, c := range cases {
+		st := published.DeepCopy()
+		c.edit(st)
+		if got := ReaderActs(&published, st); got != c.want {
+			t.Errorf("%s: ReaderActs = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !ReaderActs(nil, published.DeepCopy()) {
+		t.Error("a fleet's first status: ReaderActs = false, want true")
+	}
+}

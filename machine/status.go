@@ -202,6 +202,22 @@ func statusEqual(a, b *v1alpha1.CelldFleetStatus) bool {
 	})
 }
 
+// ReaderActs reports whether st changes what a reader of published acts on rather than what it
+// watches go by: the state, or a condition's type, status or reason. A fleet that arrives
+// (Ready=True) is one. A driver that writes statuses apart from the syncs sends these first.
+func ReaderActs(published, st *v1alpha1.CelldFleetStatus) bool {
+	if published == nil || published.State != st.State || len(published.Conditions) != len(st.Conditions) {
+		return true
+	}
+	for i := range st.Conditions {
+		a, b := &published.Conditions[i], &st.Conditions[i]
+		if a.Type != b.Type || a.Status != b.Status || a.Reason != b.Reason {
+			return true
+		}
+	}
+	return false
+}
+
 // ProgressInterval is the least time between two writes of one fleet's status. A fleet in motion
 // changes its status with every member event; its readers (a person, kubectl wait, an
 // autoscaler reading the scale subresource) are served as well by the latest status once per

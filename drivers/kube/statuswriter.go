@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/machine"
 )
 
 // statusWriter sends the fleets' status writes apart from the syncs that decide them. A sync
@@ -88,7 +89,7 @@ func (w *statusWriter) put(key string, f *v1alpha1.CelldFleet, published, st *v1
 	w.seq++
 	e.next, e.nextSeq = st.DeepCopy(), w.seq
 	if w.queued[key] {
-		if acts(published, st) && w.promote(key) {
+		if machine.ReaderActs(published, st) && w.promote(key) {
 			w.cond.Signal()
 		}
 		return
@@ -96,7 +97,7 @@ func (w *statusWriter) put(key string, f *v1alpha1.CelldFleet, published, st *v1
 	if w.busy[key] {
 		return // done requeues it
 	}
-	w.enqueue(key, acts(published, st))
+	w.enqueue(key, machine.ReaderActs(published, st))
 }
 
 // enqueue adds key to a queue. Call with mu held.
@@ -117,21 +118,6 @@ func (w *statusWriter) promote(key string) bool {
 		if k == key {
 			w.paced = append(w.paced[:i], w.paced[i+1:]...)
 			w.urgent = append(w.urgent, key)
-			return true
-		}
-	}
-	return false
-}
-
-// acts reports whether st changes what a reader acts on rather than what it watches go by: the
-// state, or a condition's status, type or reason. A fleet that arrives (Ready=True) is one.
-func acts(published, st *v1alpha1.CelldFleetStatus) bool {
-	if published == nil || published.State != st.State || len(published.Conditions) != len(st.Conditions) {
-		return true
-	}
-	for i := range st.Conditions {
-		a, b := &published.Conditions[i], &st.Conditions[i]
-		if a.Type != b.Type || a.Status != b.Status || a.Reason != b.Reason {
 			return true
 		}
 	}
@@ -299,31 +285,4 @@ func (w *statusWriter) stop() {
 	w.stopped = true
 	w.cond.Broadcast()
 	w.mu.Unlock()
-}
-
-// drain writes every status waiting, one at a time, on the caller's goroutine.
-func (w *statusWriter) drain(ctx context.Context) {
-	for {
-		w.mu.Lock()
-		if len(w.urgent) == 0 && len(w.paced) == 0 {
-			w.mu.Unlock()
-			return
-		}
-		w.mu.Unlock()
-		key, _ := w.take()
-		w.write(ctx, key)
-	}
-}
-
-// pending counts the fleets whose status waits or is being written.
-func (w *statusWriter) pending() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, e := range w.entries {
-		if e.next != nil || e.sending != nil {
-			n++
-		}
-	}
-	return n
 }

@@ -170,35 +170,6 @@ func TestStatusWriterPutsWhatReadersActOnFirst(t *testing.T) {
 	}
 }
 
-func TestActsSeesStateAndConditions(t *testing.T) {
-	f := fleetNamed("alpha")
-	cases := []struct {
-		name string
-		edit func(st *v1alpha1.CelldFleetStatus)
-		want bool
-	}{
-		{"counts only", func(st *v1alpha1.CelldFleetStatus) { st.Members.Current, st.Members.Ready = 5, 4 }, false},
-		{"a condition's message only", func(st *v1alpha1.CelldFleetStatus) { st.Conditions[0].Message = "2 of 5 ready" }, false},
-		{"the state", func(st *v1alpha1.CelldFleetStatus) { st.State = v1alpha1.StateSteady }, true},
-		{"a condition's status", func(st *v1alpha1.CelldFleetStatus) { st.Conditions[0].Status = metav1.ConditionTrue }, true},
-		{"a condition's reason", func(st *v1alpha1.CelldFleetStatus) { st.Conditions[0].Reason = "MemberStuck" }, true},
-		{"a condition's type", func(st *v1alpha1.CelldFleetStatus) { st.Conditions[0].Type = v1alpha1.ConditionDegraded }, true},
-		{"a condition more", func(st *v1alpha1.CelldFleetStatus) {
-			st.Conditions = append(st.Conditions, metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue})
-		}, true},
-	}
-	for _, c := range cases {
-		st := f.Status.DeepCopy()
-		c.edit(st)
-		if got := acts(&f.Status, st); got != c.want {
-			t.Errorf("%s: acts = %v, want %v", c.name, got, c.want)
-		}
-	}
-	if !acts(nil, f.Status.DeepCopy()) {
-		t.Error("a fleet's first status: acts = false, want true")
-	}
-}
-
 func TestStatusWriterHasOneWriteInFlightPerFleet(t *testing.T) {
 	s := newFakeStatusServer()
 	s.block = make(chan struct{})
@@ -550,4 +521,31 @@ func TestStatusWriterOverlayNumbers(t *testing.T) {
 	if _, n := w.overlay("team/alpha", f, "10"); n == first || n == second || n == 0 {
 		t.Errorf("a status handed over again is numbered %d, already used (%d, %d) or 0", n, first, second)
 	}
+}
+
+// drain writes every status waiting, one at a time, on the caller's goroutine.
+func (w *statusWriter) drain(ctx context.Context) {
+	for {
+		w.mu.Lock()
+		if len(w.urgent) == 0 && len(w.paced) == 0 {
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		key, _ := w.take()
+		w.write(ctx, key)
+	}
+}
+
+// pending counts the fleets whose status waits or is being written.
+func (w *statusWriter) pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, e := range w.entries {
+		if e.next != nil || e.sending != nil {
+			n++
+		}
+	}
+	return n
 }

@@ -97,7 +97,7 @@ func init() {
 			Threatens:   "the converged-step memo holds only for the same view",
 		},
 		Mutant{
-			Name: "kube-status-writer-acts-ignores-state", File: "drivers/kube/statuswriter.go",
+			Name: "status-reader-acts-ignores-state", File: "machine/status.go",
 			Original:    "if published == nil || published.State != st.State || len(published.Conditions) != len(st.Conditions) {",
 			Replacement: "if published == nil || len(published.Conditions) != len(st.Conditions) {",
 			Mistake:     "a change of state alone is taken for progress: it waits behind every fleet's counts",
