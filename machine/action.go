@@ -99,11 +99,14 @@ type Premise struct {
 	Fleet           string
 	FleetGeneration int64
 	// Workload, when true, asks for the workload (the StatefulSet or Deployment the action
-	// writes) as the decision saw it: existing or not (WorkloadExists), at WorkloadGeneration. A
-	// write from an older view could take its replicas anywhere.
+	// writes, or the one WorkloadRef names for an action that writes something else) as the
+	// decision saw it: existing or not (WorkloadExists), at WorkloadGeneration. A write from an
+	// older view could take its replicas anywhere, and a heal decided on an older view could
+	// take a member away while its controller has yet to act on a change.
 	Workload           bool
 	WorkloadExists     bool
 	WorkloadGeneration int64
+	WorkloadRef        kinds.Ref
 	// RolledOut: the workload's last change must have rolled out by its status on the fresh read.
 	// A scale-in takes a member away only after the previous change is done, and a cache behind
 	// the workload's status (a member that crashed and came back since) must not make it look

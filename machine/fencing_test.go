@@ -10,6 +10,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	kindsof "github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -84,6 +85,16 @@ func TestFenceBeforeForce(t *testing.T) {
 			}
 			if a.Force && (a.Premise == nil || a.Premise.Node != m.NodeName || a.Premise.NodeGone != nc.gone || a.Premise.NodeFenced != (nc.fenced && !nc.gone)) {
 				rt.Fatalf("force-delete of %s with premise %+v, want node %s gone=%t fenced=%t", m.Name, a.Premise, m.NodeName, nc.gone, nc.fenced && !nc.gone)
+			}
+			// Clause 3 on the fresh read: the workload must not have changed since, or its
+			// controller may be acting on a change the view has yet to show.
+			wantKind := kindsof.StatefulSet
+			if !stateful {
+				wantKind = kindsof.Deployment
+			}
+			if p := a.Premise; p == nil || !p.Workload || p.WorkloadExists != v.Workload.Exists || p.WorkloadGeneration != v.Workload.Generation ||
+				p.WorkloadRef.Kind != wantKind || p.WorkloadRef.Name != v.Fleet.Name {
+				rt.Fatalf("heal of %s with premise %+v, want the %s %s at generation %d", m.Name, a.Premise, wantKind, v.Fleet.Name, v.Workload.Generation)
 			}
 			if !a.Force && (nc.gone || nc.fenced) {
 				rt.Fatalf("graceful delete of %s on a node that is gone or fenced: its kubelet will never finish it", m.Name)

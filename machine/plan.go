@@ -32,6 +32,8 @@ type planner struct {
 	// recordsSettled is the key of a workload apply that only records the settled size of a
 	// rollout that finished: the fleet is converged with it, and says so in the same step.
 	recordsSettled string
+	// workload is the workload the fleet renders to, which a heal's premise reads.
+	workload kinds.Ref
 }
 
 // onlyRecordsSettled: the workload apply at this size differs from the observed workload only
@@ -188,6 +190,7 @@ func (p *planner) live() {
 		replicas = fx.current
 	}
 	objs := p.m.render(f, replicas, p.settledNow)
+	p.workload = kinds.RefOf(objs.Workload())
 	for _, o := range objs.All() {
 		workload := kinds.IsWorkload(o)
 		ref := kinds.RefOf(o)
@@ -310,7 +313,11 @@ func (p *planner) heal() {
 	m := c.member
 	// The fleet as decided on: a deletion requested since (it moves the generation on) or a new
 	// spec must be decided on first.
-	premise := &Premise{Ready: p.readyMembers(m.Name), OnlyNotReady: m.Name, Fleet: p.v.Fleet.Name, FleetGeneration: p.v.Fleet.Generation}
+	// The workload as decided on, too: a cache behind a change written since (a grow applied by
+	// the step before) would show a workload settled that its controller has yet to act on.
+	w := &p.v.Workload
+	premise := &Premise{Ready: p.readyMembers(m.Name), OnlyNotReady: m.Name, Fleet: p.v.Fleet.Name, FleetGeneration: p.v.Fleet.Generation,
+		Workload: true, WorkloadExists: w.Exists, WorkloadGeneration: w.Generation, WorkloadRef: p.workload}
 	switch c.reason {
 	case HealNodeGone, HealNodeFenced, HealNodeUnreachable, HealStuckTerminating:
 		// The node's state is the whole reason: it must still hold when the delete goes out.

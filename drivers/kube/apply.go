@@ -54,6 +54,10 @@ type Applier struct {
 	// nodes shares the premises' node reads between syncs (each only with the syncs that decided
 	// before it was sent); nil reads every node on its own.
 	nodes *nodeReads
+	// Healed, when set, is told of every member Pod a heal deleted. A delete answered NotFound
+	// holds (the Pod is gone) but deleted nothing: a sync on a cache that has not seen the first
+	// delete yet, or Kubernetes' Pod collector that came first.
+	Healed func(reason string)
 }
 
 // status is the client of the status writes.
@@ -528,10 +532,10 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 			}
 		})
 	}
+	writesWorkload := kinds.IsWorkload(a.Object)
 	if readWorkload {
-		if !kinds.IsWorkload(a.Object) {
-			workloadErr, readWorkload = fmt.Errorf("a workload premise on a %T", a.Object), false
-		} else {
+		switch {
+		case writesWorkload:
 			read(func() {
 				cur, err := ap.current(ctx, a)
 				if err != nil {
@@ -540,6 +544,18 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 				}
 				workload = cur
 			})
+		case kinds.IsWorkloadKind(p.WorkloadRef.Kind) && p.WorkloadRef.Name != "":
+			read(func() {
+				cur, err := ownedClients[p.WorkloadRef.Kind].client(ap.Kube, a.Namespace).get(ctx, p.WorkloadRef.Name)
+				switch {
+				case err == nil:
+					workload = cur
+				case !apierrors.IsNotFound(err):
+					workloadErr = fmt.Errorf("get workload %s: %w", p.WorkloadRef, err)
+				}
+			})
+		default:
+			workloadErr, readWorkload = fmt.Errorf("a workload premise on a %T naming no workload (%q)", a.Object, p.WorkloadRef), false
 		}
 	}
 	wg.Wait()
@@ -569,8 +585,10 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 		}
 	}
 	if readWorkload {
-		// The apply that follows checks who owns the object on this same read.
-		t.Current, t.CurrentKey = workload, a.Key
+		if writesWorkload {
+			// The apply that follows checks who owns the object on this same read.
+			t.Current, t.CurrentKey = workload, a.Key
+		}
 		if workload != nil {
 			fresh.WorkloadExists, fresh.WorkloadGeneration = true, workload.GetGeneration()
 			fresh.WorkloadRolledOut = events.WorkloadOf(workload).RolledOut()
@@ -669,8 +687,14 @@ func (ap *Applier) deletePod(ctx context.Context, a machine.Action) error {
 		opts.GracePeriodSeconds = &zero
 	}
 	err := ap.Kube.CoreV1().Pods(a.Namespace).Delete(ctx, a.Name, opts)
-	if err != nil && !apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
 		return fmt.Errorf("delete pod %s: %w", a.Key, err)
+	}
+	if ap.Healed != nil {
+		ap.Healed(a.Reason)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -161,4 +162,57 @@ func sent[A k8stesting.Action](fx *fixture) bool {
 		}
 	}
 	return false
+}
+
+// A heal reads the workload its premise names, though it writes a Pod: a workload changed since the
+// decision (a grow the step before applied, which a lagging cache does not show yet) may have its
+// controller acting on it, so the member is not taken away; a premise naming no workload is an
+// error, never a delete on an unconfirmed premise.
+func TestHealConfirmsTheWorkload(t *testing.T) {
+	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team", UID: "fleet-uid"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "alpha-1", Namespace: "team", UID: "uid-pod", ResourceVersion: "7"}}
+	sts := func(gen int64) runtime.Object {
+		return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team", Generation: gen}}
+	}
+	deploy := func(gen int64) runtime.Object {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team", Generation: gen}}
+	}
+	heal := func(ref kinds.Ref, exists bool) machine.Action {
+		return machine.Action{Kind: machine.DeletePod, Key: "heal", Ref: kinds.Ref{Kind: kinds.Pod, Namespace: "team", Name: "alpha-1"}, UID: "uid-pod", ResourceVersion: "7",
+			Premise: &machine.Premise{Workload: true, WorkloadExists: exists, WorkloadGeneration: 4, WorkloadRef: ref}}
+	}
+	stsRef, deployRef := kinds.Ref{Kind: kinds.StatefulSet, Name: "alpha"}, kinds.Ref{Kind: kinds.Deployment, Name: "alpha"}
+	for _, tc := range []struct {
+		name    string
+		heal    machine.Action
+		objs    []runtime.Object
+		refused string
+	}{
+		{"the StatefulSet as decided on", heal(stsRef, true), []runtime.Object{sts(4)}, ""},
+		{"the StatefulSet changed since", heal(stsRef, true), []runtime.Object{sts(5)}, "the workload's spec changed since the decision (generation 5, decided on 4)"},
+		{"the StatefulSet gone", heal(stsRef, true), nil, "the workload is gone since the decision"},
+		{"another kind's object of that name is not read", heal(stsRef, true), []runtime.Object{deploy(4)}, "the workload is gone since the decision"},
+		{"the Deployment as decided on", heal(deployRef, true), []runtime.Object{deploy(4)}, ""},
+		{"the Deployment changed since", heal(deployRef, true), []runtime.Object{deploy(6)}, "generation 6, decided on 4"},
+		{"no workload, as decided on", heal(stsRef, false), nil, ""},
+		{"a workload the decision did not see", heal(stsRef, false), []runtime.Object{sts(1)}, "the workload exists (generation 1) though the decision saw none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newFixture(append([]runtime.Object{pod.DeepCopy()}, tc.objs...)...)
+			err := fx.ap.Do(context.Background(), &Target{Fleet: f}, tc.heal)
+			deleted := sent[k8stesting.DeleteActionImpl](fx)
+			switch {
+			case tc.refused == "" && (err != nil || !deleted):
+				t.Fatalf("want the delete sent: err %v, deleted %t", err, deleted)
+			case tc.refused != "" && (!errors.Is(err, machine.ErrPremiseChanged) || !strings.Contains(err.Error(), tc.refused) || deleted):
+				t.Fatalf("want refused with %q: err %v, deleted %t", tc.refused, err, deleted)
+			}
+		})
+	}
+	for _, ref := range []kinds.Ref{{}, {Kind: kinds.Pod, Name: "alpha"}, {Kind: kinds.StatefulSet}} {
+		fx := newFixture(pod.DeepCopy(), sts(4))
+		if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, heal(ref, true)); err == nil || sent[k8stesting.DeleteActionImpl](fx) {
+			t.Errorf("workload premise naming %q: err %v, deleted %t; want an error and no delete", ref, err, sent[k8stesting.DeleteActionImpl](fx))
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -243,9 +244,15 @@ func (c *Cluster) Fresh(a machine.Action) machine.Fresh {
 			fresh.FleetGeneration = f.Generation
 		}
 	}
-	if o, ok := a.Object.(object); ok && p.Workload {
-		if k, ok := kindOf(o); ok {
-			if w := c.get(k, a.Namespace, o.GetName()); w != nil {
+	if p.Workload {
+		// The workload the action writes, or the one the premise names for an action that
+		// writes something else (a heal).
+		ref := p.WorkloadRef
+		if o, ok := a.Object.(object); ok && kinds.IsWorkload(o) {
+			ref = kinds.RefOf(o)
+		}
+		if kinds.IsWorkloadKind(ref.Kind) {
+			if w := c.get(ref.Kind, a.Namespace, ref.Name); w != nil {
 				fresh.WorkloadExists, fresh.WorkloadGeneration = true, w.GetGeneration()
 				fresh.WorkloadRolledOut = events.WorkloadOf(w).RolledOut()
 			}

@@ -71,6 +71,20 @@ var Table = []Mutant{
 		Threatens:   "clause 3: UID precondition",
 	},
 	{
+		Name: "heal-premise-ignores-workload", File: "machine/plan.go",
+		Original:    "Workload: true, WorkloadExists: w.Exists, WorkloadGeneration: w.Generation, WorkloadRef: p.workload}",
+		Replacement: "WorkloadExists: w.Exists, WorkloadGeneration: w.Generation, WorkloadRef: p.workload}",
+		Mistake:     "a heal decided on a cache behind a workload change goes out while the controller has yet to act on it",
+		Threatens:   "clause 3: heal only once the workload controller saw the last change (premise)",
+	},
+	{
+		Name: "sim-heal-premise-reads-no-workload", File: "drivers/sim/do.go",
+		Original:    "if kinds.IsWorkloadKind(ref.Kind) {",
+		Replacement: "if kinds.IsWorkloadKind(ref.Kind) && a.Kind == machine.Apply {",
+		Mistake:     "the simulator reads the workload only for a write of it: a heal's workload premise sees none",
+		Threatens:   "premise: the workload a heal names (simulator as the driver)",
+	},
+	{
 		Name: "heal-node-unhealthy-no-grace", File: "machine/facts.go",
 		Original:    "if left := since.Add(grace).Sub(v.Now); left > 0 {",
 		Replacement: "if left := since.Sub(v.Now); left > 0 {",
