@@ -324,6 +324,24 @@ func TestDeletePodPreconditions(t *testing.T) {
 	}
 }
 
+// A heal counts once, for the delete that removed the member: the same heal sent again on a cache
+// that has not seen the first, answered NotFound, deleted nothing and is not counted.
+func TestHealCountedOnlyWhenItDeleted(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "alpha-1", Namespace: "team", UID: "uid-pod", ResourceVersion: "42"}}
+	fx := newFixture(pod)
+	var healed []string
+	fx.ap.Healed = func(reason string) { healed = append(healed, reason) }
+	heal := machine.Action{Kind: machine.DeletePod, Key: "heal", Ref: kinds.Ref{Namespace: "team", Name: "alpha-1"}, UID: "uid-pod", ResourceVersion: "42", Reason: "VolumeLost"}
+	for i := range 2 {
+		if err := fx.ap.Do(context.Background(), &Target{}, heal); err != nil {
+			t.Fatalf("heal #%d: %v", i+1, err)
+		}
+	}
+	if len(healed) != 1 || healed[0] != "VolumeLost" {
+		t.Errorf("heals counted: %v; want one VolumeLost", healed)
+	}
+}
+
 func TestDeleteDiskPrecondition(t *testing.T) {
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-0", Namespace: "team", UID: "uid-pvc"}}
 	fx := newFixture(pvc)

@@ -127,6 +127,7 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 		eventAt: map[string]time.Time{},
 		syncing: map[string]time.Time{},
 	}
+	ctl.ap.Healed = func(reason string) { ctl.metrics.heals.WithLabelValues(reason).Inc() }
 	opts.Metrics.leader.watch(opts.Leadership)
 	ctl.statuses = newStatusWriter()
 	ctl.statuses.send = ctl.ap.writeStatus
@@ -322,9 +323,6 @@ func (c *Controller) hooks() loop.Hooks {
 				return
 			}
 			c.metrics.actions.WithLabelValues(string(a.Kind), "ok").Inc()
-			if a.Kind == machine.DeletePod {
-				c.metrics.heals.WithLabelValues(a.Reason).Inc()
-			}
 			// The first action a sync sends after an informer event ends that event's latency.
 			c.mu.Lock()
 			at, ok := c.syncing[key]

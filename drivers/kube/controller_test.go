@@ -21,6 +21,7 @@ import (
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/kinds"
+	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/render"
 )
 
@@ -154,4 +155,28 @@ func (c *Controller) syncAndWrite(ctx context.Context, key string) error {
 	err := c.Sync(ctx, key)
 	c.statuses.drain(ctx)
 	return err
+}
+
+// The controller counts a heal in heals_total when its delete removed the member, by reason.
+func TestControllerCountsHeals(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "alpha-1", Namespace: "team", UID: "uid-pod", ResourceVersion: "42"}}
+	m := NewMetrics()
+	ctl, err := NewController(Clients{Kube: kubefake.NewClientset(pod), Celld: celldfake.NewSimpleClientset(), Recorder: record.NewFakeRecorder(10)},
+		Options{Log: zerolog.Nop(), Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heal := machine.Action{Kind: machine.DeletePod, Key: "heal", Ref: kinds.Ref{Namespace: "team", Name: "alpha-1"}, UID: "uid-pod", ResourceVersion: "42", Reason: "VolumeLost"}
+	for range 2 {
+		if err := ctl.ap.Do(context.Background(), &Target{}, heal); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got dto.Metric
+	if err := m.heals.WithLabelValues("VolumeLost").Write(&got); err != nil {
+		t.Fatal(err)
+	}
+	if n := got.GetCounter().GetValue(); n != 1 {
+		t.Errorf("heals_total{reason=VolumeLost} = %g; want 1", n)
+	}
 }

@@ -5,6 +5,20 @@ package main
 func init() {
 	Table = append(Table,
 		Mutant{
+			Name: "kube-heal-premise-reads-a-statefulset", File: "drivers/kube/apply.go",
+			Original:    "cur, err := ownedClients[p.WorkloadRef.Kind].client(ap.Kube, a.Namespace).get(ctx, p.WorkloadRef.Name)",
+			Replacement: "cur, err := ownedClients[kinds.StatefulSet].client(ap.Kube, a.Namespace).get(ctx, p.WorkloadRef.Name)",
+			Mistake:     "a heal's premise reads a StatefulSet whatever workload it names: a Deployment's changes pass unseen",
+			Threatens:   "premise: the workload a heal names; clause 3",
+		},
+		Mutant{
+			Name: "kube-heal-counted-when-already-gone", File: "drivers/kube/apply.go",
+			Original:    "case apierrors.IsNotFound(err):\n\t\treturn nil\n\tcase err != nil:\n\t\treturn fmt.Errorf(\"delete pod %s: %w\", a.Key, err)",
+			Replacement: "case apierrors.IsNotFound(err):\n\tcase err != nil:\n\t\treturn fmt.Errorf(\"delete pod %s: %w\", a.Key, err)",
+			Mistake:     "a heal answered NotFound (sent again on a cache behind the first) counted as a member deleted",
+			Threatens:   "heals_total counts members deleted, not heals asked for",
+		},
+		Mutant{
 			Name: "kube-status-on-moving-client", File: "drivers/kube/apply.go",
 			Original:    "got, err := ap.status().CelldV1alpha1().CelldFleets(namespace).Patch(",
 			Replacement: "got, err := ap.Celld.CelldV1alpha1().CelldFleets(namespace).Patch(",
