@@ -89,6 +89,26 @@ wait_healthy() {
 	done
 }
 
+# --- audit -------------------------------------------------------------------
+
+# The API server records who deleted each Pod and claim, with the delete's
+# options (grace period, preconditions), in logs/audit.log: the end-to-end
+# tests tell the operator's deletes from a controller's or kwok's by it.
+write_audit_policy() {
+	cat >"${CLUSTER_RUN}/audit-policy.yaml" <<'YAML'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Request
+  verbs: [delete, deletecollection]
+  resources:
+  - group: ""
+    resources: [pods, persistentvolumeclaims]
+- level: None
+YAML
+}
+
 # --- certificates and kubeconfigs ------------------------------------------
 
 # Creates a self-signed CA named $1 unless it exists.
@@ -232,6 +252,11 @@ args_of() {
 			--allow-privileged=true
 			--default-not-ready-toleration-seconds="${DEFAULT_TOLERATION_SECONDS}"
 			--default-unreachable-toleration-seconds="${DEFAULT_TOLERATION_SECONDS}"
+			--audit-policy-file="${CLUSTER_RUN}/audit-policy.yaml"
+			--audit-log-path="${LOG_DIR}/audit.log"
+			--audit-log-format=json
+			--audit-log-maxsize=100
+			--audit-log-maxbackup=1
 		)
 		;;
 	kube-controller-manager)
@@ -460,6 +485,7 @@ fi
 
 mkdir -p "${LOG_DIR}" "${PID_DIR}" "${CLUSTER_RUN}/kwok"
 ensure_pki
+write_audit_policy
 ensure_kubeconfigs
 
 start_component etcd

@@ -26,6 +26,7 @@ var suite struct {
 	kubeconfig string                // admin kubeconfig written by cluster/up.sh
 	operator   string                // celld-operator built from this tree
 	logDir     string                // operator logs, kept after the run
+	auditLog   string                // the API server's record of Pod and claim deletes (cluster/up.sh)
 	kube       kubernetes.Interface
 	celld      versioned.Interface
 }
@@ -72,6 +73,11 @@ func runSuite(m *testing.M) int {
 		return fail("%v", err)
 	}
 	suite.kubeconfig = cp.Kubeconfig
+	run, err := cp.Vars("CLUSTER_RUN")
+	if err != nil {
+		return fail("cluster/env.sh: %v", err)
+	}
+	suite.auditLog = filepath.Join(run[0], "logs", "audit.log")
 
 	// A control plane kept from make demo may hold deploy/'s reservation policy, under which only
 	// the operator's ServiceAccount writes reservations: the suite's operators run as the admin,
