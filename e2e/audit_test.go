@@ -37,16 +37,17 @@ func (d auditDelete) byOperator() bool { return strings.HasPrefix(d.agent, "cell
 // grace period left.
 func (d auditDelete) byKwok() bool { return d.user == "kwok-controller" }
 
-// auditDeletes lists the deletes of the named object of resource ("pods",
-// "persistentvolumeclaims") in the namespace that the API server answered, oldest first.
-func auditDeletes(t *testing.T, resource, namespace, name string) []auditDelete {
+// auditDeletes lists the deletes of the objects of resource ("pods", "persistentvolumeclaims")
+// in the namespace that the API server answered, by object name, oldest first: one read of the
+// log for every object a check looks at.
+func auditDeletes(t *testing.T, resource, namespace string) map[string][]auditDelete {
 	t.Helper()
 	f, err := os.Open(suite.auditLog)
 	if err != nil {
 		t.Fatalf("the API server's audit log: %v (a control plane started before cluster/up.sh kept one: restart it with cluster/down.sh; cluster/up.sh)", err)
 	}
 	defer f.Close()
-	var out []auditDelete
+	out := map[string][]auditDelete{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	for sc.Scan() {
@@ -72,10 +73,10 @@ func auditDeletes(t *testing.T, resource, namespace, name string) []auditDelete 
 			t.Fatalf("audit log %s: %v", suite.auditLog, err)
 		}
 		r := &e.ObjectRef
-		if e.Stage != "ResponseComplete" || e.Verb != "delete" || r.Resource != resource || r.Namespace != namespace || r.Name != name {
+		if e.Stage != "ResponseComplete" || e.Verb != "delete" || r.Resource != resource || r.Namespace != namespace {
 			continue
 		}
-		out = append(out, auditDelete{at: e.StageTimestamp, user: e.User.Username, agent: e.UserAgent,
+		out[r.Name] = append(out[r.Name], auditDelete{at: e.StageTimestamp, user: e.User.Username, agent: e.UserAgent,
 			grace: e.RequestObject.GracePeriodSeconds, code: e.ResponseStatus.Code})
 	}
 	if err := sc.Err(); err != nil {

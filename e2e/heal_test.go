@@ -180,7 +180,7 @@ func (f *fixture) unreachableMember(op *operator, name string) (*v1alpha1.CelldF
 			// delete may trail the watch event by a moment.
 			var dels []auditDelete
 			for end := time.Now().Add(10 * time.Second); ; time.Sleep(poll) {
-				dels = auditDeletes(t, "pods", f.ns, victim.Name)
+				dels = auditDeletes(t, "pods", f.ns)[victim.Name]
 				if i := slices.IndexFunc(dels, forced); i >= 0 || time.Now().After(end) {
 					break
 				}
@@ -193,8 +193,8 @@ func (f *fixture) unreachableMember(op *operator, name string) (*v1alpha1.CelldF
 		}
 		// A StatefulSet's member on a node that may be alive is not the operator's to delete,
 		// gracefully or not: only a controller's eviction may mark it.
-		for _, m := range []string{fl.Name + "-0", fl.Name + "-1", fl.Name + "-2"} {
-			for _, d := range auditDeletes(t, "pods", f.ns, m) {
+		for m, dels := range auditDeletes(t, "pods", f.ns) {
+			for _, d := range dels {
 				if d.byOperator() {
 					return fmt.Errorf("the operator deleted %s: %v%s", m, d, timeline(pods.events(t), m))
 				}

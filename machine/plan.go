@@ -32,8 +32,6 @@ type planner struct {
 	// recordsSettled is the key of a workload apply that only records the settled size of a
 	// rollout that finished: the fleet is converged with it, and says so in the same step.
 	recordsSettled string
-	// workload is the workload the fleet renders to, which a heal's premise reads.
-	workload kinds.Ref
 }
 
 // onlyRecordsSettled: the workload apply at this size differs from the observed workload only
@@ -190,7 +188,6 @@ func (p *planner) live() {
 		replicas = fx.current
 	}
 	objs := p.m.render(f, replicas, p.settledNow)
-	p.workload = kinds.RefOf(objs.Workload())
 	for _, o := range objs.All() {
 		workload := kinds.IsWorkload(o)
 		ref := kinds.RefOf(o)
@@ -222,7 +219,7 @@ func (p *planner) live() {
 	p.history(replicas)
 	// A fleet with a member it cannot replace yet says why, in whatever state it waits.
 	if p.to == v1alpha1.StateHealing || (fx.candidate != nil && !fx.othersReady) {
-		p.heal()
+		p.heal(kinds.RefOf(objs.Workload()))
 	}
 	p.explain(replicas)
 }
@@ -300,8 +297,8 @@ func (p *planner) history(replicas int32) {
 }
 
 // heal deletes the one member that cannot come back, with a UID precondition, once every other
-// member is ready.
-func (p *planner) heal() {
+// member is ready. workload is the fleet's, which the heal's premise reads.
+func (p *planner) heal(workload kinds.Ref) {
 	c := p.fx.candidate
 	if c == nil {
 		return
@@ -317,7 +314,7 @@ func (p *planner) heal() {
 	// the step before) would show a workload settled that its controller has yet to act on.
 	w := &p.v.Workload
 	premise := &Premise{Ready: p.readyMembers(m.Name), OnlyNotReady: m.Name, Fleet: p.v.Fleet.Name, FleetGeneration: p.v.Fleet.Generation,
-		Workload: true, WorkloadExists: w.Exists, WorkloadGeneration: w.Generation, WorkloadRef: p.workload}
+		Workload: true, WorkloadExists: w.Exists, WorkloadGeneration: w.Generation, WorkloadRef: workload}
 	switch c.reason {
 	case HealNodeGone, HealNodeFenced, HealNodeUnreachable, HealStuckTerminating:
 		// The node's state is the whole reason: it must still hold when the delete goes out.

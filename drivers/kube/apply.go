@@ -174,6 +174,11 @@ func (ap *Applier) current(ctx context.Context, a machine.Action) (metav1.Object
 	if err != nil {
 		return nil, err
 	}
+	return getOwned(ctx, c, name)
+}
+
+// getOwned is the object of that name from the API server, nil when it does not exist.
+func getOwned(ctx context.Context, c objectClient, name string) (metav1.Object, error) {
 	obj, err := c.get(ctx, name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -532,30 +537,24 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 			}
 		})
 	}
-	writesWorkload := kinds.IsWorkload(a.Object)
+	// The workload the action writes, or the one the premise names for an action that writes
+	// something else (a heal).
+	writesWorkload, ref := kinds.IsWorkload(a.Object), p.WorkloadRef
+	if writesWorkload {
+		ref = kinds.RefOf(a.Object.(kinds.Object))
+	}
 	if readWorkload {
-		switch {
-		case writesWorkload:
+		if !kinds.IsWorkloadKind(ref.Kind) || ref.Name == "" {
+			workloadErr, readWorkload = fmt.Errorf("a workload premise on a %T naming no workload (%q)", a.Object, ref), false
+		} else {
 			read(func() {
-				cur, err := ap.current(ctx, a)
+				cur, err := getOwned(ctx, ownedClients[ref.Kind].client(ap.Kube, a.Namespace), ref.Name)
 				if err != nil {
 					workloadErr = fmt.Errorf("get workload: %w", err)
 					return
 				}
 				workload = cur
 			})
-		case kinds.IsWorkloadKind(p.WorkloadRef.Kind) && p.WorkloadRef.Name != "":
-			read(func() {
-				cur, err := ownedClients[p.WorkloadRef.Kind].client(ap.Kube, a.Namespace).get(ctx, p.WorkloadRef.Name)
-				switch {
-				case err == nil:
-					workload = cur
-				case !apierrors.IsNotFound(err):
-					workloadErr = fmt.Errorf("get workload %s: %w", p.WorkloadRef, err)
-				}
-			})
-		default:
-			workloadErr, readWorkload = fmt.Errorf("a workload premise on a %T naming no workload (%q)", a.Object, p.WorkloadRef), false
 		}
 	}
 	wg.Wait()

@@ -72,8 +72,8 @@ var Table = []Mutant{
 	},
 	{
 		Name: "heal-premise-ignores-workload", File: "machine/plan.go",
-		Original:    "Workload: true, WorkloadExists: w.Exists, WorkloadGeneration: w.Generation, WorkloadRef: p.workload}",
-		Replacement: "WorkloadExists: w.Exists, WorkloadGeneration: w.Generation, WorkloadRef: p.workload}",
+		Original:    "Workload: true, WorkloadExists: w.Exists, WorkloadGeneration: w.Generation, WorkloadRef: workload}",
+		Replacement: "WorkloadExists: w.Exists, WorkloadGeneration: w.Generation, WorkloadRef: workload}",
 		Mistake:     "a heal decided on a cache behind a workload change goes out while the controller has yet to act on it",
 		Threatens:   "clause 3: heal only once the workload controller saw the last change (premise)",
 	},

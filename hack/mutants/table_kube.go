@@ -6,9 +6,9 @@ func init() {
 	Table = append(Table,
 		Mutant{
 			Name: "kube-heal-premise-reads-a-statefulset", File: "drivers/kube/apply.go",
-			Original:    "cur, err := ownedClients[p.WorkloadRef.Kind].client(ap.Kube, a.Namespace).get(ctx, p.WorkloadRef.Name)",
-			Replacement: "cur, err := ownedClients[kinds.StatefulSet].client(ap.Kube, a.Namespace).get(ctx, p.WorkloadRef.Name)",
-			Mistake:     "a heal's premise reads a StatefulSet whatever workload it names: a Deployment's changes pass unseen",
+			Original:    "cur, err := getOwned(ctx, ownedClients[ref.Kind].client(ap.Kube, a.Namespace), ref.Name)",
+			Replacement: "cur, err := getOwned(ctx, ownedClients[kinds.StatefulSet].client(ap.Kube, a.Namespace), ref.Name)",
+			Mistake:     "a workload premise reads a StatefulSet whatever workload it names: a Deployment's changes pass unseen",
 			Threatens:   "premise: the workload a heal names; clause 3",
 		},
 		Mutant{
