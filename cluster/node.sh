@@ -9,6 +9,9 @@
 # controller marks it Ready=Unknown after NODE_MONITOR_GRACE_PERIOD (20s by
 # default) and taints it node.kubernetes.io/unreachable. ready deletes the
 # lease: kwok recreates it and the node is Ready again within a few seconds.
+# The lease taken over names the node as it is now among its owners: kwok may
+# have made it for a node deleted and recreated since, and the garbage
+# collector would delete a lease whose only owner is gone, handing it back.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -17,7 +20,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "${HERE}/env.sh"
 
 usage() {
-	sed -n '2,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '2,14s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 if (($# < 2)); then
@@ -31,13 +34,18 @@ case "${action}" in
 not-ready)
 	now=$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)
 	for node in "$@"; do
-		kubectl get node "${node}" >/dev/null
+		uid=$(kubectl get node "${node}" -o 'jsonpath={.metadata.uid}')
 		kubectl apply --server-side --force-conflicts --field-manager=cluster-node-sh -f - <<YAML
 apiVersion: coordination.k8s.io/v1
 kind: Lease
 metadata:
   name: ${node}
   namespace: kube-node-lease
+  ownerReferences:
+  - apiVersion: v1
+    kind: Node
+    name: ${node}
+    uid: ${uid}
 spec:
   holderIdentity: cluster-node-sh-not-ready
   leaseDurationSeconds: 86400

@@ -91,9 +91,10 @@ wait_healthy() {
 
 # --- audit -------------------------------------------------------------------
 
-# The API server records who deleted each Pod and claim, with the delete's
-# options (grace period, preconditions), in logs/audit.log: the end-to-end
-# tests tell the operator's deletes from a controller's or kwok's by it.
+# The API server records who deleted each Pod, claim and lease, with the
+# delete's options (grace period, preconditions), in logs/audit.log: the
+# end-to-end tests tell the operator's deletes from a controller's or kwok's by
+# it.
 write_audit_policy() {
 	cat >"${CLUSTER_RUN}/audit-policy.yaml" <<'YAML'
 apiVersion: audit.k8s.io/v1
@@ -105,6 +106,8 @@ rules:
   resources:
   - group: ""
     resources: [pods, persistentvolumeclaims]
+  - group: coordination.k8s.io
+    resources: [leases]
 - level: None
 YAML
 }
