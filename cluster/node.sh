@@ -9,9 +9,9 @@
 # controller marks it Ready=Unknown after NODE_MONITOR_GRACE_PERIOD (20s by
 # default) and taints it node.kubernetes.io/unreachable. ready deletes the
 # lease: kwok recreates it and the node is Ready again within a few seconds.
-# The lease taken over names the node as it is now among its owners: kwok may
-# have made it for a node deleted and recreated since, and the garbage
-# collector would delete a lease whose only owner is gone, handing it back.
+# not-ready cordons the node too, and ready uncordons it: a status heartbeat
+# kwok scheduled before the takeover still lands, marking the node Ready for a
+# moment, and nothing may be scheduled onto it then.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -34,18 +34,13 @@ case "${action}" in
 not-ready)
 	now=$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)
 	for node in "$@"; do
-		uid=$(kubectl get node "${node}" -o 'jsonpath={.metadata.uid}')
+		kubectl cordon "${node}" >/dev/null
 		kubectl apply --server-side --force-conflicts --field-manager=cluster-node-sh -f - <<YAML
 apiVersion: coordination.k8s.io/v1
 kind: Lease
 metadata:
   name: ${node}
   namespace: kube-node-lease
-  ownerReferences:
-  - apiVersion: v1
-    kind: Node
-    name: ${node}
-    uid: ${uid}
 spec:
   holderIdentity: cluster-node-sh-not-ready
   leaseDurationSeconds: 86400
@@ -56,6 +51,10 @@ YAML
 ready)
 	for node in "$@"; do
 		kubectl delete lease --namespace kube-node-lease --ignore-not-found "${node}"
+		# A node deleted meanwhile comes back uncordoned when it is recreated.
+		if kubectl get node "${node}" >/dev/null 2>&1; then
+			kubectl uncordon "${node}" >/dev/null
+		fi
 	done
 	;;
 -h | --help)
