@@ -113,7 +113,12 @@ func Step(f Facts) Plan {
 	anchor, anchored := ScaleInAnchor(f.History, f.Target.Members)
 	if !anchored {
 		anchor = decision(f, v1alpha1.DecisionScaleInRequested, f.Current, f.Target.Members)
-		p.Records = append(p.Records, anchor)
+		// The request is recorded to start its window, or with the step it allows. Without a
+		// window, a request the previous change holds back has nothing to time: it is recorded
+		// with its first step, in that step's one write, rather than in a write of its own.
+		if f.Window > 0 || f.Settled {
+			p.Records = append(p.Records, anchor)
+		}
 	}
 	if anchor.Time.After(f.Now) {
 		// Recorded ahead of this clock (another replica's clock, a restored backup): the request

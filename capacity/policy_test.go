@@ -194,3 +194,29 @@ func TestRequestFromTheFutureStandsFromNow(t *testing.T) {
 		}
 	}
 }
+
+// A request without a window is recorded with the step it allows, in that step's write: held
+// back by the previous change, it has nothing to time and costs no write of its own. With a
+// window, the request is recorded at once, so the window runs while the change finishes.
+func TestRequestRecordedWhenItTimesSomethingOrSteps(t *testing.T) {
+	for _, tc := range []struct {
+		window  time.Duration
+		settled bool
+		next    int32
+		kinds   []v1alpha1.DecisionKind
+	}{
+		{0, false, 6, nil},
+		{0, true, 5, []v1alpha1.DecisionKind{v1alpha1.DecisionScaleInRequested, v1alpha1.DecisionShrinkOne}},
+		{time.Minute, false, 6, []v1alpha1.DecisionKind{v1alpha1.DecisionScaleInRequested}},
+		{time.Minute, true, 6, []v1alpha1.DecisionKind{v1alpha1.DecisionScaleInRequested}},
+	} {
+		p := Step(Facts{Current: 6, Target: manual(3), Settled: tc.settled, Now: t0, Window: tc.window})
+		var got []v1alpha1.DecisionKind
+		for _, r := range p.Records {
+			got = append(got, r.Kind)
+		}
+		if p.Next != tc.next || !slices.Equal(got, tc.kinds) || (!tc.settled && p.Blocked == "") {
+			t.Errorf("window %s, settled %t: next %d, records %v, blocked %q; want next %d, records %v", tc.window, tc.settled, p.Next, got, p.Blocked, tc.next, tc.kinds)
+		}
+	}
+}

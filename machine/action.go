@@ -121,6 +121,12 @@ type Premise struct {
 	// NoMembers: no Pod of the fleet may exist, terminating or not: a cache that has not seen a
 	// member yet must not cost it its disk.
 	NoMembers bool
+	// DiskOf, when set, is the fleet UID the claim a DeleteDisk names must still carry in its
+	// label, and DiskUID the claim's UID: it must still be the one decided on. Confirmed, the
+	// delete carries the fresh read's resourceVersion: a claim some controller touched since the
+	// decision (its bookkeeping, not its owner) is deleted as decided instead of refused with a
+	// conflict, retried, and written twice.
+	DiskOf, DiskUID types.UID
 }
 
 // Fresh is what a driver read from the API server, not its caches, to confirm a premise.
@@ -139,6 +145,8 @@ type Fresh struct {
 	WorkloadRolledOut bool
 	// Claim is the premise's claim, nil when it does not exist.
 	Claim *corev1.PersistentVolumeClaim
+	// Disk is the claim a DeleteDisk names, nil when it does not exist (read for DiskOf).
+	Disk *corev1.PersistentVolumeClaim
 	// Members counts the fleet's Pods (by its UID label), terminating ones included.
 	Members int
 	// MemberNodes are the nodes the Pods run on, by name; nil for a node that does not exist. A

@@ -135,6 +135,9 @@ func TestDiskDeletionsAreOneEventPerStep(t *testing.T) {
 			switch {
 			case a.Kind == machine.DeleteDisk:
 				deleted = append(deleted, a.Name)
+				if p := a.Premise; p == nil || !p.NoMembers || p.DiskOf != v.Fleet.UID || p.DiskUID != a.UID || a.UID == "" {
+					t.Errorf("delete of %s: premise %+v; want no members, the claim's UID %q and the fleet's %q", a.Name, p, a.UID, v.Fleet.UID)
+				}
 				if firstDelete < 0 {
 					firstDelete = i
 				}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
@@ -57,6 +58,11 @@ func TestPremiseRefusesWhatChanged(t *testing.T) {
 	scaleIn.RolledOut = true
 	gone := Premise{Node: "n1", NodeGone: true, Ready: []string{"a-0"}}
 	fenced := Premise{Node: "n1", NodeFenced: true, NodeUnhealthySince: tp, Ready: []string{"a-0"}}
+	disk := Premise{NoMembers: true, DiskOf: "fleet-uid", DiskUID: "claim-uid"}
+	claim := func(uid, fleet string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-a-0", UID: types.UID(uid), ResourceVersion: "12",
+			Labels: map[string]string{events.LabelFleetUID: fleet}}}
+	}
 	terminating := readyPod("a-1")
 	terminating.DeletionTimestamp = &metav1.Time{Time: tp}
 	for _, tc := range []struct {
@@ -88,6 +94,12 @@ func TestPremiseRefusesWhatChanged(t *testing.T) {
 		{"a heal, the other member's node is ready", healing, onNodes(node(true, tp)), false},
 		{"a scale-in, rolled out", scaleIn, Fresh{FleetGeneration: 3, WorkloadExists: true, WorkloadGeneration: 7, WorkloadRolledOut: true, Pods: pods("a-0", "a-1")}, false},
 		{"a scale-in, the last change not rolled out by the workload's status", scaleIn, same, true},
+		{"a disk, the same claim (changed since, by someone)", disk, Fresh{Disk: claim("claim-uid", "fleet-uid")}, false},
+		{"a disk already gone", disk, Fresh{}, false},
+		{"a disk replaced under its name", disk, Fresh{Disk: claim("other-uid", "fleet-uid")}, true},
+		{"a disk relabelled to another fleet", disk, Fresh{Disk: claim("claim-uid", "other-fleet")}, true},
+		{"a disk unlabelled", disk, Fresh{Disk: claim("claim-uid", "")}, true},
+		{"a disk whose fleet has a member again", disk, Fresh{Disk: claim("claim-uid", "fleet-uid"), Members: 1}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.premise.Check(tc.fresh)

@@ -370,7 +370,7 @@ func (p *planner) deleting() {
 				continue
 			}
 			deleting = append(deleting, Action{Kind: DeleteDisk, Key: "disk/" + v.Namespace + "/" + d.Name + "/" + string(d.UID), Ref: kinds.Ref{Kind: kinds.PersistentVolumeClaim, Name: d.Name}, UID: d.UID, ResourceVersion: d.ResourceVersion,
-				Premise: &Premise{NoMembers: true}})
+				Premise: &Premise{NoMembers: true, DiskOf: f.UID, DiskUID: d.UID}})
 		}
 		if len(deleting) > 0 {
 			names := make([]string, len(deleting))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/events"
 )
@@ -66,6 +67,16 @@ func (p *Premise) Check(fresh Fresh) error {
 	}
 	if p.NoMembers && fresh.Members > 0 {
 		return fmt.Errorf("%d member Pods exist: %w", fresh.Members, ErrPremiseChanged)
+	}
+	if p.DiskOf != "" {
+		switch c := fresh.Disk; {
+		case c == nil:
+			// Gone already: the delete finds nothing, which is what it wanted.
+		case c.UID != p.DiskUID:
+			return fmt.Errorf("claim %s was replaced since the decision (uid %s, decided on %s): %w", c.Name, c.UID, p.DiskUID, ErrPremiseChanged)
+		case types.UID(c.Labels[events.LabelFleetUID]) != p.DiskOf:
+			return fmt.Errorf("claim %s is no longer labelled %s=%s: %w", c.Name, events.LabelFleetUID, p.DiskOf, ErrPremiseChanged)
+		}
 	}
 	if p.Claim != "" {
 		if c := fresh.Claim; c != nil && c.DeletionTimestamp == nil && c.Status.Phase != corev1.ClaimLost {

@@ -122,7 +122,7 @@ func (ap *Applier) send(ctx context.Context, t *Target, a machine.Action) error 
 	case machine.DeletePod:
 		return ap.deletePod(ctx, a)
 	case machine.DeleteDisk:
-		return ap.deleteDisk(ctx, a)
+		return ap.deleteDisk(ctx, t, a)
 	case machine.PublishStatus:
 		return ap.publishStatus(ctx, t, a)
 	case machine.RecordEvent:
@@ -481,6 +481,7 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 	var (
 		node        *corev1.Node
 		nodeErr     error
+		disk        *corev1.PersistentVolumeClaim
 		members     int
 		membersErr  error
 		claim       *corev1.PersistentVolumeClaim
@@ -504,8 +505,8 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 			}
 		})
 	}
-	if p.NoMembers {
-		read(func() { members, membersErr = ap.diskMembers(ctx, a) })
+	if p.NoMembers || p.DiskOf != "" {
+		read(func() { disk, members, membersErr = ap.disk(ctx, a, p.NoMembers) })
 	}
 	if p.Claim != "" {
 		read(func() {
@@ -563,7 +564,12 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 			return machine.Fresh{}, err
 		}
 	}
-	fresh := machine.Fresh{Pods: map[string]*corev1.Pod{}, Node: node, Members: members, Claim: claim, FleetGeneration: generation}
+	fresh := machine.Fresh{Pods: map[string]*corev1.Pod{}, Node: node, Members: members, Claim: claim, Disk: disk, FleetGeneration: generation}
+	if p.DiskOf != "" && disk != nil {
+		// The delete that follows carries this read's resourceVersion, once the premise
+		// confirmed the claim on it.
+		t.Current, t.CurrentKey = disk, a.Key
+	}
 	if readPods {
 		fresh.Pods, fresh.MemberNodes = pods, make(map[string]*corev1.Node, len(memberNodes))
 		for _, r := range memberNodes {
@@ -605,24 +611,25 @@ func (ap *Applier) node(ctx context.Context, name string, decided time.Time) (*c
 	return ap.nodes.get(ctx, ap.Kube, name, decided)
 }
 
-// diskMembers counts the Pods of the fleet a disk belongs to: the disk's own fleet UID label names
+// disk reads the claim a DeleteDisk names (nil when it does not exist) and, when members is
+// true, counts the Pods of the fleet the claim belongs to: the claim's own fleet UID label names
 // its members, whatever fleet the sync is about. No claim, or one without the label, has none.
-func (ap *Applier) diskMembers(ctx context.Context, a machine.Action) (int, error) {
+func (ap *Applier) disk(ctx context.Context, a machine.Action, members bool) (*corev1.PersistentVolumeClaim, int, error) {
 	pvc, err := ap.Kube.CoreV1().PersistentVolumeClaims(a.Namespace).Get(ctx, a.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return 0, nil
+		return nil, 0, nil
 	case err != nil:
-		return 0, fmt.Errorf("get claim %s: %w", a.Name, err)
-	case pvc.Labels[events.LabelFleetUID] == "":
-		return 0, nil
+		return nil, 0, fmt.Errorf("get claim %s: %w", a.Name, err)
+	case !members || pvc.Labels[events.LabelFleetUID] == "":
+		return pvc, 0, nil
 	}
 	list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: events.LabelFleetUID + "=" + pvc.Labels[events.LabelFleetUID]})
 	if err != nil {
-		return 0, fmt.Errorf("list members: %w", err)
+		return nil, 0, fmt.Errorf("list members: %w", err)
 	}
-	return len(list.Items), nil
+	return pvc, len(list.Items), nil
 }
 
 // members lists the fleet's member Pods, by name.
@@ -699,12 +706,18 @@ func (ap *Applier) deletePod(ctx context.Context, a machine.Action) error {
 }
 
 // deleteDisk deletes one claim with its UID and resourceVersion as preconditions: a claim
-// replaced, relabelled or changed since the machine saw it is never the one deleted.
-func (ap *Applier) deleteDisk(ctx context.Context, a machine.Action) error {
+// replaced, relabelled or changed since it was confirmed is never the one deleted. The
+// resourceVersion is the premise's fresh read when it confirmed the claim (the same UID, still
+// the fleet's), the machine's otherwise.
+func (ap *Applier) deleteDisk(ctx context.Context, t *Target, a machine.Action) error {
 	if a.UID == "" || a.ResourceVersion == "" {
 		return fmt.Errorf("delete disk %s: refused without both a UID and a resourceVersion precondition", a.Key)
 	}
-	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &a.UID, ResourceVersion: &a.ResourceVersion}}
+	rv := a.ResourceVersion
+	if c, ok := t.Current.(*corev1.PersistentVolumeClaim); ok && c != nil && t.CurrentKey == a.Key && a.Premise != nil && a.Premise.DiskOf != "" && c.UID == a.UID {
+		rv = c.ResourceVersion
+	}
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &a.UID, ResourceVersion: &rv}}
 	err := ap.Kube.CoreV1().PersistentVolumeClaims(a.Namespace).Delete(ctx, a.Name, opts)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete disk %s: %w", a.Key, err)

@@ -24,6 +24,7 @@ import (
 
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/render"
@@ -358,6 +359,61 @@ func TestDeleteDiskPrecondition(t *testing.T) {
 	}
 	if err := fx.ap.Do(context.Background(), &Target{}, a); err != nil {
 		t.Errorf("a disk already gone is done: %v", err)
+	}
+}
+
+// A claim some controller touched since the decision is deleted on the fresh read that
+// confirmed it (its resourceVersion, not the decision's), so the delete is not refused and sent
+// again; a claim replaced or relabelled since is never deleted.
+func TestDeleteDiskOnTheConfirmedClaim(t *testing.T) {
+	claim := func(uid, fleet string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-0", Namespace: "team", UID: types.UID(uid), ResourceVersion: "17",
+			Labels: map[string]string{events.LabelFleetUID: fleet}}}
+	}
+	a := machine.Action{Kind: machine.DeleteDisk, Key: "disk/team/data-alpha-0/uid-pvc", Ref: kinds.Ref{Namespace: "team", Name: "data-alpha-0"},
+		UID: "uid-pvc", ResourceVersion: "9", Premise: &machine.Premise{NoMembers: true, DiskOf: "uid-fleet", DiskUID: "uid-pvc"}}
+	for _, tc := range []struct {
+		name  string
+		claim *corev1.PersistentVolumeClaim
+		rv    string // the delete's resourceVersion precondition, "" when none is sent
+	}{
+		{"changed since the decision", claim("uid-pvc", "uid-fleet"), "17"},
+		{"replaced under its name", claim("uid-other", "uid-fleet"), ""},
+		{"relabelled to another fleet", claim("uid-pvc", "uid-other"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newFixture(tc.claim)
+			err := fx.ap.Do(context.Background(), &Target{}, a)
+			var deletes []k8stesting.DeleteActionImpl
+			for _, r := range fx.requests() {
+				if d, ok := r.(k8stesting.DeleteActionImpl); ok {
+					deletes = append(deletes, d)
+				}
+			}
+			if tc.rv == "" {
+				if !errors.Is(err, machine.ErrPremiseChanged) || len(deletes) != 0 {
+					t.Fatalf("err %v, %d deletes; want the premise refused and no delete", err, len(deletes))
+				}
+				return
+			}
+			if err != nil || len(deletes) != 1 {
+				t.Fatalf("err %v, %d deletes; want one delete", err, len(deletes))
+			}
+			pre := deletes[0].DeleteOptions.Preconditions
+			if pre == nil || pre.UID == nil || *pre.UID != "uid-pvc" || pre.ResourceVersion == nil || *pre.ResourceVersion != tc.rv {
+				t.Errorf("preconditions %+v; want uid-pvc at resourceVersion %s", pre, tc.rv)
+			}
+		})
+	}
+	// Without a premise that confirmed the claim, the decision's resourceVersion is the one sent.
+	fx := newFixture(claim("uid-pvc", "uid-fleet"))
+	b := a
+	b.Premise = nil
+	if err := fx.ap.Do(context.Background(), &Target{Current: claim("uid-pvc", "uid-fleet"), CurrentKey: a.Key}, b); err != nil {
+		t.Fatal(err)
+	}
+	if d := only(t, fx.requests()).(k8stesting.DeleteActionImpl); *d.DeleteOptions.Preconditions.ResourceVersion != "9" {
+		t.Errorf("resourceVersion %s sent without a confirming read; want the decision's 9", *d.DeleteOptions.Preconditions.ResourceVersion)
 	}
 }
 

@@ -205,10 +205,13 @@ func (c *Cluster) Fresh(a machine.Action) machine.Fresh {
 			fresh.Node = n.DeepCopy()
 		}
 	}
-	if p.NoMembers {
+	if p.NoMembers || p.DiskOf != "" {
 		if pvc := c.claim(a.Namespace, a.Name); pvc != nil {
-			if uid := pvc.Labels[events.LabelFleetUID]; uid != "" {
+			if uid := pvc.Labels[events.LabelFleetUID]; uid != "" && p.NoMembers {
 				fresh.Members = len(c.members(a.Namespace, types.UID(uid), nil))
+			}
+			if p.DiskOf != "" {
+				fresh.Disk = pvc.DeepCopy()
 			}
 		}
 	}
@@ -271,7 +274,16 @@ func (c *Cluster) doDeleteDisk(a machine.Action, req *Request) error {
 		return nil
 	}
 	rec := c.diskDeletionOf(pvc, a)
-	changed, err := c.delete(KindPVC, a.Namespace, a.Name, deletion{uid: a.UID, rv: a.ResourceVersion})
+	rv := a.ResourceVersion
+	if a.Premise != nil && a.Premise.DiskOf != "" && pvc.UID == a.UID {
+		// As the driver does: the premise confirmed this claim on a fresh read (the loop checks
+		// it before sending), and the delete carries that read's resourceVersion.
+		if err := c.checkPremise(a); err != nil {
+			return err
+		}
+		rv = pvc.ResourceVersion
+	}
+	changed, err := c.delete(KindPVC, a.Namespace, a.Name, deletion{uid: a.UID, rv: rv})
 	if err != nil {
 		return err
 	}
