@@ -86,16 +86,22 @@ func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetS
 	default:
 		p.live()
 	}
-	// One event per step that ends in another state: a step that finishes one scale-in step and
-	// starts the next (ShrinkingOne -> Steady -> ShrinkingOne) says nothing new.
-	if n := len(transitions); n > 0 && transitions[0].From != transitions[n-1].To {
-		from, to := transitions[0].From, transitions[n-1].To
+	if from, to, ok := p.startsChange(transitions); ok {
 		var why []string
 		for _, t := range transitions {
 			why = append(why, triggerText(t.Trigger))
 		}
+		msg := fmt.Sprintf("%s -> %s (%s)", from, to, strings.Join(why, ", "))
+		switch to {
+		case v1alpha1.StateGrowing:
+			msg += fmt.Sprintf(": %d -> %d members in one step", p.fx.current, p.fx.target.Members)
+		case v1alpha1.StateShrinkingOne:
+			msg += fmt.Sprintf(": %d -> %d members, one at a time", p.fx.current, p.fx.target.Members)
+		case v1alpha1.StateSteady:
+			msg += fmt.Sprintf(": %d members", p.fx.current)
+		}
 		p.add(Action{Kind: RecordEvent, Key: "event/state/" + string(from) + "-" + string(to), EventType: "Normal",
-			Reason: "StateChanged", Message: fmt.Sprintf("%s -> %s (%s)", from, to, strings.Join(why, ", "))})
+			Reason: "StateChanged", Message: msg})
 	}
 	st := p.status()
 	var hold time.Duration
@@ -118,6 +124,37 @@ func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetS
 		p.add(Action{Kind: Requeue, Key: StatusRequeuePrefix + v.Key(), After: hold})
 	}
 	return p.actions, st
+}
+
+// startsChange says whether a step's transitions start a change, and which: one Normal Event
+// per change, when it starts, and one when a new fleet first becomes Steady. A change's end is
+// the status's to say (its state, Ready's lastTransitionTime); an Event for it too would double
+// the Events a lifecycle writes for nothing a reader acts on. A scale-in is one change however
+// many steps it takes: a step that resumes it after a pause in Steady (a member that was not
+// ready yet) starts nothing, as the history shows a step already taken under the standing
+// request.
+func (p *planner) startsChange(transitions []Transition) (from, to v1alpha1.FleetState, ok bool) {
+	n := len(transitions)
+	if n == 0 {
+		return "", "", false
+	}
+	from, to = transitions[0].From, transitions[n-1].To
+	switch {
+	case from == to:
+		return from, to, false
+	case to == v1alpha1.StateSteady:
+		return from, to, from == v1alpha1.StateProvisioning
+	case to == v1alpha1.StateShrinkingOne && from == v1alpha1.StateSteady:
+		for _, r := range p.fx.plan.Records {
+			if r.Kind == v1alpha1.DecisionScaleInRequested {
+				return from, to, true
+			}
+		}
+		// Under a standing request, the ShrinkOne steps taken end the history.
+		h := p.v.Reservation.History
+		return from, to, len(h) == 0 || h[len(h)-1].Kind != v1alpha1.DecisionShrinkOne
+	}
+	return from, to, true
 }
 
 // StatusRequeuePrefix starts the key of the requeue that a status held back for the progress

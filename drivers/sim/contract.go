@@ -26,6 +26,8 @@ type Request struct {
 	Resource  string
 	Namespace string
 	Name      string
+	// Reason is an Event's reason.
+	Reason string
 	// Changed: the request changed the cluster (a new resourceVersion, or a new Event). A
 	// re-apply of what is already there, or a delete of what is gone, changes nothing.
 	Changed bool

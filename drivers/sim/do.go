@@ -25,6 +25,9 @@ func (c *Cluster) Do(a machine.Action) error {
 		return nil
 	}
 	req := Request{Time: c.now, Action: a.Kind, Key: a.Key, Namespace: a.Namespace, Name: a.Name}
+	if a.Kind == machine.RecordEvent {
+		req.Reason = a.Reason
+	}
 	err := c.do(a, &req)
 	req.Err = err
 	c.requests = append(c.requests, req)

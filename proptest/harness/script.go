@@ -17,6 +17,7 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/drivers/sim"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/render"
 )
 
@@ -43,6 +44,7 @@ import (
 //	exists KIND/NAME                     (whether the object is there, and whose)
 //	show NAME                            (state, members, Pods, disks, reservation)
 //	converged                            (liveness and idempotence)
+//	writes                               (the writes the operator sent since the last writes, by verb and resource)
 func RunScript(r io.Reader, out io.Writer) error {
 	w := (*World)(nil)
 	nodes := 8
@@ -173,6 +175,11 @@ func command(w *World, f []string, out io.Writer) error {
 		kind, obj, _ := strings.Cut(name, "/")
 		fmt.Fprint(out, w.exists(kind, obj))
 		return nil
+	case "writes":
+		reqs := w.C.Requests()
+		fmt.Fprintln(out, WritesText(reqs[min(w.writesFrom, len(reqs)):]))
+		w.writesFrom = len(reqs)
+		return nil
 	case "converged":
 		if err := w.Check.Converged(); err != nil {
 			return err
@@ -293,6 +300,40 @@ func (w *World) Describe(name string) string {
 }
 
 // ready reports the fleet's Ready condition, as a person reading the status sees it.
+// WritesText counts requests as the API server counts writes, failed ones too: by verb and
+// resource, most first, with Events by reason.
+func WritesText(reqs []sim.Request) string {
+	by, reasons := map[string]int{}, map[string]int{}
+	failed := 0
+	for _, r := range reqs {
+		by[r.Verb+" "+r.Resource]++
+		if r.Err != nil {
+			failed++
+		}
+		if r.Action == machine.RecordEvent {
+			reasons[r.Reason]++
+		}
+	}
+	text := func(m map[string]int) string {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			if m[keys[i]] != m[keys[j]] {
+				return m[keys[i]] > m[keys[j]]
+			}
+			return keys[i] < keys[j]
+		})
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%s %d", k, m[k])
+		}
+		return strings.Join(parts, ", ")
+	}
+	return fmt.Sprintf("writes: %d (%s); %d failed; events by reason: %s", len(reqs), text(by), failed, orText(text(reasons), "none"))
+}
+
 func ready(f *v1alpha1.CelldFleet) bool {
 	for _, c := range f.Status.Conditions {
 		if c.Type == v1alpha1.ConditionReady {

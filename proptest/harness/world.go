@@ -65,6 +65,8 @@ type World struct {
 	foreign []foreignObject
 	// Trace receives a line per user action, fault and decision; nil discards.
 	Trace func(line string)
+	// writesFrom is the first request the script's next writes command counts.
+	writesFrom int
 }
 
 // NewWorld builds a cluster with nodes spread over three zones and an operator on it. seed makes
