@@ -117,5 +117,12 @@ func init() {
 			Mistake:     "a change of state alone is taken for progress: it waits behind every fleet's counts",
 			Threatens:   "a status a reader acts on (state, conditions, arrival) is written first",
 		},
+		Mutant{
+			Name: "kube-disk-delete-at-decided-version", File: "drivers/kube/apply.go",
+			Original:    "		rv = c.ResourceVersion\n",
+			Replacement: "\n",
+			Mistake:     "the disk delete carries the decision's resourceVersion though a fresh read confirmed the claim: a claim some controller touched is refused, retried, written twice",
+			Threatens:   "writes per lifecycle (one delete per disk)",
+		},
 	)
 }
