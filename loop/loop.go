@@ -175,7 +175,10 @@ func (l *Loop) Sync(ctx context.Context, key string, now time.Time) (Result, err
 			res.Applied++
 			continue
 		}
+		sent := time.Now()
 		err := l.do(ctx, target, a)
+		took := time.Since(sent)
+		alog = alog.With().Dur("took", took).Logger()
 		if l.hooks.Acted != nil {
 			l.hooks.Acted(key, a, err)
 		}

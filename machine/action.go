@@ -123,9 +123,10 @@ type Premise struct {
 	NoMembers bool
 	// DiskOf, when set, is the fleet UID the claim a DeleteDisk names must still carry in its
 	// label, and DiskUID the claim's UID: it must still be the one decided on. Confirmed, the
-	// delete carries the fresh read's resourceVersion: a claim some controller touched since the
-	// decision (its bookkeeping, not its owner) is deleted as decided instead of refused with a
-	// conflict, retried, and written twice.
+	// delete carries the fresh read's resourceVersion, and is not sent for a claim that read
+	// finds going already: a step on a cache that has not seen the deletes of the step before
+	// (or a claim some controller touched since) costs no refused delete, no retry and no
+	// second delete.
 	DiskOf, DiskUID types.UID
 }
 

@@ -110,6 +110,47 @@ func TestDeletionBlockedByOrderedScaleDown(t *testing.T) {
 	}
 }
 
+// A step on a cache that has not seen its deletes yet plans them again: the deletes go out again
+// (the driver sends none for a claim already going), but no disk is named by a second Event; a
+// disk no earlier step named is.
+func TestDiskNamedOnce(t *testing.T) {
+	v := convergedFleet(t, v1alpha1.ProfilePersistentFleet)
+	v.Deleting = true
+	v.Fleet.DeletionTimestamp = &metav1.Time{Time: v.Now}
+	v.Workload.Exists, v.Workload.Replicas = false, 0
+	v.Members = nil
+	m := machine.New()
+	named := func(d machine.Decision) (names []string, deletes int) {
+		for _, a := range d.Actions {
+			switch {
+			case a.Kind == machine.DeleteDisk:
+				deletes++
+			case a.Kind == machine.RecordEvent && a.Reason == "DiskDeleted":
+				for _, disk := range v.Disks {
+					if strings.Contains(a.Message, disk.Name) {
+						names = append(names, disk.Name)
+					}
+				}
+			}
+		}
+		return names, deletes
+	}
+	if names, deletes := named(m.Step(&v)); len(names) != 3 || deletes != 3 {
+		t.Fatalf("first step: named %v, %d deletes; want 3 of each", names, deletes)
+	}
+	if names, deletes := named(m.Step(&v)); len(names) != 0 || deletes != 3 {
+		t.Errorf("the same view again: named %v, %d deletes; want none named, the 3 deletes again", names, deletes)
+	}
+	w := copyView(v)
+	extra := w.Disks[0]
+	extra.Name, extra.UID, extra.Ordinal = events.ClaimName(w.Fleet.Name, 3), "uid-extra", 3
+	w.Disks = append(w.Disks, extra)
+	v = w
+	if names, deletes := named(m.Step(&w)); len(names) != 1 || names[0] != extra.Name || deletes != 4 {
+		t.Errorf("a disk no step named yet: named %v, %d deletes; want only %s, 4 deletes", names, deletes, extra.Name)
+	}
+}
+
 // A deleted fleet's disks are announced by one Event per step, ahead of the deletes it names:
 // every disk deleted is named, none is named twice in a step, and a disk already going is not
 // deleted or named again.

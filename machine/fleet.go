@@ -34,6 +34,10 @@ type Fleet struct {
 	// asked for. Both are set together; asked is nil after a restart, which writes at once.
 	published time.Time
 	asked     *v1alpha1.CelldFleetStatus
+	// announced are the disks a DiskDeleted Event of this machine named. A step on a cache that
+	// has not seen their deletes yet plans them again (the driver sends no delete for a claim
+	// its fresh read finds going already), but names none of them a second time.
+	announced map[types.UID]bool
 }
 
 type memoKey struct {

@@ -287,11 +287,13 @@ func stsReplicas(a Action) (int32, bool) {
 
 // nonStatus is the decision apart from what publishes its status: the status write, and the
 // Warning that announces a Degraded reason the published status does not carry yet (it goes out
-// with the write that publishes it, so it follows the stored status by design).
+// with the write that publishes it, so it follows the stored status by design). The Event that
+// names the disks a step deletes is left out too: the machine names each disk once, so a fresh
+// machine names again what the running one named already.
 func nonStatus(d Decision) []string {
 	var out []string
 	for _, a := range d.Actions {
-		if a.Kind != PublishStatus && !strings.HasPrefix(a.Key, "event/degraded/") && !strings.HasPrefix(a.Key, StatusRequeuePrefix) {
+		if a.Kind != PublishStatus && !strings.HasPrefix(a.Key, "event/degraded/") && !strings.HasPrefix(a.Key, "event/disks/") && !strings.HasPrefix(a.Key, StatusRequeuePrefix) {
 			out = append(out, a.String())
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
@@ -409,18 +410,28 @@ func (p *planner) deleting() {
 			deleting = append(deleting, Action{Kind: DeleteDisk, Key: "disk/" + v.Namespace + "/" + d.Name + "/" + string(d.UID), Ref: kinds.Ref{Kind: kinds.PersistentVolumeClaim, Name: d.Name}, UID: d.UID, ResourceVersion: d.ResourceVersion,
 				Premise: &Premise{NoMembers: true, DiskOf: f.UID, DiskUID: d.UID}})
 		}
-		if len(deleting) > 0 {
-			names := make([]string, len(deleting))
-			for i, a := range deleting {
-				names[i] = a.Name
+		var names []string
+		for _, a := range deleting {
+			if !p.m.announced[a.UID] {
+				names = append(names, a.Name)
 			}
-			// One Event per step names every disk it is about to delete, ahead of the deletes: a
-			// delete that fails stops the step, and none that went out before it goes unsaid.
+		}
+		if len(names) > 0 {
+			// One Event per step names every disk it is about to delete that no earlier step
+			// named, ahead of the deletes: a delete that fails stops the step, and none that went
+			// out before it goes unsaid. It is the step's first write (no member is left, so the
+			// workload is stopped already).
 			p.add(Action{Kind: RecordEvent, Key: "event/disks/" + strings.Join(names, ","), EventType: "Normal", Reason: "DiskDeleted",
 				Message: fmt.Sprintf("deleting %s of the deleted fleet", diskNames(names))})
-			for _, a := range deleting {
-				p.add(a)
+			if p.m.announced == nil {
+				p.m.announced = map[types.UID]bool{}
 			}
+			for _, a := range deleting {
+				p.m.announced[a.UID] = true
+			}
+		}
+		for _, a := range deleting {
+			p.add(a)
 		}
 		if own > 0 {
 			p.block("%d of the fleet's disks to be deleted", own)

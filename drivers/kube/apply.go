@@ -715,6 +715,11 @@ func (ap *Applier) deleteDisk(ctx context.Context, t *Target, a machine.Action) 
 	}
 	rv := a.ResourceVersion
 	if c, ok := t.Current.(*corev1.PersistentVolumeClaim); ok && c != nil && t.CurrentKey == a.Key && a.Premise != nil && a.Premise.DiskOf != "" && c.UID == a.UID {
+		if c.DeletionTimestamp != nil {
+			// Deleted already (a step on a cache that had not seen this delete): the action
+			// holds, and another delete would only be another write.
+			return nil
+		}
 		rv = c.ResourceVersion
 	}
 	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &a.UID, ResourceVersion: &rv}}

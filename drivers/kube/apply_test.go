@@ -405,8 +405,21 @@ func TestDeleteDiskOnTheConfirmedClaim(t *testing.T) {
 			}
 		})
 	}
+	// A claim the fresh read finds going already (a step on a cache that had not seen this
+	// delete) gets no second delete: the action holds.
+	going := claim("uid-pvc", "uid-fleet")
+	going.DeletionTimestamp, going.Finalizers = &metav1.Time{Time: time.Now()}, []string{"kubernetes.io/pvc-protection"}
+	fx := newFixture(going)
+	if err := fx.ap.Do(context.Background(), &Target{}, a); err != nil {
+		t.Fatalf("a claim going already: %v", err)
+	}
+	for _, r := range fx.requests() {
+		if r.GetVerb() == "delete" {
+			t.Errorf("a claim going already was sent %v; want no delete", r)
+		}
+	}
 	// Without a premise that confirmed the claim, the decision's resourceVersion is the one sent.
-	fx := newFixture(claim("uid-pvc", "uid-fleet"))
+	fx = newFixture(claim("uid-pvc", "uid-fleet"))
 	b := a
 	b.Premise = nil
 	if err := fx.ap.Do(context.Background(), &Target{Current: claim("uid-pvc", "uid-fleet"), CurrentKey: a.Key}, b); err != nil {

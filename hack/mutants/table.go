@@ -673,6 +673,13 @@ var Table = []Mutant{
 		Threatens:   "one Event per change: every change says when it starts",
 	},
 	{
+		Name: "disk-named-every-step", File: "machine/plan.go",
+		Original:    "if !p.m.announced[a.UID] {",
+		Replacement: "if true {",
+		Mistake:     "a step on a cache behind its own deletes names the same disks in another Event",
+		Threatens:   "one DiskDeleted Event per disk (writes per lifecycle)",
+	},
+	{
 		Name: "moving-client-unlimited-blind", File: "cmd/celld-operator/run.go",
 		Original:    "return kube.ClientLimits{MovingUnlimited: err == nil && apf}",
 		Replacement: "return kube.ClientLimits{MovingUnlimited: err == nil}",

@@ -124,5 +124,12 @@ func init() {
 			Mistake:     "the disk delete carries the decision's resourceVersion though a fresh read confirmed the claim: a claim some controller touched is refused, retried, written twice",
 			Threatens:   "writes per lifecycle (one delete per disk)",
 		},
+		Mutant{
+			Name: "kube-disk-delete-resent-when-going", File: "drivers/kube/apply.go",
+			Original:    "		if c.DeletionTimestamp != nil {\n			// Deleted already",
+			Replacement: "		if false {\n			// Deleted already",
+			Mistake:     "a claim the fresh read finds going already is deleted again: another write per step on a lagging cache",
+			Threatens:   "writes per lifecycle (one delete per disk)",
+		},
 	)
 }
