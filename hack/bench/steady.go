@@ -429,7 +429,8 @@ func (st *steadyResult) section(resync time.Duration) section {
 			"one more apply after each rollout (the state is derived from the workload, not stored); the capacity history "+
 			"is appended to the reservation's status in one write per step that decides (the restart proof of the step "+
 			"policy: the creation, the growth, the scale-in request with its first step, each later step); Events are one "+
-			"per state change, and one per step that deletes disks.", excess(lc.opSeries, k))
+			"per change, when it starts (the growth, the scale-in, the deletion), one when the fleet is first Steady, and one "+
+			"naming the disks a deletion deletes.", excess(lc.opSeries, k))
 	}
 	if lc := st.lifecycle; lc != nil && sumSeries(lc.failed) > 0 {
 		sec.note("**Failed actions in the lifecycle** (%s per fleet, retried), by their errors in the operator's log: %s.",
