@@ -4,8 +4,10 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
@@ -28,5 +30,29 @@ func TestFreshReadsTheWorkloadAHealNames(t *testing.T) {
 		if got := c.Fresh(heal(ref)); got.WorkloadExists {
 			t.Errorf("fresh read naming %q found a workload at generation %d", ref, got.WorkloadGeneration)
 		}
+	}
+}
+
+// As the driver does, a disk delete confirmed on the cluster's truth carries the claim's current
+// resourceVersion: a claim changed since the decision is deleted, not refused with a conflict.
+// One replaced under its name is not.
+func TestDiskDeletedAtTheConfirmedVersion(t *testing.T) {
+	c := newCluster(t, 1, Options{})
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-0", Namespace: ns,
+		Labels: map[string]string{events.LabelFleetUID: "uid-alpha"}}}
+	must(t, c.Create(claim))
+	seen := c.claim(ns, "data-alpha-0").DeepCopy()
+	del := machine.Action{Kind: machine.DeleteDisk, Key: "disk", Ref: kinds.Ref{Kind: kinds.PersistentVolumeClaim, Namespace: ns, Name: seen.Name},
+		UID: seen.UID, ResourceVersion: seen.ResourceVersion, Premise: &machine.Premise{NoMembers: true, DiskOf: "uid-alpha", DiskUID: seen.UID}}
+	touched := seen.DeepCopy()
+	touched.Annotations = map[string]string{"touched": "by a controller"}
+	if !c.put(touched) {
+		t.Fatal("the claim did not change")
+	}
+	if err := c.Do(del); err != nil {
+		t.Fatalf("delete of a claim changed since the decision: %v", err)
+	}
+	if got := c.claim(ns, seen.Name); got != nil && got.DeletionTimestamp == nil {
+		t.Fatalf("the claim is not being deleted")
 	}
 }

@@ -619,8 +619,8 @@ var Table = []Mutant{
 	{
 		Name: "disk-premise-skips-relabel", File: "machine/premise.go",
 		Original:    "case types.UID(c.Labels[events.LabelFleetUID]) != p.DiskOf:",
-		Replacement: "case false:",
-		Mistake:     "the claim confirmed by UID alone: one relabelled to another fleet since the decision is deleted at its fresh resourceVersion",
+		Replacement: "case types.UID(c.Labels[events.LabelFleetUID]) == \"\":",
+		Mistake:     "the claim's label checked for presence, not for the fleet: one relabelled to another fleet since the decision is deleted at its fresh resourceVersion",
 		Threatens:   "clause 4: only the fleet's own disks",
 	},
 	{
@@ -661,8 +661,8 @@ var Table = []Mutant{
 	{
 		Name: "event-per-scalein-step", File: "machine/plan.go",
 		Original:    "return from, to, len(h) == 0 || h[len(h)-1].Kind != v1alpha1.DecisionShrinkOne",
-		Replacement: "return from, to, true",
-		Mistake:     "a scale-in resumed after a pause in Steady is announced as a new change",
+		Replacement: "return from, to, len(h) == 0 || h[len(h)-1].Kind != v1alpha1.DecisionScaleInRequested",
+		Mistake:     "the history read for the wrong entry: a scale-in resumed after a pause in Steady is announced as a new change",
 		Threatens:   "one Event per change (writes per lifecycle)",
 	},
 	{
