@@ -178,7 +178,6 @@ func (l *Loop) Sync(ctx context.Context, key string, now time.Time) (Result, err
 		sent := time.Now()
 		err := l.do(ctx, target, a)
 		took := time.Since(sent)
-		alog = alog.With().Dur("took", took).Logger()
 		if l.hooks.Acted != nil {
 			l.hooks.Acted(key, a, err)
 		}
@@ -204,11 +203,11 @@ func (l *Loop) Sync(ctx context.Context, key string, now time.Time) (Result, err
 				// A cache behind the API server: the next sync sees the newer object.
 				ev = alog.Info()
 			}
-			ev.Err(err).Msg("action failed; requeued")
+			ev.Err(err).Dur("took", took).Msg("action failed; requeued")
 			return res, err
 		}
 		res.Applied++
-		alog.Info().Msg(a.String())
+		alog.Info().Dur("took", took).Msg(a.String())
 	}
 	log.Debug().Dur("took", time.Since(start)).Int("actions", len(d.Actions)).Msg("synced")
 	return res, nil
