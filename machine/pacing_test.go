@@ -90,6 +90,9 @@ func TestStatusHoldWaitsOutTheInterval(t *testing.T) {
 	// lost is a last write asked for that the fleet does not show: it failed, was never sent, or
 	// someone else wrote the status since.
 	lost := func(s *v1alpha1.CelldFleetStatus) { s.Members.Current = 9 }
+	deleting := func(s *v1alpha1.CelldFleetStatus) {
+		s.State, s.BlockedBy = v1alpha1.StateDeleting, "3 member Pods to terminate"
+	}
 	cases := []struct {
 		name      string
 		published time.Time // when the machine last asked for a write; zero: never (a restart)
@@ -97,22 +100,33 @@ func TestStatusHoldWaitsOutTheInterval(t *testing.T) {
 		next      func(s *v1alpha1.CelldFleetStatus)
 		want      time.Duration
 		asked     func(s *v1alpha1.CelldFleetStatus) // the last status asked for, from the one the fleet shows; nil: the same
+		deleted   time.Time                          // when the fleet's deletion was requested; zero: it was not
 	}{
-		{"progress right after a write", t0, t0, progress, ProgressInterval, nil},
-		{"progress 3s after a write", t0, t0.Add(3 * time.Second), progress, ProgressInterval - 3*time.Second, nil},
-		{"progress a moment before the interval ends", t0, t0.Add(ProgressInterval - time.Millisecond), progress, time.Millisecond, nil},
-		{"progress at the interval's end", t0, t0.Add(ProgressInterval), progress, 0, nil},
-		{"progress long after", t0, t0.Add(time.Hour), progress, 0, nil},
-		{"progress with a clock that went back", t0, t0.Add(-time.Minute), progress, ProgressInterval, nil},
-		{"progress after a restart", time.Time{}, t0, progress, 0, nil},
-		{"a state change right after a write", t0, t0.Add(time.Second), func(s *v1alpha1.CelldFleetStatus) { s.State = v1alpha1.StateSteady }, ProgressInterval - time.Second, nil},
-		{"a fleet turning Degraded 4s after a write", t0, t0.Add(4 * time.Second), degraded, ProgressInterval - 4*time.Second, nil},
-		{"a state change after a restart", time.Time{}, t0, func(s *v1alpha1.CelldFleetStatus) { s.State = v1alpha1.StateSteady }, 0, nil},
-		{"a fleet that arrives", t0, t0.Add(time.Second), func(s *v1alpha1.CelldFleetStatus) { progress(s); ready(s) }, 0, nil},
-		{"progress right after a write the fleet does not show", t0, t0.Add(time.Second), progress, 0, lost},
-		{"a state change right after a write the fleet does not show", t0, t0.Add(time.Second), func(s *v1alpha1.CelldFleetStatus) { s.State = v1alpha1.StateSteady }, 0, lost},
+		{"progress right after a write", t0, t0, progress, ProgressInterval, nil, time.Time{}},
+		{"progress 3s after a write", t0, t0.Add(3 * time.Second), progress, ProgressInterval - 3*time.Second, nil, time.Time{}},
+		{"progress a moment before the interval ends", t0, t0.Add(ProgressInterval - time.Millisecond), progress, time.Millisecond, nil, time.Time{}},
+		{"progress at the interval's end", t0, t0.Add(ProgressInterval), progress, 0, nil, time.Time{}},
+		{"progress long after", t0, t0.Add(time.Hour), progress, 0, nil, time.Time{}},
+		{"progress with a clock that went back", t0, t0.Add(-time.Minute), progress, ProgressInterval, nil, time.Time{}},
+		{"progress after a restart", time.Time{}, t0, progress, 0, nil, time.Time{}},
+		{"a state change right after a write", t0, t0.Add(time.Second), func(s *v1alpha1.CelldFleetStatus) { s.State = v1alpha1.StateSteady }, ProgressInterval - time.Second, nil, time.Time{}},
+		{"a fleet turning Degraded 4s after a write", t0, t0.Add(4 * time.Second), degraded, ProgressInterval - 4*time.Second, nil, time.Time{}},
+		{"a state change after a restart", time.Time{}, t0, func(s *v1alpha1.CelldFleetStatus) { s.State = v1alpha1.StateSteady }, 0, nil, time.Time{}},
+		{"a fleet that arrives", t0, t0.Add(time.Second), func(s *v1alpha1.CelldFleetStatus) { progress(s); ready(s) }, 0, nil, time.Time{}},
+		{"progress right after a write the fleet does not show", t0, t0.Add(time.Second), progress, 0, lost, time.Time{}},
+		{"a state change right after a write the fleet does not show", t0, t0.Add(time.Second), func(s *v1alpha1.CelldFleetStatus) { s.State = v1alpha1.StateSteady }, 0, lost, time.Time{}},
 		{"progress right after a write whose transition times the fleet shows otherwise", t0, t0.Add(time.Second), progress, ProgressInterval - time.Second,
-			func(s *v1alpha1.CelldFleetStatus) { s.Conditions[0].LastTransitionTime = metav1.NewTime(t0) }},
+			func(s *v1alpha1.CelldFleetStatus) { s.Conditions[0].LastTransitionTime = metav1.NewTime(t0) }, time.Time{}},
+		// A deletion: its first status waits one interval from the deletion's timestamp, whoever
+		// asked for a write last, so a deletion nothing holds up writes no status at all.
+		{"a deletion as it is requested", time.Time{}, t0, deleting, ProgressInterval, nil, t0},
+		{"a deletion 3s in, after a restart", time.Time{}, t0.Add(3 * time.Second), deleting, ProgressInterval - 3*time.Second, nil, t0},
+		{"a deletion 3s in, a moment after a write", t0.Add(2 * time.Second), t0.Add(3 * time.Second), deleting, ProgressInterval - 3*time.Second, nil, t0},
+		{"a deletion 3s in, after a write the fleet does not show", t0.Add(2 * time.Second), t0.Add(3 * time.Second), deleting, ProgressInterval - 3*time.Second, lost, t0},
+		{"a deletion held up for its interval", time.Time{}, t0.Add(ProgressInterval), deleting, 0, nil, t0},
+		{"a deletion held up long, right after a write", t0.Add(time.Minute), t0.Add(time.Minute + time.Second), deleting, ProgressInterval - time.Second, nil, t0},
+		{"a deletion timestamped ahead of this clock", time.Time{}, t0, deleting, 0, nil, t0.Add(time.Second)},
+		{"a deletion's status on the fleet before it is Deleting", time.Time{}, t0, progress, 0, nil, t0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -127,7 +141,11 @@ func TestStatusHoldWaitsOutTheInterval(t *testing.T) {
 			if c.published.IsZero() {
 				m.asked = nil
 			}
-			if got := m.statusHold(&next, &published, c.now); got != c.want {
+			f := &v1alpha1.CelldFleet{}
+			if !c.deleted.IsZero() {
+				f.DeletionTimestamp = &metav1.Time{Time: c.deleted}
+			}
+			if got := m.statusHold(f, &next, &published, c.now); got != c.want {
 				t.Errorf("statusHold = %v, want %v", got, c.want)
 			}
 		})

@@ -233,7 +233,10 @@ var ProgressInterval = 10 * time.Second
 // fleet does not show the last status asked for: that write failed or was never sent (an earlier
 // action of its step failed), or someone else wrote the status since, and what the fleet shows
 // is no status of this machine's to pace.
-func (m *Fleet) statusHold(st, published *v1alpha1.CelldFleetStatus, now time.Time) time.Duration {
+func (m *Fleet) statusHold(f *v1alpha1.CelldFleet, st, published *v1alpha1.CelldFleetStatus, now time.Time) time.Duration {
+	if hold := deletionHold(f, st, now); hold > 0 {
+		return hold
+	}
 	if apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) || m.asked == nil || !statusEqual(m.asked, published) {
 		return 0
 	}
@@ -246,6 +249,23 @@ func (m *Fleet) statusHold(st, published *v1alpha1.CelldFleetStatus, now time.Ti
 		return ProgressInterval
 	}
 	return ProgressInterval - since
+}
+
+// deletionHold is how long the status of a fleet being deleted waits before its first write:
+// what is left of one interval since the deletion was requested. A deletion that nothing holds up
+// (members that stop, disks that go) ends within it, and the fleet is gone with no status written
+// that no one would read; one that is held up is written once the interval ends, and says what it
+// waits for. The deletion's own timestamp times it, so a restarted operator holds it alike. A
+// timestamp ahead of this clock by more than an interval cannot be timed, and holds nothing.
+func deletionHold(f *v1alpha1.CelldFleet, st *v1alpha1.CelldFleetStatus, now time.Time) time.Duration {
+	if st.State != v1alpha1.StateDeleting || f.DeletionTimestamp == nil {
+		return 0
+	}
+	left := f.DeletionTimestamp.Add(ProgressInterval).Sub(now)
+	if left > ProgressInterval {
+		return 0
+	}
+	return max(left, 0)
 }
 
 // enteredDegraded is the Degraded condition of st when it says something the published status

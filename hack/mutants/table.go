@@ -602,6 +602,27 @@ var Table = []Mutant{
 		Threatens:   "a held status is written once the interval ends",
 	},
 	{
+		Name: "deletion-status-written-at-once", File: "machine/status.go",
+		Original:    "if st.State != v1alpha1.StateDeleting || f.DeletionTimestamp == nil {",
+		Replacement: "if true {",
+		Mistake:     "a deletion's status written as it starts: a deletion that nothing holds up costs a status write no one reads before the fleet is gone",
+		Threatens:   "writes per lifecycle: a deletion's status is written once it has lasted an interval",
+	},
+	{
+		Name: "deletion-status-held-for-good", File: "machine/status.go",
+		Original:    "return max(left, 0)",
+		Replacement: "return ProgressInterval",
+		Mistake:     "a deletion's status waits a whole interval on every pass: a deletion held up never says what it waits for",
+		Threatens:   "a stuck deletion says what it waits for",
+	},
+	{
+		Name: "deletion-status-held-on-a-skewed-clock", File: "machine/status.go",
+		Original:    "if left > ProgressInterval {",
+		Replacement: "if false {",
+		Mistake:     "a deletion timestamped ahead of the operator's clock holds its status for as long as the skew",
+		Threatens:   "a stuck deletion says what it waits for within an interval",
+	},
+	{
 		Name: "settled-record-ignores-template", File: "machine/plan.go",
 		Original:    "return kinds.RefOf(w) == kinds.RefOf(o) && p.m.matches(v, w, replicas, v.Workload.Settled)",
 		Replacement: "return kinds.RefOf(w) == kinds.RefOf(o)",
