@@ -425,7 +425,7 @@ func (st *steadyResult) section(resync time.Duration) section {
 			"delete: 8 (the StatefulSet to 0 so no member runs when its disk goes, 6 claims: 3 of the members left and "+
 			"3 retained by the scale-in, the finalizer). Measured above the minimum, per fleet: %s. A fleet's status is "+
 			"written at most once every 10 s, the latest of it, and at once when the fleet arrives (Ready) or is new, so a "+
-			"change costs a write on arrival and one per 10 s it lasts; the settled size is recorded on the StatefulSet by "+
+			"change costs a write on arrival and one per 10 s it lasts, and a deletion none until it has lasted 10 s; the settled size is recorded on the StatefulSet by "+
 			"one more apply after each rollout (the state is derived from the workload, not stored); the capacity history "+
 			"is appended to the reservation's status in one write per step that decides (the restart proof of the step "+
 			"policy: the creation, the growth, the scale-in request with its first step, each later step); Events are one "+
