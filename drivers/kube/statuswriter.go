@@ -18,6 +18,12 @@ import (
 // status write in flight. A status that changes what a reader acts on (the state, a condition's
 // status) goes ahead of one that only updates counts or messages.
 //
+// At most pacedInFlight writes that only update counts or messages are in flight at once, however
+// many workers wait: the API server's answers pace them. An idle server answers in milliseconds,
+// and every fleet's progress goes out within its interval; a loaded one answers slowly, its
+// fleets' progress coalesces to the latest in the queue, and the server is left to the writes
+// that move fleets and to the statuses readers act on, which any worker sends.
+//
 // Until the API server answers, and then until the caches show something newer than they did
 // when it answered, the fleet is observed with the status handed over (overlay): the machine
 // sees its own write as made, and does not ask for it again.
@@ -41,9 +47,11 @@ type statusWriter struct {
 	// urgent and paced are the keys waiting for a worker, each at most once in either.
 	urgent, paced []string
 	queued        map[string]bool
-	busy          map[string]bool
-	entries       map[string]*statusEntry
-	stopped       bool
+	// busy are the keys being written, true for a paced write; pacing counts the paced ones.
+	busy    map[string]bool
+	pacing  int
+	entries map[string]*statusEntry
+	stopped bool
 	// seq numbers the statuses handed over, so an overlay names the one it shows.
 	seq uint64
 }
@@ -56,6 +64,8 @@ type statusEntry struct {
 	// the first status it replaced was handed over.
 	next  *v1alpha1.CelldFleetStatus
 	since time.Time
+	// urgent: next changes what a reader acts on, against the status the fleet showed.
+	urgent bool
 	// sending is the status of the write in flight; nil when none is.
 	sending *v1alpha1.CelldFleetStatus
 	// answered is the status the API server last answered with, overlaid while the caches show
@@ -65,6 +75,9 @@ type statusEntry struct {
 	// nextSeq, sendingSeq and answeredSeq number the three.
 	nextSeq, sendingSeq, answeredSeq uint64
 }
+
+// pacedInFlight is how many writes of progress alone may be in flight at once.
+const pacedInFlight = 2
 
 func newStatusWriter() *statusWriter {
 	w := &statusWriter{queued: map[string]bool{}, busy: map[string]bool{}, entries: map[string]*statusEntry{}}
@@ -88,16 +101,17 @@ func (w *statusWriter) put(key string, f *v1alpha1.CelldFleet, published, st *v1
 	}
 	w.seq++
 	e.next, e.nextSeq = st.DeepCopy(), w.seq
+	e.urgent = machine.ReaderActs(published, st)
 	if w.queued[key] {
-		if machine.ReaderActs(published, st) && w.promote(key) {
+		if e.urgent && w.promote(key) {
 			w.cond.Signal()
 		}
 		return
 	}
-	if w.busy[key] {
+	if _, busy := w.busy[key]; busy {
 		return // done requeues it
 	}
-	w.enqueue(key, machine.ReaderActs(published, st))
+	w.enqueue(key, e.urgent)
 }
 
 // enqueue adds key to a queue. Call with mu held.
@@ -129,21 +143,33 @@ func (w *statusWriter) promote(key string) bool {
 func (w *statusWriter) take() (string, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for len(w.urgent) == 0 && len(w.paced) == 0 {
-		if w.stopped {
+	for len(w.urgent) == 0 && (len(w.paced) == 0 || w.pacing >= pacedInFlight) {
+		if w.stopped && len(w.paced) == 0 {
 			return "", false
 		}
 		w.cond.Wait()
 	}
 	var key string
-	if len(w.urgent) > 0 {
-		key, w.urgent = w.urgent[0], w.urgent[1:]
-	} else {
+	paced := len(w.urgent) == 0
+	if paced {
 		key, w.paced = w.paced[0], w.paced[1:]
+		w.pacing++
+	} else {
+		key, w.urgent = w.urgent[0], w.urgent[1:]
 	}
 	delete(w.queued, key)
-	w.busy[key] = true
+	w.busy[key] = paced
 	return key, true
+}
+
+// release ends the write of key. Call with mu held.
+func (w *statusWriter) release(key string) {
+	if w.busy[key] {
+		w.pacing--
+		// A paced write fewer in flight: a worker waiting on the bound may take the next.
+		w.cond.Broadcast()
+	}
+	delete(w.busy, key)
 }
 
 // write sends the status waiting for key, if any, and keeps the answer.
@@ -151,7 +177,7 @@ func (w *statusWriter) write(ctx context.Context, key string) {
 	w.mu.Lock()
 	e := w.entries[key]
 	if e == nil || e.next == nil {
-		delete(w.busy, key)
+		w.release(key)
 		w.mu.Unlock()
 		return
 	}
@@ -187,7 +213,7 @@ func (w *statusWriter) clock() time.Time {
 // settle keeps what a write of e's status answered: got, or err; cached is the resourceVersion
 // the caches showed of the fleet once it came. Call with mu held.
 func (w *statusWriter) settle(key string, e *statusEntry, got *v1alpha1.CelldFleet, err error, cached string) {
-	delete(w.busy, key)
+	w.release(key)
 	if cur := w.entries[key]; cur != e {
 		// Forgotten while it was sent (the fleet is gone); a fleet recreated under the name since
 		// has its own entry, which waited for this write to end.
@@ -204,7 +230,7 @@ func (w *statusWriter) settle(key string, e *statusEntry, got *v1alpha1.CelldFle
 	}
 	e.sending = nil
 	if e.next != nil {
-		w.enqueue(key, false)
+		w.enqueue(key, e.urgent)
 	} else if e.answered == nil {
 		delete(w.entries, key)
 	}
@@ -266,7 +292,7 @@ func (w *statusWriter) run(workers int, bind func() (context.Context, context.Ca
 				ctx, cancel, ok := bind()
 				if !ok {
 					w.mu.Lock()
-					delete(w.busy, key)
+					w.release(key)
 					w.mu.Unlock()
 					cancel()
 					continue
