@@ -18,12 +18,6 @@ import (
 // status write in flight. A status that changes what a reader acts on (the state, a condition's
 // status) goes ahead of one that only updates counts or messages.
 //
-// At most pacedInFlight writes that only update counts or messages are in flight at once, however
-// many workers wait: the API server's answers pace them. An idle server answers in milliseconds,
-// and every fleet's progress goes out within its interval; a loaded one answers slowly, its
-// fleets' progress coalesces to the latest in the queue, and the server is left to the writes
-// that move fleets and to the statuses readers act on, which any worker sends.
-//
 // Until the API server answers, and then until the caches show something newer than they did
 // when it answered, the fleet is observed with the status handed over (overlay): the machine
 // sees its own write as made, and does not ask for it again.
@@ -47,11 +41,9 @@ type statusWriter struct {
 	// urgent and paced are the keys waiting for a worker, each at most once in either.
 	urgent, paced []string
 	queued        map[string]bool
-	// busy are the keys being written, true for a paced write; pacing counts the paced ones.
-	busy    map[string]bool
-	pacing  int
-	entries map[string]*statusEntry
-	stopped bool
+	busy          map[string]bool
+	entries       map[string]*statusEntry
+	stopped       bool
 	// seq numbers the statuses handed over, so an overlay names the one it shows.
 	seq uint64
 }
@@ -75,9 +67,6 @@ type statusEntry struct {
 	// nextSeq, sendingSeq and answeredSeq number the three.
 	nextSeq, sendingSeq, answeredSeq uint64
 }
-
-// pacedInFlight is how many writes of progress alone may be in flight at once.
-const pacedInFlight = 2
 
 func newStatusWriter() *statusWriter {
 	w := &statusWriter{queued: map[string]bool{}, busy: map[string]bool{}, entries: map[string]*statusEntry{}}
@@ -108,7 +97,7 @@ func (w *statusWriter) put(key string, f *v1alpha1.CelldFleet, published, st *v1
 		}
 		return
 	}
-	if _, busy := w.busy[key]; busy {
+	if w.busy[key] {
 		return // done requeues it
 	}
 	w.enqueue(key, e.urgent)
@@ -143,33 +132,21 @@ func (w *statusWriter) promote(key string) bool {
 func (w *statusWriter) take() (string, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for len(w.urgent) == 0 && (len(w.paced) == 0 || w.pacing >= pacedInFlight) {
-		if w.stopped && len(w.paced) == 0 {
+	for len(w.urgent) == 0 && len(w.paced) == 0 {
+		if w.stopped {
 			return "", false
 		}
 		w.cond.Wait()
 	}
 	var key string
-	paced := len(w.urgent) == 0
-	if paced {
-		key, w.paced = w.paced[0], w.paced[1:]
-		w.pacing++
-	} else {
+	if len(w.urgent) > 0 {
 		key, w.urgent = w.urgent[0], w.urgent[1:]
+	} else {
+		key, w.paced = w.paced[0], w.paced[1:]
 	}
 	delete(w.queued, key)
-	w.busy[key] = paced
+	w.busy[key] = true
 	return key, true
-}
-
-// release ends the write of key. Call with mu held.
-func (w *statusWriter) release(key string) {
-	if w.busy[key] {
-		w.pacing--
-		// A paced write fewer in flight: a worker waiting on the bound may take the next.
-		w.cond.Broadcast()
-	}
-	delete(w.busy, key)
 }
 
 // write sends the status waiting for key, if any, and keeps the answer.
@@ -177,7 +154,7 @@ func (w *statusWriter) write(ctx context.Context, key string) {
 	w.mu.Lock()
 	e := w.entries[key]
 	if e == nil || e.next == nil {
-		w.release(key)
+		delete(w.busy, key)
 		w.mu.Unlock()
 		return
 	}
@@ -213,7 +190,7 @@ func (w *statusWriter) clock() time.Time {
 // settle keeps what a write of e's status answered: got, or err; cached is the resourceVersion
 // the caches showed of the fleet once it came. Call with mu held.
 func (w *statusWriter) settle(key string, e *statusEntry, got *v1alpha1.CelldFleet, err error, cached string) {
-	w.release(key)
+	delete(w.busy, key)
 	if cur := w.entries[key]; cur != e {
 		// Forgotten while it was sent (the fleet is gone); a fleet recreated under the name since
 		// has its own entry, which waited for this write to end.
@@ -292,7 +269,7 @@ func (w *statusWriter) run(workers int, bind func() (context.Context, context.Ca
 				ctx, cancel, ok := bind()
 				if !ok {
 					w.mu.Lock()
-					w.release(key)
+					delete(w.busy, key)
 					w.mu.Unlock()
 					cancel()
 					continue

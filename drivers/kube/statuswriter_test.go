@@ -550,48 +550,6 @@ func (w *statusWriter) pending() int {
 	return n
 }
 
-// inFlightNow counts the writes being sent, of every fleet.
-func (s *fakeStatusServer) inFlightNow() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, k := range s.inFlight {
-		n += k
-	}
-	return n
-}
-
-// TestStatusWriterPacesProgress: while the API server is slow to answer, no more than
-// pacedInFlight writes of progress alone are in flight, however many workers wait; a status a
-// reader acts on goes out beside them at once, and the progress waiting goes out in the end.
-func TestStatusWriterPacesProgress(t *testing.T) {
-	s := newFakeStatusServer()
-	s.block = make(chan struct{})
-	w := s.writer()
-	done := s.start(w, 8)
-	for i := range 6 {
-		f := fleetNamed(fmt.Sprintf("p%d", i))
-		w.put("team/"+f.Name, f, &f.Status, progress(f, 4))
-	}
-	waitFor(t, "progress writes in flight", func() bool { return s.inFlightNow() == pacedInFlight })
-	time.Sleep(20 * time.Millisecond) // room for more to go, wrongly
-	if n := s.inFlightNow(); n != pacedInFlight {
-		t.Errorf("%d progress writes in flight with 8 workers, want %d", n, pacedInFlight)
-	}
-	a := fleetNamed("arrives")
-	w.put("team/arrives", a, &a.Status, arrival(a, 4))
-	s.waitInFlight(t, "team/arrives")
-	if n := s.inFlightNow(); n != pacedInFlight+1 {
-		t.Errorf("%d writes in flight, want the %d progress writes and the arrival", n, pacedInFlight)
-	}
-	close(s.block)
-	w.stop()
-	<-done
-	if got := len(strings.Fields(s.sentList())); got != 7 {
-		t.Errorf("sent %q; want the 6 progress writes and the arrival", s.sentList())
-	}
-}
-
 // TestStatusWriterArrivalDuringItsFleetsWrite: a status a reader acts on, handed over while the
 // fleet's own progress write is in flight, goes next, ahead of the other fleets' progress.
 func TestStatusWriterArrivalDuringItsFleetsWrite(t *testing.T) {

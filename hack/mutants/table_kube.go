@@ -56,8 +56,8 @@ func init() {
 		},
 		Mutant{
 			Name: "kube-status-writer-paced-first", File: "drivers/kube/statuswriter.go",
-			Original:    "paced := len(w.urgent) == 0",
-			Replacement: "paced := len(w.paced) > 0",
+			Original:    "if len(w.urgent) > 0 {\n\t\tkey, w.urgent = w.urgent[0], w.urgent[1:]",
+			Replacement: "if len(w.paced) == 0 {\n\t\tkey, w.urgent = w.urgent[0], w.urgent[1:]",
 			Mistake:     "the writer takes progress before the statuses readers act on: a fleet's arrival waits behind every fleet's member counts",
 			Threatens:   "a status a reader acts on (state, conditions, arrival) is written first",
 		},
@@ -90,13 +90,6 @@ func init() {
 			Threatens:   "a failed status write is asked for again",
 		},
 		Mutant{
-			Name: "kube-status-writer-progress-unbounded", File: "drivers/kube/statuswriter.go",
-			Original:    "for len(w.urgent) == 0 && (len(w.paced) == 0 || w.pacing >= pacedInFlight) {",
-			Replacement: "for len(w.urgent) == 0 && len(w.paced) == 0 {",
-			Mistake:     "progress writes take every status worker: under load the member counts of hundreds of fleets keep the API server from the writes that move fleets",
-			Threatens:   "progress is paced by the API server's answers (issue 12: 500 fleets' step latency)",
-		},
-		Mutant{
 			Name: "kube-status-writer-arrival-requeued-as-progress", File: "drivers/kube/statuswriter.go",
 			Original:    "if e.next != nil {\n\t\tw.enqueue(key, e.urgent)",
 			Replacement: "if e.next != nil {\n\t\tw.enqueue(key, false)",
@@ -105,7 +98,7 @@ func init() {
 		},
 		Mutant{
 			Name: "kube-status-writer-concurrent-per-fleet", File: "drivers/kube/statuswriter.go",
-			Original:    "\tif _, busy := w.busy[key]; busy {\n\t\treturn // done requeues it\n\t}\n",
+			Original:    "\tif w.busy[key] {\n\t\treturn // done requeues it\n\t}\n",
 			Replacement: "",
 			Mistake:     "a fleet with a write in flight is queued again at once: two writes of one fleet race, and the older may land last",
 			Threatens:   "one status write in flight per fleet; the latest status wins",
