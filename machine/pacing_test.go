@@ -141,11 +141,11 @@ func TestStatusHoldWaitsOutTheInterval(t *testing.T) {
 			if c.published.IsZero() {
 				m.asked = nil
 			}
-			f := &v1alpha1.CelldFleet{}
+			f := &v1alpha1.CelldFleet{Status: published}
 			if !c.deleted.IsZero() {
 				f.DeletionTimestamp = &metav1.Time{Time: c.deleted}
 			}
-			if got := m.statusHold(f, &next, &published, c.now); got != c.want {
+			if got := m.statusHold(f, &next, c.now); got != c.want {
 				t.Errorf("statusHold = %v, want %v", got, c.want)
 			}
 		})

@@ -107,7 +107,7 @@ func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetS
 	st := p.status()
 	var hold time.Duration
 	if !statusEqual(&st, &v.Fleet.Status) {
-		if hold = p.m.statusHold(v.Fleet, &st, &v.Fleet.Status, v.Now); hold == 0 {
+		if hold = p.m.statusHold(v.Fleet, &st, v.Now); hold == 0 {
 			if d, ok := enteredDegraded(&st, &v.Fleet.Status); ok {
 				p.add(Action{Kind: RecordEvent, Key: "event/degraded/" + d.Reason, EventType: "Warning", Reason: d.Reason, Message: d.Message})
 			}

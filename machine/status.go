@@ -225,7 +225,8 @@ func ReaderActs(published, st *v1alpha1.CelldFleetStatus) bool {
 // better.
 var ProgressInterval = 10 * time.Second
 
-// statusHold is how long the status st must wait before it replaces the published one: what is
+// statusHold is how long the status st must wait before it replaces the one fleet f shows: a
+// deletion's first interval (deletionHold), or else what is
 // left of the interval since the last write this machine asked for, whatever changed (the latest
 // status is written then). Zero when the fleet is Ready, so a fleet that arrives is reported at
 // once and no settled fleet carries a deferred status; on this machine's first write (a new
@@ -233,11 +234,11 @@ var ProgressInterval = 10 * time.Second
 // fleet does not show the last status asked for: that write failed or was never sent (an earlier
 // action of its step failed), or someone else wrote the status since, and what the fleet shows
 // is no status of this machine's to pace.
-func (m *Fleet) statusHold(f *v1alpha1.CelldFleet, st, published *v1alpha1.CelldFleetStatus, now time.Time) time.Duration {
+func (m *Fleet) statusHold(f *v1alpha1.CelldFleet, st *v1alpha1.CelldFleetStatus, now time.Time) time.Duration {
 	if hold := deletionHold(f, st, now); hold > 0 {
 		return hold
 	}
-	if apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) || m.asked == nil || !statusEqual(m.asked, published) {
+	if apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) || m.asked == nil || !statusEqual(m.asked, &f.Status) {
 		return 0
 	}
 	since := now.Sub(m.published)

@@ -568,14 +568,14 @@ var Table = []Mutant{
 	// The status write path: one write per fleet per interval, the arrival at once.
 	{
 		Name: "status-never-paced", File: "machine/status.go",
-		Original:    "m.asked == nil || !statusEqual(m.asked, published) {",
+		Original:    "m.asked == nil || !statusEqual(m.asked, &f.Status) {",
 		Replacement: "true {",
 		Mistake:     "every member event writes the fleet's status again: the pacing is lost",
 		Threatens:   "writes per lifecycle (status written once per interval while a fleet moves)",
 	},
 	{
 		Name: "status-paced-after-a-lost-write", File: "machine/status.go",
-		Original:    "m.asked == nil || !statusEqual(m.asked, published) {",
+		Original:    "m.asked == nil || !statusEqual(m.asked, &f.Status) {",
 		Replacement: "m.asked == nil {",
 		Mistake:     "a write that failed, or was never sent, counted as published: a refusal waits out the interval before anyone is told",
 		Threatens:   "bad input gets a clear error at once (Degraded after a refused reservation)",
