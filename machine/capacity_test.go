@@ -95,3 +95,38 @@ func TestNothingObservedDecidesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryKeepsWhatThePolicyReads: a growth ends the scale-in requests before it and is
+// recorded; a fleet's first apply, and its workload created again after someone deleted it,
+// start from no member, end no request and record nothing. A request standing across the
+// re-creation stands after it.
+func TestHistoryKeepsWhatThePolicyReads(t *testing.T) {
+	r := newRun(t, v1alpha1.ProfilePersistentFleet, 3, map[string]int{})
+	r.settle()
+	if h := r.w.res.Status.CapacityHistory; len(h) != 0 {
+		t.Fatalf("a new fleet's creation recorded in its history: %+v", h)
+	}
+	r.w.fleet.Spec.Members, r.w.fleet.Generation = 6, r.w.fleet.Generation+1
+	r.settle()
+	h := r.w.res.Status.CapacityHistory
+	if len(h) != 1 || h[0].Kind != v1alpha1.DecisionGrow || h[0].From != 3 || h[0].To != 6 {
+		t.Fatalf("a growth 3 -> 6: want one Grow 3->6 in the history, got %+v", h)
+	}
+	r.w.fleet.Spec.Members, r.w.fleet.Generation = 4, r.w.fleet.Generation+1
+	r.w.tick()
+	r.pass(r.w.observe())
+	h = r.w.res.Status.CapacityHistory
+	if n := len(h); n != 2 || h[1].Kind != v1alpha1.DecisionScaleInRequested {
+		t.Fatalf("a scale-in asked for within its window: want its request recorded after the Grow, got %+v", h)
+	}
+	// Someone deletes the StatefulSet; its members go with it, their disks stay.
+	r.w.sts = nil
+	for name := range r.w.pods {
+		delete(r.w.pods, name)
+	}
+	r.w.say("the StatefulSet is deleted, its Pods with it")
+	r.settle()
+	if got := r.w.res.Status.CapacityHistory; len(got) != 2 || got[1].Kind != v1alpha1.DecisionScaleInRequested {
+		t.Errorf("the workload created again: want the history as it was (the request standing), got %+v", got)
+	}
+}

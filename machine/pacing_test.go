@@ -101,32 +101,43 @@ func TestStatusHoldWaitsOutTheInterval(t *testing.T) {
 		want      time.Duration
 		asked     func(s *v1alpha1.CelldFleetStatus) // the last status asked for, from the one the fleet shows; nil: the same
 		deleted   time.Time                          // when the fleet's deletion was requested; zero: it was not
+		created   time.Time                          // a new fleet's creation, showing no status yet; zero: an old fleet with its status
 	}{
-		{"progress right after a write", t0, t0, progress, ProgressInterval, nil, time.Time{}},
-		{"progress 3s after a write", t0, t0.Add(3 * time.Second), progress, ProgressInterval - 3*time.Second, nil, time.Time{}},
-		{"progress a moment before the interval ends", t0, t0.Add(ProgressInterval - time.Millisecond), progress, time.Millisecond, nil, time.Time{}},
-		{"progress at the interval's end", t0, t0.Add(ProgressInterval), progress, 0, nil, time.Time{}},
-		{"progress long after", t0, t0.Add(time.Hour), progress, 0, nil, time.Time{}},
-		{"progress with a clock that went back", t0, t0.Add(-time.Minute), progress, ProgressInterval, nil, time.Time{}},
-		{"progress after a restart", time.Time{}, t0, progress, 0, nil, time.Time{}},
-		{"a state change right after a write", t0, t0.Add(time.Second), func(s *v1alpha1.CelldFleetStatus) { s.State = v1alpha1.StateSteady }, ProgressInterval - time.Second, nil, time.Time{}},
-		{"a fleet turning Degraded 4s after a write", t0, t0.Add(4 * time.Second), degraded, ProgressInterval - 4*time.Second, nil, time.Time{}},
-		{"a state change after a restart", time.Time{}, t0, func(s *v1alpha1.CelldFleetStatus) { s.State = v1alpha1.StateSteady }, 0, nil, time.Time{}},
-		{"a fleet that arrives", t0, t0.Add(time.Second), func(s *v1alpha1.CelldFleetStatus) { progress(s); ready(s) }, 0, nil, time.Time{}},
-		{"progress right after a write the fleet does not show", t0, t0.Add(time.Second), progress, 0, lost, time.Time{}},
-		{"a state change right after a write the fleet does not show", t0, t0.Add(time.Second), func(s *v1alpha1.CelldFleetStatus) { s.State = v1alpha1.StateSteady }, 0, lost, time.Time{}},
+		{"progress right after a write", t0, t0, progress, ProgressInterval, nil, time.Time{}, time.Time{}},
+		{"progress 3s after a write", t0, t0.Add(3 * time.Second), progress, ProgressInterval - 3*time.Second, nil, time.Time{}, time.Time{}},
+		{"progress a moment before the interval ends", t0, t0.Add(ProgressInterval - time.Millisecond), progress, time.Millisecond, nil, time.Time{}, time.Time{}},
+		{"progress at the interval's end", t0, t0.Add(ProgressInterval), progress, 0, nil, time.Time{}, time.Time{}},
+		{"progress long after", t0, t0.Add(time.Hour), progress, 0, nil, time.Time{}, time.Time{}},
+		{"progress with a clock that went back", t0, t0.Add(-time.Minute), progress, ProgressInterval, nil, time.Time{}, time.Time{}},
+		{"progress after a restart", time.Time{}, t0, progress, 0, nil, time.Time{}, time.Time{}},
+		{"a state change right after a write", t0, t0.Add(time.Second), func(s *v1alpha1.CelldFleetStatus) { s.State = v1alpha1.StateSteady }, ProgressInterval - time.Second, nil, time.Time{}, time.Time{}},
+		{"a fleet turning Degraded 4s after a write", t0, t0.Add(4 * time.Second), degraded, ProgressInterval - 4*time.Second, nil, time.Time{}, time.Time{}},
+		{"a state change after a restart", time.Time{}, t0, func(s *v1alpha1.CelldFleetStatus) { s.State = v1alpha1.StateSteady }, 0, nil, time.Time{}, time.Time{}},
+		{"a fleet that arrives", t0, t0.Add(time.Second), func(s *v1alpha1.CelldFleetStatus) { progress(s); ready(s) }, 0, nil, time.Time{}, time.Time{}},
+		{"progress right after a write the fleet does not show", t0, t0.Add(time.Second), progress, 0, lost, time.Time{}, time.Time{}},
+		{"a state change right after a write the fleet does not show", t0, t0.Add(time.Second), func(s *v1alpha1.CelldFleetStatus) { s.State = v1alpha1.StateSteady }, 0, lost, time.Time{}, time.Time{}},
 		{"progress right after a write whose transition times the fleet shows otherwise", t0, t0.Add(time.Second), progress, ProgressInterval - time.Second,
-			func(s *v1alpha1.CelldFleetStatus) { s.Conditions[0].LastTransitionTime = metav1.NewTime(t0) }, time.Time{}},
+			func(s *v1alpha1.CelldFleetStatus) { s.Conditions[0].LastTransitionTime = metav1.NewTime(t0) }, time.Time{}, time.Time{}},
 		// A deletion: its first status waits one interval from the deletion's timestamp, whoever
 		// asked for a write last, so a deletion nothing holds up writes no status at all.
-		{"a deletion as it is requested", time.Time{}, t0, deleting, ProgressInterval, nil, t0},
-		{"a deletion 3s in, after a restart", time.Time{}, t0.Add(3 * time.Second), deleting, ProgressInterval - 3*time.Second, nil, t0},
-		{"a deletion 3s in, a moment after a write", t0.Add(2 * time.Second), t0.Add(3 * time.Second), deleting, ProgressInterval - 3*time.Second, nil, t0},
-		{"a deletion 3s in, after a write the fleet does not show", t0.Add(2 * time.Second), t0.Add(3 * time.Second), deleting, ProgressInterval - 3*time.Second, lost, t0},
-		{"a deletion held up for its interval", time.Time{}, t0.Add(ProgressInterval), deleting, 0, nil, t0},
-		{"a deletion held up long, right after a write", t0.Add(time.Minute), t0.Add(time.Minute + time.Second), deleting, ProgressInterval - time.Second, nil, t0},
-		{"a deletion timestamped ahead of this clock", time.Time{}, t0, deleting, 0, nil, t0.Add(time.Second)},
-		{"a deletion's status on the fleet before it is Deleting", time.Time{}, t0, progress, 0, nil, t0},
+		{"a deletion as it is requested", time.Time{}, t0, deleting, ProgressInterval, nil, t0, time.Time{}},
+		{"a deletion 3s in, after a restart", time.Time{}, t0.Add(3 * time.Second), deleting, ProgressInterval - 3*time.Second, nil, t0, time.Time{}},
+		{"a deletion 3s in, a moment after a write", t0.Add(2 * time.Second), t0.Add(3 * time.Second), deleting, ProgressInterval - 3*time.Second, nil, t0, time.Time{}},
+		{"a deletion 3s in, after a write the fleet does not show", t0.Add(2 * time.Second), t0.Add(3 * time.Second), deleting, ProgressInterval - 3*time.Second, lost, t0, time.Time{}},
+		{"a deletion held up for its interval", time.Time{}, t0.Add(ProgressInterval), deleting, 0, nil, t0, time.Time{}},
+		{"a deletion held up long, right after a write", t0.Add(time.Minute), t0.Add(time.Minute + time.Second), deleting, ProgressInterval - time.Second, nil, t0, time.Time{}},
+		{"a deletion timestamped ahead of this clock", time.Time{}, t0, deleting, 0, nil, t0.Add(time.Second), time.Time{}},
+		{"a deletion's status on the fleet before it is Deleting", time.Time{}, t0, progress, 0, nil, t0, time.Time{}},
+		// A new fleet: its first status waits one interval from its creation, so one that arrives
+		// within it is written once, Ready.
+		{"a new fleet as it is created", time.Time{}, t0, progress, ProgressInterval, nil, time.Time{}, t0},
+		{"a new fleet 3s in", time.Time{}, t0.Add(3 * time.Second), progress, ProgressInterval - 3*time.Second, nil, time.Time{}, t0},
+		{"a new fleet a moment before its interval ends", time.Time{}, t0.Add(ProgressInterval - time.Millisecond), progress, time.Millisecond, nil, time.Time{}, t0},
+		{"a new fleet at its interval's end", time.Time{}, t0.Add(ProgressInterval), progress, 0, nil, time.Time{}, t0},
+		{"a new fleet that arrives 3s in", time.Time{}, t0.Add(3 * time.Second), func(s *v1alpha1.CelldFleetStatus) { progress(s); ready(s) }, 0, nil, time.Time{}, t0},
+		{"a new fleet Degraded 3s in", time.Time{}, t0.Add(3 * time.Second), degraded, 0, nil, time.Time{}, t0},
+		{"a new fleet timestamped ahead of this clock", time.Time{}, t0, progress, 0, nil, time.Time{}, t0.Add(time.Second)},
+		{"a new fleet deleted 1s in", time.Time{}, t0.Add(2 * time.Second), deleting, ProgressInterval - time.Second, nil, t0.Add(time.Second), t0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -142,11 +153,40 @@ func TestStatusHoldWaitsOutTheInterval(t *testing.T) {
 				m.asked = nil
 			}
 			f := &v1alpha1.CelldFleet{Status: published}
+			if !c.created.IsZero() {
+				f.CreationTimestamp, f.Status = metav1.Time{Time: c.created}, v1alpha1.CelldFleetStatus{}
+			}
 			if !c.deleted.IsZero() {
 				f.DeletionTimestamp = &metav1.Time{Time: c.deleted}
 			}
 			if got := m.statusHold(f, &next, c.now); got != c.want {
 				t.Errorf("statusHold = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestCreationHoldOnlyBeforeTheFirstStatus: a fleet young enough for the creation hold that
+// shows a status (written by an operator that then restarted, or by anyone) is paced as any
+// other; any field of a status counts as one.
+func TestCreationHoldOnlyBeforeTheFirstStatus(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	shown := map[string]func(s *v1alpha1.CelldFleetStatus){
+		"a whole status":      func(s *v1alpha1.CelldFleetStatus) { *s = pacedStatus() },
+		"a state alone":       func(s *v1alpha1.CelldFleetStatus) { s.State = v1alpha1.StateProvisioning },
+		"a generation alone":  func(s *v1alpha1.CelldFleetStatus) { s.ObservedGeneration = 1 },
+		"a condition alone":   func(s *v1alpha1.CelldFleetStatus) { s.Conditions = pacedStatus().Conditions[:1] },
+		"member counts alone": func(s *v1alpha1.CelldFleetStatus) { s.Members.Desired = 3 },
+	}
+	for name, show := range shown {
+		t.Run(name, func(t *testing.T) {
+			f := &v1alpha1.CelldFleet{}
+			f.CreationTimestamp = metav1.Time{Time: t0}
+			show(&f.Status)
+			next := pacedStatus()
+			next.Members.Ready = 4
+			if got := New().statusHold(f, &next, t0.Add(time.Second)); got != 0 {
+				t.Errorf("statusHold = %v, want 0: the fleet shows a status, and this machine asked for none", got)
 			}
 		})
 	}
@@ -201,8 +241,13 @@ func TestStatusIsWrittenOncePerInterval(t *testing.T) {
 			if held <= 0 || held > ProgressInterval {
 				t.Fatalf("%s: a changed status was neither written nor asked to be synced within the interval (requeue %v)", w.now.Format(time.TimeOnly), held)
 			}
-			if len(writes) == 0 || w.now.Sub(writes[len(writes)-1].at) >= ProgressInterval {
-				t.Fatalf("%s: progress held back although no status was written in the last %v", w.now.Format(time.TimeOnly), ProgressInterval)
+			// A new fleet's first status is timed from its creation.
+			since := w.fleet.CreationTimestamp.Time
+			if len(writes) > 0 {
+				since = writes[len(writes)-1].at
+			}
+			if w.now.Sub(since) >= ProgressInterval {
+				t.Fatalf("%s: progress held back although no status was written in the last %v (nor the fleet created)", w.now.Format(time.TimeOnly), ProgressInterval)
 			}
 		case !wrote && held > 0:
 			t.Fatalf("%s: a status sync asked for with nothing to write", w.now.Format(time.TimeOnly))

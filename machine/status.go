@@ -226,19 +226,25 @@ func ReaderActs(published, st *v1alpha1.CelldFleetStatus) bool {
 var ProgressInterval = 10 * time.Second
 
 // statusHold is how long the status st must wait before it replaces the one fleet f shows: a
-// deletion's first interval (deletionHold), or else what is
-// left of the interval since the last write this machine asked for, whatever changed (the latest
-// status is written then). Zero when the fleet is Ready, so a fleet that arrives is reported at
-// once and no settled fleet carries a deferred status; on this machine's first write (a new
-// fleet, or an operator that restarted: it does not know when the last write was); and when the
-// fleet does not show the last status asked for: that write failed or was never sent (an earlier
-// action of its step failed), or someone else wrote the status since, and what the fleet shows
-// is no status of this machine's to pace.
+// deletion's first interval (deletionHold), a new fleet's first interval (creationHold), or else
+// what is left of the interval since the last write this machine asked for, whatever changed
+// (the latest status is written then). Zero when the fleet is Ready, so a fleet that arrives is
+// reported at once and no settled fleet carries a deferred status; on this machine's first write
+// to a fleet that shows a status (an operator that restarted: it does not know when the last
+// write was); and when the fleet does not show the last status asked for: that write failed or
+// was never sent (an earlier action of its step failed), or someone else wrote the status since,
+// and what the fleet shows is no status of this machine's to pace.
 func (m *Fleet) statusHold(f *v1alpha1.CelldFleet, st *v1alpha1.CelldFleetStatus, now time.Time) time.Duration {
 	if hold := deletionHold(f, st, now); hold > 0 {
 		return hold
 	}
-	if apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) || m.asked == nil || !statusEqual(m.asked, &f.Status) {
+	if apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) {
+		return 0
+	}
+	if hold := creationHold(f, st, now); hold > 0 {
+		return hold
+	}
+	if m.asked == nil || !statusEqual(m.asked, &f.Status) {
 		return 0
 	}
 	since := now.Sub(m.published)
@@ -257,16 +263,38 @@ func (m *Fleet) statusHold(f *v1alpha1.CelldFleet, st *v1alpha1.CelldFleetStatus
 // (members that stop, disks that go) ends within it, and the fleet is gone with no status written
 // that no one would read; one that is held up is written once the interval ends, and says what it
 // waits for. The deletion's own timestamp times it, so a restarted operator holds it alike. A
-// timestamp ahead of this clock by more than an interval cannot be timed, and holds nothing.
+// timestamp ahead of this clock cannot be timed, and holds nothing.
 func deletionHold(f *v1alpha1.CelldFleet, st *v1alpha1.CelldFleetStatus, now time.Time) time.Duration {
 	if st.State != v1alpha1.StateDeleting || f.DeletionTimestamp == nil {
 		return 0
 	}
-	left := f.DeletionTimestamp.Add(ProgressInterval).Sub(now)
+	return intervalLeft(f.DeletionTimestamp.Time, now)
+}
+
+// intervalLeft is what is left of one interval from t, which this clock cannot time (zero) when
+// t is ahead of it.
+func intervalLeft(t, now time.Time) time.Duration {
+	left := t.Add(ProgressInterval).Sub(now)
 	if left > ProgressInterval {
 		return 0
 	}
 	return max(left, 0)
+}
+
+// creationHold is how long the first status of a new fleet waits: what is left of one interval
+// since the fleet was created. A fleet that arrives within it (Ready) is written once, arrived,
+// with no Provisioning status before it that no one would read; one that takes longer is written
+// when the interval ends, and then as any fleet in motion. A fleet that shows any status was
+// written before (by this operator or an earlier one) and holds nothing. Degraded is never held:
+// a new fleet refused its bucket or its names tells its tenant at once what to change. The
+// fleet's creationTimestamp times it, so a restarted operator holds it alike; a timestamp ahead
+// of this clock cannot be timed, and holds nothing.
+func creationHold(f *v1alpha1.CelldFleet, st *v1alpha1.CelldFleetStatus, now time.Time) time.Duration {
+	if f.CreationTimestamp.IsZero() || !statusEqual(&f.Status, &v1alpha1.CelldFleetStatus{}) ||
+		apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDegraded) {
+		return 0
+	}
+	return intervalLeft(f.CreationTimestamp.Time, now)
 }
 
 // enteredDegraded is the Degraded condition of st when it says something the published status
