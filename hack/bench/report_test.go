@@ -180,3 +180,23 @@ func firstDiff(want, got string) string {
 	}
 	return ""
 }
+
+func TestStepTargetByFleetCount(t *testing.T) {
+	cases := []struct {
+		fleets  int
+		p99     float64
+		verdict string
+	}{
+		{50, 0.5, "met"}, {50, 1, "met"}, {50, 1.001, "missed: p99 1.00 s"}, {50, math.NaN(), "missed: p99 n/a"},
+		{500, 3, "met"}, {500, 3.2, "missed: p99 3.20 s"}, {100, 30, ""}, {5, 0.1, ""},
+	}
+	for _, c := range cases {
+		target, verdict := stepTarget(c.fleets, c.p99)
+		if verdict != c.verdict {
+			t.Errorf("stepTarget(%d, %v) verdict = %q, want %q", c.fleets, c.p99, verdict, c.verdict)
+		}
+		if (c.verdict == "") != (target == "(no target)") {
+			t.Errorf("stepTarget(%d, %v) target = %q with verdict %q", c.fleets, c.p99, target, verdict)
+		}
+	}
+}

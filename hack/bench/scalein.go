@@ -212,14 +212,33 @@ func (b *bench) scaleIn(ctx context.Context) (*scaleInResult, error) {
 	return res, nil
 }
 
+// stepTargets are the p99 step latencies the operator is held to, by how many fleets scale in at
+// once; other counts have none.
+var stepTargets = map[int]float64{50: 1, 500: 3}
+
+// stepTarget is the target column and the verdict for a p99 step latency, in seconds, at this
+// many fleets.
+func stepTarget(fleets int, p99 float64) (target, verdict string) {
+	want, ok := stepTargets[fleets]
+	if !ok {
+		return "(no target)", ""
+	}
+	target = "p99 ≤ " + durStr(want)
+	if p99 <= want {
+		return target, "met"
+	}
+	return target, "missed: p99 " + durStr(p99)
+}
+
 // section is what the scale-in walk puts in the report.
 func (s *scaleInResult) section() section {
 	var sec section
 	sec.add("3", fmt.Sprintf("scale-in: %d fleets 6 -> 3 at once (3 one-member steps each), until all Ready at 3", s.fleets),
 		fmt.Sprintf("%.1f s", s.total.Seconds()), "", "")
+	target, verdict := stepTarget(s.fleets, percentile(s.steps, 0.99))
 	sec.add("3", "scale-in: decision latency, a step rolled out -> the next replicas write (bench's watches)",
 		fmt.Sprintf("p50 %s, p99 %s, max %s (%d steps)", durStr(percentile(s.steps, 0.5)), durStr(percentile(s.steps, 0.99)), durStr(maxOf(s.steps)), len(s.steps)),
-		"(no target)", "")
+		target, verdict)
 	sec.add("3", "scale-in: spec change -> the first replicas write",
 		fmt.Sprintf("p50 %s, p99 %s (%d fleets)", durStr(percentile(s.first, 0.5)), durStr(percentile(s.first, 0.99)), len(s.first)), "(no target)", "")
 	if s.decision.total > 0 {

@@ -403,10 +403,15 @@ func (st *steadyResult) section(resync time.Duration) section {
 	if lc := st.lifecycle; lc != nil {
 		k := float64(max(lc.fleets, 1))
 		per := lc.opWrites / k
-		minimum := 23.0
-		v := "at the minimum"
-		if per > minimum {
-			v = fmt.Sprintf("%.1f over the minimum (x%.2f)", per-minimum, per/minimum)
+		// The target allows 1.3 times the minimum: what a lifecycle must record beyond its
+		// moves (its history, its Events) and a status per change.
+		minimum, most := 23.0, 30.0
+		v := "met: at the minimum"
+		switch {
+		case per > most:
+			v = fmt.Sprintf("missed: %.1f over the minimum (x%.2f)", per-minimum, per/minimum)
+		case per > minimum:
+			v = fmt.Sprintf("met: %.1f over the minimum (x%.2f)", per-minimum, per/minimum)
 		}
 		api := ""
 		if lc.apiErr == nil {
@@ -418,17 +423,17 @@ func (st *steadyResult) section(resync time.Duration) section {
 		}
 		sec.add("4", fmt.Sprintf("writes per fleet, one lifecycle: create 3, grow to 6, shrink to 3, delete (%d fleets)", lc.fleets),
 			fmt.Sprintf("%s per fleet%s%s; by kind per fleet: %s", trim(per), api, failed, seriesPer(lc.opSeries, k)),
-			"minimum 23", v)
+			"≤ 30 per fleet (1.3 x the minimum, 23)", v)
 		sec.note("**The minimum a lifecycle needs** (PersistentFleet, 23 writes): create 9 (the reservation, the finalizer, "+
 			"2 Services, 2 NetworkPolicies, the PDB, the StatefulSet, one status write that shows it Ready); grow 3 -> 6: 2 "+
 			"(the StatefulSet, the status); shrink 6 -> 3 one member per step: 4 (the StatefulSet three times, the status once); "+
 			"delete: 8 (the StatefulSet to 0 so no member runs when its disk goes, 6 claims: 3 of the members left and "+
 			"3 retained by the scale-in, the finalizer). Measured above the minimum, per fleet: %s. A fleet's status is "+
-			"written at most once every 10 s, the latest of it, and at once when the fleet arrives (Ready) or is new, so a "+
-			"change costs a write on arrival and one per 10 s it lasts, and a deletion none until it has lasted 10 s; the settled size is recorded on the StatefulSet by "+
+			"written at most once every 10 s, the latest of it, and at once when the fleet arrives (Ready), so a "+
+			"change costs a write on arrival and one per 10 s it lasts, a new fleet none until it is 10 s old, and a deletion none until it has lasted 10 s; the settled size is recorded on the StatefulSet by "+
 			"one more apply after each rollout (the state is derived from the workload, not stored); the capacity history "+
 			"is appended to the reservation's status in one write per step that decides (the restart proof of the step "+
-			"policy: the creation, the growth, the scale-in request with its first step, each later step); Events are one "+
+			"policy: the growth, the scale-in request with its first step, each later step; not a fleet's first apply, which ends no request); Events are one "+
 			"per change, when it starts (the growth, the scale-in, the deletion), one when the fleet is first Steady, and one "+
 			"naming the disks a deletion deletes.", excess(lc.opSeries, k))
 	}
