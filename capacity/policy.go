@@ -27,6 +27,10 @@ type Target struct {
 	Source  v1alpha1.DecisionSource
 	// Recommended is the recommendation, nil when the mode computes none or nothing was observed.
 	Recommended *int32
+	// Kept: nothing was observed, and Members is the size the fleet has, kept rather than asked
+	// for. It withdraws no scale-in request: a metrics API that blinks, or an operator that has
+	// not sampled yet since its start, neither skips nor restarts a window.
+	Kept bool
 }
 
 // TargetFor is the one function through which manual requests and recommendations pass.
@@ -40,7 +44,7 @@ func TargetFor(spec *v1alpha1.CelldFleetSpec, util *events.Utilization, current 
 		// Nothing observed decides nothing: an Auto fleet that runs keeps its size, so a metrics
 		// API that goes away or answers nothing never scales it in (nor leaves a request to).
 		if spec.Capacity.Mode == v1alpha1.CapacityAuto && current > 0 {
-			t.Members = current
+			t.Members, t.Kept = current, true
 		}
 		return t
 	}
@@ -108,6 +112,13 @@ func Step(f Facts) Plan {
 		p.Records = append(p.Records, decision(f, v1alpha1.DecisionGrow, f.Current, f.Target.Members))
 		return p
 	case f.Target.Members == f.Current:
+		// Asked for the size it has before a standing request was carried out: the request is
+		// withdrawn, and a later one must stand for a window of its own, so a target that flaps
+		// (a recommendation, an autoscaler) never removes a member on the strength of a request
+		// that did not stand throughout. A request carried out to its end withdraws nothing.
+		if d, _ := ScaleInAnchor(f.History, f.Current); !f.Target.Kept && d.Kind == v1alpha1.DecisionScaleInRequested && d.To < f.Current {
+			p.Records = append(p.Records, decision(f, v1alpha1.DecisionScaleInWithdrawn, f.Current, f.Current))
+		}
 		return p
 	}
 	anchor, anchored := ScaleInAnchor(f.History, f.Target.Members)
@@ -146,7 +157,7 @@ func decision(f Facts, kind v1alpha1.DecisionKind, from, to int32) v1alpha1.Capa
 // ScaleInAnchor finds the standing request a scale-in to target may proceed under: skipping the
 // ShrinkOne steps already taken, the newest entry must be a ScaleInRequested for at most as many
 // members as target asks to remove. A request for fewer members than the anchor asked for needs a
-// window of its own, and a Grow ends every earlier request.
+// window of its own, and a Grow or a withdrawal ends every earlier request.
 func ScaleInAnchor(history []v1alpha1.CapacityDecision, target int32) (v1alpha1.CapacityDecision, bool) {
 	for i := len(history) - 1; i >= 0; i-- {
 		d := history[i]

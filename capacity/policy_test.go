@@ -153,7 +153,7 @@ func TestManualAndRecommendationSamePath(t *testing.T) {
 	lo, hi := int32(2), int32(10)
 	spec := &v1alpha1.CelldFleetSpec{Members: 4, Capacity: v1alpha1.CapacitySpec{Mode: v1alpha1.CapacityAuto, MinMembers: &lo, MaxMembers: &hi, TargetUtilization: 50}}
 	tg := TargetFor(spec, &events.Utilization{Percent: 100, Members: 4}, 4)
-	if tg.Members != 8 || tg.Source != v1alpha1.SourceRecommendation {
+	if tg.Members != 8 || tg.Source != v1alpha1.SourceRecommendation || tg.Kept {
 		t.Fatalf("auto at 100%% of 50%% target on 4 members: %+v", tg)
 	}
 	tg = TargetFor(spec, &events.Utilization{Percent: 1, Members: 4}, 4)
@@ -165,8 +165,8 @@ func TestManualAndRecommendationSamePath(t *testing.T) {
 		t.Fatalf("without metrics the fleet stays at spec.members: %+v", tg)
 	}
 	for _, util := range []*events.Utilization{nil, {Unavailable: true}} {
-		if tg = TargetFor(spec, util, 7); tg.Members != 7 || tg.Recommended != nil {
-			t.Fatalf("without metrics (%+v) an Auto fleet of 7 keeps its size: %+v", util, tg)
+		if tg = TargetFor(spec, util, 7); tg.Members != 7 || tg.Recommended != nil || !tg.Kept {
+			t.Fatalf("without metrics (%+v) an Auto fleet of 7 keeps its size, kept rather than asked for: %+v", util, tg)
 		}
 	}
 	if tg = TargetFor(spec, nil, 0); tg.Members != 4 {
@@ -218,5 +218,47 @@ func TestRequestRecordedWhenItTimesSomethingOrSteps(t *testing.T) {
 		if p.Next != tc.next || !slices.Equal(got, tc.kinds) || (!tc.settled && p.Blocked == "") {
 			t.Errorf("window %s, settled %t: next %d, records %v, blocked %q; want next %d, records %v", tc.window, tc.settled, p.Next, got, p.Blocked, tc.next, tc.kinds)
 		}
+	}
+}
+
+// A request withdrawn (the target back to the size) is ended in the history, and asked for again
+// it waits a window of its own; a request carried out to its end, or a size kept because nothing
+// was observed, withdraws nothing.
+func TestWithdrawnRequestWaitsAWindowOfItsOwn(t *testing.T) {
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	asked := Step(Facts{Current: 6, Target: manual(3), Settled: true, Now: at(0), Window: time.Minute})
+	h := asked.Records
+	if len(h) != 1 || h[0].Kind != v1alpha1.DecisionScaleInRequested {
+		t.Fatalf("a scale-in asked for: want its request recorded, got %+v", h)
+	}
+
+	kept := Step(Facts{Current: 6, Target: Target{Members: 6, Source: v1alpha1.SourceManual, Kept: true}, Settled: true, Now: at(10), Window: time.Minute, History: h})
+	if len(kept.Records) != 0 || kept.Next != 6 {
+		t.Fatalf("nothing observed: want nothing recorded and the size kept, got %+v", kept)
+	}
+	if p := Step(Facts{Current: 6, Target: manual(3), Settled: true, Now: at(60), Window: time.Minute, History: h}); p.Next != 5 {
+		t.Fatalf("a window with a tick of nothing observed in it: want the first step at its end, got %+v", p)
+	}
+
+	back := Step(Facts{Current: 6, Target: manual(6), Settled: true, Now: at(10), Window: time.Minute, History: h})
+	if len(back.Records) != 1 || back.Records[0].Kind != v1alpha1.DecisionScaleInWithdrawn || back.Records[0].From != 6 || back.Records[0].To != 6 {
+		t.Fatalf("the target back to the size: want the request withdrawn, got %+v", back.Records)
+	}
+	h = AppendAll(h, back.Records)
+	again := Step(Facts{Current: 6, Target: manual(3), Settled: true, Now: at(61), Window: time.Minute, History: h})
+	if again.Next != 6 || again.Wait != time.Minute || len(again.Records) != 1 || again.Records[0].Kind != v1alpha1.DecisionScaleInRequested {
+		t.Fatalf("asked again after a withdrawal: want a new request and a whole window, got %+v", again)
+	}
+
+	done := AppendAll(h[:1], []v1alpha1.CapacityDecision{
+		{Time: metav1.NewTime(at(60)), Kind: v1alpha1.DecisionShrinkOne, From: 6, To: 5},
+		{Time: metav1.NewTime(at(70)), Kind: v1alpha1.DecisionShrinkOne, From: 5, To: 4},
+		{Time: metav1.NewTime(at(80)), Kind: v1alpha1.DecisionShrinkOne, From: 4, To: 3},
+	})
+	if p := Step(Facts{Current: 3, Target: manual(3), Settled: true, Now: at(90), Window: time.Minute, History: done}); len(p.Records) != 0 {
+		t.Fatalf("a request carried out to its end: want nothing recorded, got %+v", p.Records)
+	}
+	if p := Step(Facts{Current: 4, Target: manual(4), Settled: true, Now: at(90), Window: time.Minute, History: done[:3]}); len(p.Records) != 1 || p.Records[0].Kind != v1alpha1.DecisionScaleInWithdrawn {
+		t.Fatalf("a request stopped short of its end: want it withdrawn, got %+v", p.Records)
 	}
 }

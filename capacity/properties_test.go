@@ -18,7 +18,7 @@ func drawHistory(t *rapid.T) []v1alpha1.CapacityDecision {
 	at := t0.Add(-time.Hour)
 	for i := 0; i < n; i++ {
 		at = at.Add(time.Duration(rapid.IntRange(0, 300).Draw(t, "gap")) * time.Second)
-		kind := rapid.SampledFrom([]v1alpha1.DecisionKind{v1alpha1.DecisionScaleInRequested, v1alpha1.DecisionShrinkOne, v1alpha1.DecisionGrow}).Draw(t, "kind")
+		kind := rapid.SampledFrom([]v1alpha1.DecisionKind{v1alpha1.DecisionScaleInRequested, v1alpha1.DecisionShrinkOne, v1alpha1.DecisionGrow, v1alpha1.DecisionScaleInWithdrawn}).Draw(t, "kind")
 		from := int32(rapid.IntRange(1, 9).Draw(t, "from"))
 		to := int32(rapid.IntRange(1, 9).Draw(t, "to"))
 		h = Append(h, v1alpha1.CapacityDecision{Time: metav1Time(at), Kind: kind, From: from, To: to, Source: v1alpha1.SourceManual})
@@ -135,6 +135,49 @@ func TestTargetsStayInBounds(t *testing.T) {
 		}
 		if r := got.Recommended; r != nil && (*r < lo || *r > hi) {
 			t.Fatalf("recommendation %d outside [%d, %d]", *r, lo, hi)
+		}
+	})
+}
+
+// TestScaleInOnlyAfterARequestStoodThroughout: whatever the targets do over time (a flapping
+// recommendation or autoscaler, manual requests, ticks with nothing observed), a member is
+// removed only if every target asked for in the window before it was below the size the fleet
+// had then. A target that went back to the size withdrew the request, and the window starts
+// again with the next one.
+func TestScaleInOnlyAfterARequestStoodThroughout(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		const window = time.Minute
+		type tick struct {
+			at              time.Time
+			target, current int32
+			kept            bool
+		}
+		var (
+			h       []v1alpha1.CapacityDecision
+			seen    []tick
+			current = int32(6)
+			now     = t0
+		)
+		n := rapid.IntRange(1, 60).Draw(t, "ticks")
+		for i := 0; i < n; i++ {
+			now = now.Add(time.Duration(rapid.IntRange(1, 30).Draw(t, "gap")) * time.Second)
+			target := Target{Members: int32(rapid.IntRange(1, 9).Draw(t, "target")), Source: v1alpha1.SourceRecommendation}
+			if rapid.IntRange(0, 5).Draw(t, "observed") == 0 {
+				// Nothing observed: the size is kept, not asked for.
+				target = Target{Members: current, Source: v1alpha1.SourceManual, Kept: true}
+			}
+			seen = append(seen, tick{at: now, target: target.Members, current: current, kept: target.Kept})
+			p := Step(Facts{Current: current, Target: target, Settled: true, Now: now, Window: window, History: h})
+			h = AppendAll(h, p.Records)
+			if p.Next < current {
+				for _, s := range seen {
+					if !s.kept && !s.at.Before(now.Add(-window)) && s.target >= s.current {
+						t.Fatalf("a member removed at %s (%d -> %d), though at %s the target was %d with %d members: the request did not stand for %s; history %+v",
+							now.Format(time.TimeOnly), current, p.Next, s.at.Format(time.TimeOnly), s.target, s.current, window, h)
+					}
+				}
+			}
+			current = p.Next
 		}
 	})
 }

@@ -130,3 +130,44 @@ func TestHistoryKeepsWhatThePolicyReads(t *testing.T) {
 		t.Errorf("the workload created again: want the history as it was (the request standing), got %+v", got)
 	}
 }
+
+// TestAWithdrawnScaleInIsRecorded: a scale-in asked for and then withdrawn (spec.members back to
+// the size within the window) is ended in the reservation's history, once; asked for again, it
+// starts a window of its own instead of going on under the first request.
+func TestAWithdrawnScaleInIsRecorded(t *testing.T) {
+	r := newRun(t, v1alpha1.ProfilePersistentFleet, 6, map[string]int{})
+	r.settle()
+	ask := func(n int32) {
+		r.w.fleet.Spec.Members, r.w.fleet.Generation = n, r.w.fleet.Generation+1
+		r.w.tick()
+		r.w.now = r.w.now.Add(10 * time.Second)
+		r.pass(r.w.observe())
+	}
+	last := func() v1alpha1.CapacityDecision {
+		h := r.w.res.Status.CapacityHistory
+		if len(h) == 0 {
+			t.Fatalf("no history")
+		}
+		return h[len(h)-1]
+	}
+	ask(3)
+	first := last()
+	if first.Kind != v1alpha1.DecisionScaleInRequested {
+		t.Fatalf("a scale-in asked for: want its request recorded, got %+v", first)
+	}
+	ask(6)
+	if w := last(); w.Kind != v1alpha1.DecisionScaleInWithdrawn || w.From != 6 || w.To != 6 {
+		t.Fatalf("spec.members back to 6 within the window: want the request withdrawn, got %+v", w)
+	}
+	r.settle()
+	n := len(r.w.res.Status.CapacityHistory)
+	r.w.now = r.w.now.Add(2 * time.Minute)
+	ask(3)
+	again := last()
+	if again.Kind != v1alpha1.DecisionScaleInRequested || !again.Time.After(first.Time.Time) || len(r.w.res.Status.CapacityHistory) != n+1 {
+		t.Errorf("asked again after the withdrawal and past the first request's window: want a new request, got %+v", r.w.res.Status.CapacityHistory)
+	}
+	if got := *r.w.sts.Spec.Replicas; got != 6 {
+		t.Errorf("a member removed at once under a withdrawn request: replicas %d, want 6 until the new request's window ends", got)
+	}
+}

@@ -55,7 +55,7 @@ type CelldReservationStatus struct {
 }
 
 // DecisionKind is what a capacity decision did.
-// +kubebuilder:validation:Enum=Grow;ScaleInRequested;ShrinkOne
+// +kubebuilder:validation:Enum=Grow;ScaleInRequested;ShrinkOne;ScaleInWithdrawn
 type DecisionKind string
 
 const (
@@ -65,6 +65,9 @@ const (
 	DecisionScaleInRequested DecisionKind = "ScaleInRequested"
 	// DecisionShrinkOne: one member was removed.
 	DecisionShrinkOne DecisionKind = "ShrinkOne"
+	// DecisionScaleInWithdrawn: the target went back to the size before a scale-in request was
+	// carried out; it ends that request, so asking again starts a new stabilization window.
+	DecisionScaleInWithdrawn DecisionKind = "ScaleInWithdrawn"
 )
 
 // DecisionSource says where a capacity request came from.
