@@ -36,6 +36,20 @@ func TestBucketSpellingsOneBucket(t *testing.T) {
 	t.Parallel()
 	first, second := newFixture(t), newFixture(t)
 	first.startOperator()
+	// A reservation under the old naming (the bucket's raw name) of a bucket no fleet runs on
+	// still holds it after the upgrade. It exists before the operator that sees its bucket asked
+	// for starts, as it does after an upgrade.
+	legacy := second.bucket("legacy")
+	// It is made as the operator of the old naming made it: its managed-by label, its field manager.
+	held := &v1alpha1.CelldReservation{
+		ObjectMeta: metav1.ObjectMeta{Name: bucket.LegacyReservationName(v1alpha1.BucketSpec{Name: legacy}),
+			Labels: map[string]string{events.LabelManagedBy: events.ManagedBy}},
+		Spec: v1alpha1.CelldReservationSpec{FleetName: "gone", FleetUID: types.UID("00000000-0000-0000-0000-00000000cafe"),
+			Profile: v1alpha1.ProfileBucket, Bucket: v1alpha1.BucketSpec{Name: legacy, Region: "us-east-1"}},
+	}
+	if _, err := suite.celld.CelldV1alpha1().CelldReservations(first.ns).Create(first.ctx, held, metav1.CreateOptions{FieldManager: events.FieldManager}); err != nil {
+		t.Fatal(err)
+	}
 	second.startOperator()
 	name := first.bucket("spelled")
 	owner := first.newFleet("owner", v1alpha1.ProfileBucket, 1)
@@ -56,19 +70,6 @@ func TestBucketSpellingsOneBucket(t *testing.T) {
 		fl := second.newFleet(fmt.Sprintf("rival-%d", i), v1alpha1.ProfileBucket, 1)
 		fl.Spec.Bucket = v1alpha1.BucketSpec{Name: name, Region: "eu-west-1", Endpoint: e}
 		rivals = append(rivals, second.create(fl))
-	}
-	// A reservation under the old naming (the bucket's raw name) of a bucket no fleet runs on
-	// still holds it after the upgrade.
-	legacy := second.bucket("legacy")
-	// It is made as the operator of the old naming made it: its managed-by label, its field manager.
-	held := &v1alpha1.CelldReservation{
-		ObjectMeta: metav1.ObjectMeta{Name: bucket.LegacyReservationName(v1alpha1.BucketSpec{Name: legacy}),
-			Labels: map[string]string{events.LabelManagedBy: events.ManagedBy}},
-		Spec: v1alpha1.CelldReservationSpec{FleetName: "gone", FleetUID: types.UID("00000000-0000-0000-0000-00000000cafe"),
-			Profile: v1alpha1.ProfileBucket, Bucket: v1alpha1.BucketSpec{Name: legacy, Region: "us-east-1"}},
-	}
-	if _, err := suite.celld.CelldV1alpha1().CelldReservations(first.ns).Create(first.ctx, held, metav1.CreateOptions{FieldManager: events.FieldManager}); err != nil {
-		t.Fatal(err)
 	}
 	late := second.newFleet("late", v1alpha1.ProfileBucket, 1)
 	late.Spec.Bucket = v1alpha1.BucketSpec{Name: legacy, Region: "us-east-1", Endpoint: "https://s3.us-east-1.amazonaws.com/"}
