@@ -109,7 +109,12 @@ func Step(f Facts) Plan {
 	switch {
 	case f.Target.Members > f.Current:
 		p.Next = f.Target.Members
-		p.Records = append(p.Records, decision(f, v1alpha1.DecisionGrow, f.Current, f.Target.Members))
+		// A Grow is read only as the end of the scale-in requests before it. A fleet that starts
+		// from no member (its first apply, or its workload created again after someone deleted
+		// it) removes none and ends none: its record would decide nothing and cost a write.
+		if f.Current > 0 {
+			p.Records = append(p.Records, decision(f, v1alpha1.DecisionGrow, f.Current, f.Target.Members))
+		}
 		return p
 	case f.Target.Members == f.Current:
 		// Asked for the size it has before a standing request was carried out: the request is

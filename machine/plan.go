@@ -304,11 +304,7 @@ func (p *planner) readyMembers(except string) []string {
 	return out
 }
 
-// history appends the policy's decisions that this step acts on. A growth from no member at all
-// (the fleet's first apply, or its workload created again after someone deleted it) is not one:
-// a Grow is read only as the end of the scale-in requests before it, and a fleet that starts
-// from nothing removes no member, so its record would change no decision the policy makes and
-// cost a write per fleet.
+// history appends the policy's decisions that this step acts on.
 func (p *planner) history(replicas int32) {
 	fx := p.fx
 	var records []v1alpha1.CapacityDecision
@@ -316,7 +312,7 @@ func (p *planner) history(replicas int32) {
 	for _, r := range fx.plan.Records {
 		switch r.Kind {
 		case v1alpha1.DecisionGrow:
-			if replicas <= fx.current || r.From == 0 {
+			if replicas <= fx.current {
 				continue
 			}
 		case v1alpha1.DecisionShrinkOne:
