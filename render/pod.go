@@ -113,6 +113,10 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot:   &yes,
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				FSGroup:        ptrTo(DataGroup),
+				// A disk already given to the group is not walked again at every start: a large
+				// disk would hold its member back for the whole walk.
+				FSGroupChangePolicy: ptrTo(corev1.FSGroupChangeOnRootMismatch),
 			},
 		},
 	}

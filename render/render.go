@@ -29,6 +29,11 @@ const (
 	defaultPeerPort   = 7001
 )
 
+// DataGroup owns the members' volumes: the kubelet gives each volume to this group (group-writable,
+// setgid) and adds the group to the member's process, so celld, which runs as a non-root user of
+// its image's choosing, can write a freshly provisioned disk that only root could write before.
+const DataGroup int64 = 65532
+
 // ScratchLimit bounds the scratch mount: temporary files, not data, which has a volume of its own.
 var ScratchLimit = resource.MustParse("256Mi")
 

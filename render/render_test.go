@@ -202,6 +202,11 @@ func TestMembersRunHardened(t *testing.T) {
 			if sc := c.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 				t.Errorf("%s: the root filesystem must be read-only: %+v", f.Spec.Profile, sc)
 			}
+			// A fresh disk is root's: without a group of the Pod's, a non-root member cannot write it.
+			if psc := spec.SecurityContext; psc == nil || psc.FSGroup == nil || *psc.FSGroup != DataGroup ||
+				psc.FSGroupChangePolicy == nil || *psc.FSGroupChangePolicy != corev1.FSGroupChangeOnRootMismatch {
+				t.Errorf("%s: the Pod must give its volumes to group %d, changed only on a mismatch: %+v", f.Spec.Profile, DataGroup, psc)
+			}
 			mounted := map[string]string{}
 			for _, m := range c.VolumeMounts {
 				mounted[m.Name] = m.MountPath
