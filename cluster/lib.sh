@@ -8,6 +8,10 @@ PID_DIR="${CLUSTER_RUN}/pids"
 
 # Components in start order; down.sh stops them in reverse.
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok metrics-server)
+if [[ "${CLUSTER_MODE}" == real ]]; then
+	# Real kubelets (cluster/real.sh) stand in for kwok; they serve no resource metrics API here.
+	COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+fi
 
 log() { printf '[cluster] %s\n' "$*"; }
 

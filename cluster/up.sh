@@ -156,7 +156,7 @@ ensure_pki() {
 	[[ -f "${PKI_DIR}/ca.crt" ]] || log "creating certificates in ${PKI_DIR}"
 	make_ca ca
 	issue_cert ca apiserver "/CN=kube-apiserver" \
-		"IP:127.0.0.1,IP:${KUBERNETES_SERVICE_IP},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+		"IP:127.0.0.1,IP:${REAL_HOST_IP},IP:${KUBERNETES_SERVICE_IP},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
 	issue_cert ca admin "/O=system:masters/CN=celld-admin"
 	issue_cert ca kube-controller-manager "/CN=system:kube-controller-manager"
 	issue_cert ca kube-scheduler "/CN=system:kube-scheduler"
@@ -232,12 +232,20 @@ args_of() {
 		;;
 	kube-apiserver)
 		ARGS=(
-			--advertise-address=127.0.0.1
-			--bind-address=127.0.0.1
 			--secure-port="${APISERVER_PORT}"
 			--etcd-servers="http://127.0.0.1:${ETCD_CLIENT_PORT}"
-			--endpoint-reconciler-type=none
 			--service-cluster-ip-range="${SERVICE_CIDR}"
+		)
+		if [[ "${CLUSTER_MODE}" == real ]]; then
+			# Pods reach it through the kubernetes Service, whose endpoint is the advertised
+			# address, which must not be a loopback one.
+			# Its kubelets' names resolve nowhere: logs, exec and metrics go to their addresses.
+			ARGS+=(--advertise-address="${REAL_HOST_IP}" --bind-address=0.0.0.0 --kubelet-preferred-address-types=InternalIP \
+				--kubelet-client-certificate="${PKI_DIR}/admin.crt" --kubelet-client-key="${PKI_DIR}/admin.key")
+		else
+			ARGS+=(--advertise-address=127.0.0.1 --bind-address=127.0.0.1 --endpoint-reconciler-type=none)
+		fi
+		ARGS+=(
 			--tls-cert-file="${PKI_DIR}/apiserver.crt"
 			--tls-private-key-file="${PKI_DIR}/apiserver.key"
 			--client-ca-file="${PKI_DIR}/ca.crt"
@@ -481,9 +489,13 @@ if all_healthy; then
 	exit 0
 fi
 
-if ! "${HERE}/build.sh" --check; then
+needed=()
+if [[ "${CLUSTER_MODE}" == real ]]; then
+	needed=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
+fi
+if ! "${HERE}/build.sh" --check "${needed[@]}"; then
 	log "binaries missing or out of date: running cluster/build.sh"
-	"${HERE}/build.sh"
+	"${HERE}/build.sh" "${needed[@]}"
 fi
 
 mkdir -p "${LOG_DIR}" "${PID_DIR}" "${CLUSTER_RUN}/kwok"
@@ -496,6 +508,17 @@ wait_healthy etcd
 start_component kube-apiserver
 wait_healthy kube-apiserver
 log "API ready after $((SECONDS - up_start))s"
+
+if [[ "${CLUSTER_MODE}" == real ]]; then
+	# The nodes, their runtime, DNS and disks are cluster/real.sh's.
+	start_component kube-controller-manager
+	start_component kube-scheduler
+	wait_healthy kube-controller-manager
+	wait_healthy kube-scheduler
+	log "control plane ready in $((SECONDS - up_start))s; export KUBECONFIG=${KUBECONFIG}"
+	echo "${KUBECONFIG}"
+	exit 0
+fi
 
 kubectl apply -f "${CLUSTER_STAGES}/storage-class.yaml" >/dev/null
 apply_nodes
