@@ -14,7 +14,7 @@ MUTANTS_JOBS ?= 1
 # packages have code and tests under that tag.
 FAULT_PKGS := ./drivers/kube ./cmd/celld-operator
 
-.PHONY: help build test unit e2e chaos fuzz simulate mutants diagram generate verify lint cluster demo demo-stop bench clean release
+.PHONY: help build test unit e2e e2e-real chaos fuzz simulate mutants diagram generate verify lint cluster cluster-real demo demo-stop demo-real demo-real-stop bench clean release
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -33,6 +33,9 @@ unit: ## unit, property and scenario tests only (no control plane)
 
 e2e: ## end-to-end tests only: builds (or reuses) and starts the local control plane
 	$(GO) test -count=1 -timeout 80m -v ./e2e
+
+e2e-real: ## the real-node tests only (root): real kubelets, containers and disks, the operator by Helm
+	$(GO) test -count=1 -timeout 40m -v ./e2e/realnodes
 
 chaos: ## long crash chaos: fleet lifecycles while the operator is SIGKILLed CHAOS_KILLS times (default 200; CHAOS_SEED=N reuses a seed)
 	CHAOS_KILLS=$(CHAOS_KILLS) $(GO) test -count=1 -v -timeout 80m ./e2e -run '^TestCrashChaos$$'
@@ -70,6 +73,15 @@ demo: build ## the local control plane, the operator and both samples, shown con
 
 demo-stop: ## stop the demo's operator and the local control plane
 	hack/demo.sh stop
+
+cluster-real: ## build (or reuse) and start the real-node mode: three real nodes on this machine (root)
+	cluster/real.sh up
+
+demo-real: ## the real-node mode (root): the operator from its release image by Helm, both samples as real containers on real disks
+	hack/demo-real.sh
+
+demo-real-stop: ## stop the real-node demo and its nodes
+	hack/demo-real.sh stop
 
 bench: ## benchmarks against raw Kubernetes on a control plane of its own -> docs/benchmarks.md (BENCH_FLEETS=500: the long mode, a section of its own, with 2,000 fleets at rest and across a restart)
 	$(GO) run ./hack/bench

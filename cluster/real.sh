@@ -304,6 +304,12 @@ start_node() {
 	name=$(node_name "${i}")
 	write_node_config "${i}"
 	ensure_cgroup "${i}"
+	if ! kill -0 "$(cat "$(pid_file "containerd-${i}")" 2>/dev/null)" 2>/dev/null; then
+		# A node that starts again starts as after a reboot: /run is empty. A runtime state
+		# left by a killed containerd names shims and mounts that are gone.
+		unmount_under "${SOCK_ROOT}/n${i}/state"
+		rm -rf "${SOCK_ROOT}/n${i}/state"
+	fi
 	start_process "containerd-${i}" "${CLUSTER_BIN}/containerd" --config "${dir}/containerd.toml"
 	wait_for "containerd of ${name}" "containerd-${i}" "${CLUSTER_BIN}/ctr" --address "$(node_sock "${i}")" version
 	import_images "${i}"
@@ -315,6 +321,14 @@ start_node() {
 		--hostname-override="${name}" \
 		--node-ip="$(node_ip "${i}")" \
 		--node-labels="topology.kubernetes.io/zone=$(zone_of "${i}"),celld.io/real-node=true"
+}
+
+# Unmounts everything mounted under folder $1, deepest first.
+unmount_under() {
+	local m
+	awk -v p="$1/" 'index($2, p) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do
+		umount -l "${m}" 2>/dev/null || true
+	done
 }
 
 # Powers node $1 off as a machine would go: no process of it ends gracefully, and nothing of it
@@ -506,9 +520,8 @@ down() {
 	stop_process kube-proxy
 	stop_process coredns
 	# Pod sandboxes leave their mounts behind when their runtime is killed.
-	grep -o " ${CLUSTER_RUN}/nodes/[^ ]*\| ${SOCK_ROOT}/[^ ]*" /proc/mounts | sort -r | while read -r m; do
-		umount -l "${m}" 2>/dev/null || true
-	done
+	unmount_under "${CLUSTER_RUN}/nodes"
+	unmount_under "${SOCK_ROOT}"
 	"${HERE}/down.sh" "$@"
 	ip link del "${REAL_IFACE}" 2>/dev/null || true
 	for ((i = 1; i <= REAL_NODES; i++)); do
