@@ -145,7 +145,7 @@ build_kube() {
 			jq -r '.Require[] | select(.Version == "v0.0.0" and (.Path | startswith("k8s.io/"))) | .Path')
 		echo ")"
 		echo
-		echo "tool (k8s.io/kubernetes/cmd/kubelet; k8s.io/kubernetes/cmd/kube-proxy)"
+		printf 'tool (\n\tk8s.io/kubernetes/cmd/kubelet\n\tk8s.io/kubernetes/cmd/kube-proxy\n)\n'
 	} | prepare kube k8s.io/kubernetes "${KUBE_VERSION}"
 	tidy kube "${KUBE_VERSION}"
 	CGO_ENABLED=0 gobuild kube "${name}" "k8s.io/kubernetes/cmd/${name}" -ldflags "$(kube_ldflags)"
