@@ -59,25 +59,7 @@ func TestBucketFleetOnRealNodes(t *testing.T) {
 	}
 
 	t.Log("rolling upgrade to v2")
-	pods := f.recordPods()
-	f.update(fl.Name, func(x *v1alpha1.CelldFleet) { x.Spec.Image = celldImageV2 })
-	waitFor(t, f.ctx, "every member on v2", converge, func() bool {
-		ps := processes(fl.UID)
-		if len(ps) != 2 {
-			return false
-		}
-		for _, m := range ps {
-			if len(m) != 1 || m[0].build != "v2" {
-				return false
-			}
-		}
-		return true
-	})
-	fl = f.waitConverged(fl.Name)
-	f.checkMembersRun(fl, "v2")
-	if most := mostAwayAtOnce(pods.events(), fl.Name, 2); most > 1 {
-		t.Errorf("the rolling upgrade had %d members away at once, want at most 1", most)
-	}
+	fl = f.upgrade(fl)
 
 	t.Log("delete the fleet")
 	f.deleteFleet(fl.Name)

@@ -93,6 +93,7 @@ func runSuite(m *testing.M) int {
 	}
 	suite.run, suite.bin = vars[0], vars[1]
 	suite.bucketEndpoint = "http://" + net.JoinHostPort(vars[2], "28900")
+	clusterDNS(vars[2])
 	wasUp := cp.Answers()
 	logf("starting the real-node cluster (cluster/real.sh up; it builds what is missing)")
 	out, err := cp.Script("real.sh", "up")

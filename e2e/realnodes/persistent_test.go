@@ -203,25 +203,7 @@ func TestPersistentFleetOnRealNodes(t *testing.T) {
 	}
 
 	t.Log("rolling upgrade to v2")
-	pods := f.recordPods()
-	f.update(fl.Name, func(x *v1alpha1.CelldFleet) { x.Spec.Image = celldImageV2 })
-	waitFor(t, f.ctx, "every member on v2", converge, func() bool {
-		ps := processes(fl.UID)
-		if len(ps) != 3 {
-			return false
-		}
-		for _, m := range ps {
-			if len(m) != 1 || m[0].build != "v2" {
-				return false
-			}
-		}
-		return true
-	})
-	fl = f.waitConverged(fl.Name)
-	f.checkMembersRun(fl, "v2")
-	if most := mostAwayAtOnce(pods.events(), fl.Name, 3); most > 1 {
-		t.Errorf("the rolling upgrade had %d members away at once, want at most 1", most)
-	}
+	fl = f.upgrade(fl)
 
 	t.Log("kill a member's container")
 	before := f.members(fl)
@@ -264,6 +246,7 @@ func TestPersistentFleetOnRealNodes(t *testing.T) {
 
 	t.Log("delete the fleet")
 	dirs := f.disks(fl)
+	pods := f.recordPods()
 	claims := f.recordClaims()
 	f.deleteFleet(fl.Name)
 	waitFor(t, f.ctx, "the deleted fleet's folders removed from disk", converge, func() bool {
@@ -365,4 +348,28 @@ func (f *fixture) nodesUp() int {
 		}
 	}
 	return up
+}
+
+// upgrade rolls the fleet's members to the v2 image and waits until every member runs it, judging
+// that the rolling update took at most one member away at a time.
+func (f *fixture) upgrade(fl *v1alpha1.CelldFleet) *v1alpha1.CelldFleet {
+	f.t.Helper()
+	pods := f.recordPods()
+	f.update(fl.Name, func(x *v1alpha1.CelldFleet) { x.Spec.Image = celldImageV2 })
+	members := int(fl.Spec.Members)
+	waitFor(f.t, f.ctx, "every member on v2", converge, func() bool {
+		ps := processes(fl.UID)
+		for _, m := range ps {
+			if len(m) != 1 || m[0].build != "v2" {
+				return false
+			}
+		}
+		return len(ps) == members
+	})
+	fl = f.waitConverged(fl.Name)
+	f.checkMembersRun(fl, "v2")
+	if most := mostAwayAtOnce(pods.events(), fl.Name, members); most > 1 {
+		f.t.Errorf("the rolling upgrade had %d members away at once, want at most 1", most)
+	}
+	return fl
 }
