@@ -115,31 +115,34 @@ func TestOperatorRunsFromItsRelease(t *testing.T) {
 	// Through the Service's cluster IP, which kube-proxy's rules send to a Pod: the operator's
 	// serving certificate is its own, self-signed, so it is not what is checked here.
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	get := func(bearer string) (int, string) {
+	get := func(bearer string) (int, string, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if bearer != "" {
 			req.Header.Set("Authorization", "Bearer "+bearer)
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			t.Fatalf("GET %s: %v", url, err)
+			return 0, "", err
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return resp.StatusCode, string(b), nil
 	}
-	var code int
-	var body string
-	// The Service's endpoints follow the Pods' readiness a moment later.
+	var (
+		code int
+		body string
+	)
+	// kube-proxy programs a new Service's rules, and its endpoints follow the Pods' readiness, a
+	// moment later: until then the cluster IP refuses connections.
 	_ = wait.PollUntilContextTimeout(ctx, poll, time.Minute, true, func(context.Context) (bool, error) {
-		code, body = get(token)
-		return code == http.StatusOK, nil
+		code, body, err = get(token)
+		return err == nil && code == http.StatusOK, nil
 	})
-	if code != http.StatusOK || !strings.Contains(body, "celld_") {
-		t.Fatalf("GET %s with the scraper's token: %d, want 200 with celld_ series:\n%.400s", url, code, body)
+	if err != nil || code != http.StatusOK || !strings.Contains(body, "celld_") {
+		t.Fatalf("GET %s with the scraper's token: %d %v, want 200 with celld_ series:\n%.400s", url, code, err, body)
 	}
-	if code, _ := get(""); code != http.StatusUnauthorized && code != http.StatusForbidden {
-		t.Errorf("GET %s without a token: %d, want 401 or 403", url, code)
+	if code, _, err := get(""); err != nil || (code != http.StatusUnauthorized && code != http.StatusForbidden) {
+		t.Errorf("GET %s without a token: %d %v, want 401 or 403", url, code, err)
 	}
 }
 
