@@ -6,25 +6,11 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 )
-
-// deploymentSteps are the Deployment's replica counts in the order the API server recorded them.
-func deploymentSteps(evs []seen) []int32 {
-	var out []int32
-	for _, e := range evs {
-		if d, ok := e.obj.(*appsv1.Deployment); ok && d.Spec.Replicas != nil {
-			if len(out) == 0 || out[len(out)-1] != *d.Spec.Replicas {
-				out = append(out, *d.Spec.Replicas)
-			}
-		}
-	}
-	return out
-}
 
 // TestBucketFleetOnRealNodes runs a Bucket fleet (a Deployment, data in its bucket, scratch on an
 // emptyDir) through its life on real nodes: created, grown, shrunk one member per step, upgraded
@@ -47,16 +33,7 @@ func TestBucketFleetOnRealNodes(t *testing.T) {
 	f.update(fl.Name, func(x *v1alpha1.CelldFleet) { x.Spec.Members = 2 })
 	fl = f.waitConverged(fl.Name)
 	f.checkMembersRun(fl, "v1")
-	got := deploymentSteps(deploys.events())
-	shrink := got
-	for i, n := range got {
-		if n == 4 {
-			shrink = got[i:]
-		}
-	}
-	if len(shrink) != 3 || shrink[0] != 4 || shrink[1] != 3 || shrink[2] != 2 {
-		t.Errorf("the Deployment's replicas went %v; the shrink must go 4, 3, 2", got)
-	}
+	checkShrink(t, "Deployment", deploys.events(), 4, 2)
 
 	t.Log("rolling upgrade to v2")
 	fl = f.upgrade(fl)

@@ -147,17 +147,43 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
-// stepsOf are the StatefulSet's replica counts in the order the API server recorded them.
-func stepsOf(evs []seen) []int32 {
+// replicaSteps are a workload's replica counts (StatefulSet or Deployment) in the order the API
+// server recorded them.
+func replicaSteps(evs []seen) []int32 {
 	var out []int32
 	for _, e := range evs {
-		if s, ok := e.obj.(*appsv1.StatefulSet); ok && s.Spec.Replicas != nil {
-			if len(out) == 0 || out[len(out)-1] != *s.Spec.Replicas {
-				out = append(out, *s.Spec.Replicas)
-			}
+		var r *int32
+		switch w := e.obj.(type) {
+		case *appsv1.StatefulSet:
+			r = w.Spec.Replicas
+		case *appsv1.Deployment:
+			r = w.Spec.Replicas
+		}
+		if r != nil && (len(out) == 0 || out[len(out)-1] != *r) {
+			out = append(out, *r)
 		}
 	}
 	return out
+}
+
+// checkShrink judges that the recorded workload went from its last time at from down to to one
+// member per write.
+func checkShrink(t *testing.T, kind string, evs []seen, from, to int32) {
+	t.Helper()
+	got := replicaSteps(evs)
+	shrink := got
+	for i, n := range got {
+		if n == from {
+			shrink = got[i:]
+		}
+	}
+	ok := len(shrink) == int(from-to)+1
+	for i := 0; ok && i < len(shrink); i++ {
+		ok = shrink[i] == from-int32(i)
+	}
+	if !ok {
+		t.Errorf("the %s's replicas went %v; the shrink must go from %d to %d one member per step", kind, got, from, to)
+	}
 }
 
 // TestPersistentFleetOnRealNodes runs a PersistentFleet's whole life on real nodes: created,
@@ -188,16 +214,7 @@ func TestPersistentFleetOnRealNodes(t *testing.T) {
 	f.update(fl.Name, func(x *v1alpha1.CelldFleet) { x.Spec.Members = 3 })
 	fl = f.waitConverged(fl.Name)
 	f.checkMembersRun(fl, "v1")
-	got := stepsOf(steps.events())
-	shrink := got
-	for i, n := range got {
-		if n == 5 {
-			shrink = got[i:]
-		}
-	}
-	if len(shrink) != 3 || shrink[0] != 5 || shrink[1] != 4 || shrink[2] != 3 {
-		t.Errorf("the StatefulSet's replicas went %v; the shrink must go 5, 4, 3", got)
-	}
+	checkShrink(t, "StatefulSet", steps.events(), 5, 3)
 	if procs := processes(fl.UID); len(procs) != 3 {
 		t.Errorf("celld processes of members %v after the shrink, want pf-0..2 only", keys(procs))
 	}
