@@ -11,18 +11,12 @@ import (
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/klog/v2"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/internal/contract"
 	"github.com/celld/celld-operator/internal/testenv"
 )
 
@@ -79,9 +73,9 @@ func TestAPIServerRestart(t *testing.T) {
 		klog.ClearLogger()
 		t.Fatalf("cluster/stop.sh %s: %v", strings.Join(restartedComponents, " "), err)
 	}
-	s := sets.last(persistent.Name)
+	s := lastStatefulSet(t, sets, persistent.Name)
 	t.Logf("%s stopped in %s, with %s at %s (rolled out: %v)", strings.Join(restartedComponents, ", "),
-		time.Since(stopped).Round(time.Millisecond), persistent.Name, describeStatefulSet(s), rolledOut(s))
+		time.Since(stopped).Round(time.Millisecond), persistent.Name, contract.DescribeStatefulSet(s), contract.RolledOut(s))
 	time.Sleep(apiserverDown)
 	_, err := suite.cp.Script("up.sh")
 	klog.ClearLogger()
@@ -110,24 +104,24 @@ func TestAPIServerRestart(t *testing.T) {
 		t.Errorf("no list or watch since the API server came back: the operator did not reconnect")
 	}
 
-	checkOneStepShrink(t, statefulSetChanges(sets.await(t, "rolled out at 2", rolledOutAt(persistent.Name, 2)), persistent.Name), 5, 2)
-	if grow := statefulSetChanges(sets.await(t, "rolled out at 4", rolledOutAt(ordered.Name, 4)), ordered.Name); len(grow) != 1 || grow[0].from != 2 || grow[0].to != 4 {
+	checkOneStepShrink(t, statefulSetChanges(sets.Await(t, "rolled out at 2", rolledOutAt(persistent.Name, 2)), persistent.Name), 5, 2)
+	if grow := statefulSetChanges(sets.Await(t, "rolled out at 4", rolledOutAt(ordered.Name, 4)), ordered.Name); len(grow) != 1 || grow[0].from != 2 || grow[0].to != 4 {
 		t.Errorf("%s: grow 2 to 4: want one change 2->4 of spec.replicas, got %s", ordered.Name, formatChanges(grow))
 	}
 	for _, name := range []string{persistent.Name, ordered.Name} {
-		sets.checkNoChangeMissed(t, name)
+		checkNoChangeMissed(t, sets, name)
 	}
-	byFleet := deletedPodsByFleet(pods.events(t), fleets)
+	byFleet := deletedPodsByFleet(pods.Events(t), fleets)
 	if got, want := strings.Join(byFleet[persistent.Name], ","), "persistent-2,persistent-3,persistent-4"; got != want {
 		t.Errorf("%s: pods deleted: %s, want %s (the scale-in's, each once)", persistent.Name, got, want)
 	}
 	if n := len(byFleet[ordered.Name]); n != 0 {
 		t.Errorf("%s: pods deleted: %v, want none", ordered.Name, byFleet[ordered.Name])
 	}
-	if dels := deletions(claims.events(t)); len(dels) != 0 {
+	if dels := deletions(claims.Events(t)); len(dels) != 0 {
 		t.Errorf("claims deleted: %v; scale-in keeps a PersistentFleet's disks", names(dels))
 	}
-	t.Logf("recorders relisted %d, %d and %d times across the restart", sets.relists(), pods.relists(), claims.relists())
+	t.Logf("recorders relisted %d, %d and %d times across the restart", sets.Relists(), pods.Relists(), claims.Relists())
 
 	// Converged again: no write at all, through resyncs every 10 s. Not before the restarted
 	// kube-controller-manager has judged every node: it grants each a grace period from its own
@@ -165,150 +159,32 @@ func sumVerb(series map[string]float64, verb string) float64 {
 	return n
 }
 
-// relistingRecorder is a recorder that survives an API server restart. A new API server's watch
-// cache starts at the store's current revision, so a watch resumed from an older resource version
-// is refused (410 Gone): the recorder then lists again, as an informer does, records what it finds
-// and what vanished, and watches on. What changed between the last event and the new list is
-// seen as one change; checkNoChangeMissed tells whether that hid a spec change.
-type relistingRecorder struct {
-	*recorder
-	known   map[types.UID]runtime.Object
-	relistN int
-}
-
-func (f *fixture) recordAcrossRestarts(what string) *relistingRecorder {
+// recordAcrossRestarts records one kind of the fixture's namespace across API server restarts
+// (see contract.RecordAcrossRestarts).
+func (f *fixture) recordAcrossRestarts(what string) *recorder {
 	f.t.Helper()
-	var (
-		list    func(context.Context) (runtime.Object, error)
-		watchFn cache.WatchFuncWithContext
-	)
+	var s contract.Source
 	switch what {
 	case "statefulsets":
 		c := suite.kube.AppsV1().StatefulSets(f.ns)
-		list = func(ctx context.Context) (runtime.Object, error) { return c.List(ctx, metav1.ListOptions{}) }
-		watchFn = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return c.Watch(ctx, o) }
+		s = contract.ListWatch(what, c.List, c.Watch)
 	case "pods":
 		c := suite.kube.CoreV1().Pods(f.ns)
-		list = func(ctx context.Context) (runtime.Object, error) { return c.List(ctx, metav1.ListOptions{}) }
-		watchFn = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return c.Watch(ctx, o) }
+		s = contract.ListWatch(what, c.List, c.Watch)
 	case "persistentvolumeclaims":
 		c := suite.kube.CoreV1().PersistentVolumeClaims(f.ns)
-		list = func(ctx context.Context) (runtime.Object, error) { return c.List(ctx, metav1.ListOptions{}) }
-		watchFn = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return c.Watch(ctx, o) }
+		s = contract.ListWatch(what, c.List, c.Watch)
 	default:
 		f.t.Fatalf("recordAcrossRestarts: unknown kind %s", what)
 	}
-	ctx, cancel := context.WithCancel(f.ctx)
-	r := &relistingRecorder{recorder: &recorder{what: what, stop: cancel, done: make(chan struct{})}, known: map[types.UID]runtime.Object{}}
-	rv, err := r.relist(ctx, list)
-	if err != nil {
-		cancel()
-		f.t.Fatalf("list %s: %v", what, err)
-	}
-	r.relistN = 0
-	go func() {
-		defer close(r.done)
-		for ctx.Err() == nil {
-			w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, &cache.ListWatch{WatchFuncWithContext: watchFn})
-			if err != nil {
-				r.mu.Lock()
-				r.err = err
-				r.mu.Unlock()
-				return
-			}
-			r.consume(ctx, w)
-			w.Stop()
-			for ctx.Err() == nil {
-				if rv, err = r.relist(ctx, list); err == nil {
-					break
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
-		}
-	}()
-	f.t.Cleanup(func() { cancel(); <-r.done })
-	return r
+	return contract.RecordAcrossRestarts(f.ctx, f.t, s, logf)
 }
 
-// consume records the watch's events until it ends or reports an error (410 Gone among them).
-func (r *relistingRecorder) consume(ctx context.Context, w watch.Interface) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return
-			}
-			switch ev.Type {
-			case watch.Added, watch.Modified, watch.Deleted:
-				r.add(ev.Type, ev.Object)
-			case watch.Error:
-				if err := apierrors.FromObject(ev.Object); !apierrors.IsGone(err) && !apierrors.IsResourceExpired(err) {
-					logf("watch of %s: %v; listing again", r.what, err)
-				}
-				return
-			}
-		}
-	}
-}
-
-func (r *relistingRecorder) add(typ watch.EventType, obj runtime.Object) {
-	m, _ := meta.Accessor(obj)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, seen{at: time.Now(), typ: typ, obj: obj})
-	if typ == watch.Deleted {
-		delete(r.known, m.GetUID())
-	} else {
-		r.known[m.GetUID()] = obj
-	}
-}
-
-// relist records every object listed, and a deletion for every known object the list lacks.
-func (r *relistingRecorder) relist(ctx context.Context, list func(context.Context) (runtime.Object, error)) (string, error) {
-	l, err := list(ctx)
-	if err != nil {
-		return "", err
-	}
-	items, err := meta.ExtractList(l)
-	if err != nil {
-		return "", err
-	}
-	listed := map[types.UID]bool{}
-	for _, o := range items {
-		m, _ := meta.Accessor(o)
-		listed[m.GetUID()] = true
-		r.add(watch.Modified, o)
-	}
-	r.mu.Lock()
-	var vanished []runtime.Object
-	for uid, o := range r.known {
-		if !listed[uid] {
-			vanished = append(vanished, o)
-		}
-	}
-	r.relistN++
-	r.mu.Unlock()
-	for _, o := range vanished {
-		r.add(watch.Deleted, o)
-	}
-	lm, _ := meta.ListAccessor(l)
-	return lm.GetResourceVersion(), nil
-}
-
-func (r *relistingRecorder) relists() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.relistN
-}
-
-// last is the latest version of a StatefulSet the recorder saw.
-func (r *relistingRecorder) last(name string) *appsv1.StatefulSet {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i := len(r.evs) - 1; i >= 0; i-- {
-		if s, ok := r.evs[i].obj.(*appsv1.StatefulSet); ok && s.Name == name {
+// lastStatefulSet is the latest version of a StatefulSet the recorder saw.
+func lastStatefulSet(t *testing.T, r *recorder, name string) *appsv1.StatefulSet {
+	evs := r.Events(t)
+	for i := len(evs) - 1; i >= 0; i-- {
+		if s, ok := evs[i].Obj.(*appsv1.StatefulSet); ok && s.Name == name {
 			return s
 		}
 	}
@@ -317,11 +193,11 @@ func (r *relistingRecorder) last(name string) *appsv1.StatefulSet {
 
 // checkNoChangeMissed fails the test if two consecutive versions of a StatefulSet seen are more
 // than one spec change apart: a relist would then have hidden a step from the checks.
-func (r *relistingRecorder) checkNoChangeMissed(t *testing.T, name string) {
+func checkNoChangeMissed(t *testing.T, r *recorder, name string) {
 	t.Helper()
 	var prev *appsv1.StatefulSet
-	for _, e := range r.events(t) {
-		s, ok := e.obj.(*appsv1.StatefulSet)
+	for _, e := range r.Events(t) {
+		s, ok := e.Obj.(*appsv1.StatefulSet)
 		if !ok || s.Name != name {
 			continue
 		}
@@ -355,7 +231,7 @@ func settleNodes(t *testing.T, after time.Time) {
 			return false, nil
 		}
 		for i := range l.Items {
-			if !nodeHealthy(&l.Items[i]) {
+			if !contract.NodeHealthy(&l.Items[i]) {
 				return false, nil
 			}
 		}

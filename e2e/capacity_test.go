@@ -172,7 +172,7 @@ func (f *fixture) waitTop(fl *v1alpha1.CelldFleet, lo, hi int, memory ...string)
 // members' usage up and down against targetUtilization, and the fleet's size never changes.
 func TestRecommendFollowsUsage(t *testing.T) {
 	f := newFixture(t)
-	contract := f.watchContract()
+	judge := f.watchContract()
 	f.startOperator(capacityInterval)
 	fl := f.create(f.capacityFleet("recommend", v1alpha1.CapacityRecommend, 3, 1, 8, 0))
 	fl = f.waitConverged(fl.Name)
@@ -197,10 +197,10 @@ func TestRecommendFollowsUsage(t *testing.T) {
 		t.Errorf("Recommend resized the fleet: spec.members %d, status.members.current %d, %d members",
 			fl.Spec.Members, fl.Status.Members.Current, len(f.members(fl)))
 	}
-	if changes := statefulSetChanges(sets.events(t), fl.Name); len(changes) != 0 {
+	if changes := statefulSetChanges(sets.Events(t), fl.Name); len(changes) != 0 {
 		t.Errorf("Recommend changed the workload's replicas: %+v", changes)
 	}
-	contract.verify(t)
+	judge.Verify(t)
 }
 
 // TestAutoGrowsInOneWriteShrinksOneAtATime: with capacity mode Auto, a usage spike grows the fleet
@@ -210,7 +210,7 @@ func TestRecommendFollowsUsage(t *testing.T) {
 func TestAutoGrowsInOneWriteShrinksOneAtATime(t *testing.T) {
 	const window = 20 * time.Second
 	f := newFixture(t)
-	contract := f.watchContract()
+	judge := f.watchContract()
 	op := f.startOperator(capacityInterval)
 	fl := f.create(f.capacityFleet("auto", v1alpha1.CapacityAuto, 2, 2, 6, window))
 	fl = f.waitConverged(fl.Name)
@@ -220,7 +220,7 @@ func TestAutoGrowsInOneWriteShrinksOneAtATime(t *testing.T) {
 	start := time.Now()
 	f.setUsage(fl, "99m", "")
 	fl = f.waitFleet(fl.Name, observe+converge, "grown to 4 and steady", steadyAt(4))
-	grow := statefulSetChanges(sets.await(t, "rolled out at 4", rolledOutAt(fl.Name, 4)), fl.Name)
+	grow := statefulSetChanges(sets.Await(t, "rolled out at 4", rolledOutAt(fl.Name, 4)), fl.Name)
 	if len(grow) != 1 || grow[0].from != 2 || grow[0].to != 4 {
 		t.Fatalf("grow on a usage spike: want one change 2->4 of spec.replicas, got %+v", grow)
 	}
@@ -231,7 +231,7 @@ func TestAutoGrowsInOneWriteShrinksOneAtATime(t *testing.T) {
 	f.setUsage(fl, "10m", "")
 	asked := f.waitDecision(fl, v1alpha1.DecisionScaleInRequested, start, observe)
 	fl = f.waitFleet(fl.Name, window+2*converge, "shrunk to 2 and steady", steadyAt(2))
-	changes := statefulSetChanges(sets.await(t, "rolled out at 2", rolledOutAt(fl.Name, 2)), fl.Name)[1:]
+	changes := statefulSetChanges(sets.Await(t, "rolled out at 2", rolledOutAt(fl.Name, 2)), fl.Name)[1:]
 	checkOneStepShrink(t, changes, 4, 2)
 	first := f.waitDecision(fl, v1alpha1.DecisionShrinkOne, asked.Time.Time, time.Second)
 	if waited := first.Time.Sub(asked.Time.Time); waited < window {
@@ -241,8 +241,8 @@ func TestAutoGrowsInOneWriteShrinksOneAtATime(t *testing.T) {
 	t.Logf("shrank 4->2 one member per step %s after usage fell; history: %s", time.Since(start).Round(time.Second), formatHistory(f.history(fl)))
 
 	held := false
-	for _, e := range fleets.events(t) {
-		if x, ok := e.obj.(*v1alpha1.CelldFleet); ok && condition(x, machine.ConditionCapacityObserved).Reason == machine.ReasonScaleInStabilization {
+	for _, e := range fleets.Events(t) {
+		if x, ok := e.Obj.(*v1alpha1.CelldFleet); ok && condition(x, machine.ConditionCapacityObserved).Reason == machine.ReasonScaleInStabilization {
 			held = true
 			t.Logf("while the window ran: %s", condition(x, machine.ConditionCapacityObserved).Message)
 			break
@@ -271,7 +271,7 @@ func TestAutoGrowsInOneWriteShrinksOneAtATime(t *testing.T) {
 		s[fmt.Sprintf(`{fleet="%s",namespace="%s"}`, fl.Name, f.ns)] > 12 {
 		t.Errorf("celld_operator_capacity_utilization_percent: want 10 (+-2) for the fleet, got %s", formatSeries(s))
 	}
-	contract.verify(t)
+	judge.Verify(t)
 }
 
 // TestAutoScaleInWindowSurvivesOperatorKill: an operator killed in the middle of a scale-in's
@@ -280,7 +280,7 @@ func TestAutoGrowsInOneWriteShrinksOneAtATime(t *testing.T) {
 func TestAutoScaleInWindowSurvivesOperatorKill(t *testing.T) {
 	const window = 45 * time.Second
 	f := newFixture(t)
-	contract := f.watchContract()
+	judge := f.watchContract()
 	op := f.startOperator(capacityInterval)
 	// Manual until the metrics show the usage it starts from: a scale-in request recorded on the
 	// way (kwok's default usage asks for minMembers) would stand in the history and start the
@@ -318,9 +318,9 @@ func TestAutoScaleInWindowSurvivesOperatorKill(t *testing.T) {
 		t.Errorf("want the one scale-in request the first operator recorded, got %d: %s", n, formatHistory(f.history(fl)))
 	}
 	fl = f.waitFleet(fl.Name, converge, "shrunk to 2 and steady", steadyAt(2))
-	changes := statefulSetChanges(sets.await(t, "rolled out at 2", rolledOutAt(fl.Name, 2)), fl.Name)
+	changes := statefulSetChanges(sets.Await(t, "rolled out at 2", rolledOutAt(fl.Name, 2)), fl.Name)
 	checkOneStepShrink(t, changes, 3, 2)
-	contract.verify(t)
+	judge.Verify(t)
 }
 
 // TestMetricsServerStoppedNoScaleIn: metrics-server stops while a scale-in waits out its window
@@ -335,7 +335,7 @@ func TestAutoScaleInWindowSurvivesOperatorKill(t *testing.T) {
 func TestMetricsServerStoppedNoScaleIn(t *testing.T) {
 	const window = 20 * time.Second
 	f := newFixture(t)
-	contract := f.watchContract()
+	judge := f.watchContract()
 	op := f.startOperator(capacityInterval)
 	sets := f.recordStatefulSets()
 	start := time.Now()
@@ -378,7 +378,7 @@ func TestMetricsServerStoppedNoScaleIn(t *testing.T) {
 	if shrunk := decisions(f.history(fl), v1alpha1.DecisionShrinkOne, start); len(shrunk) != 0 {
 		t.Errorf("a member was removed while capacity was not observed: %s", formatHistory(f.history(fl)))
 	}
-	if changes := statefulSetChanges(sets.events(t), fl.Name); len(changes) != 0 {
+	if changes := statefulSetChanges(sets.Events(t), fl.Name); len(changes) != 0 {
 		t.Errorf("the workload was resized while capacity was not observed: %+v", changes)
 	}
 	if fl = f.waitFleet(fl.Name, time.Second, "still at 4", steadyAt(4)); len(f.members(fl)) != 4 {
@@ -391,10 +391,10 @@ func TestMetricsServerStoppedNoScaleIn(t *testing.T) {
 		return condition(fl, machine.ConditionCapacityObserved).Status == metav1.ConditionTrue
 	})
 	fl = f.waitFleet(fl.Name, observe+2*converge, "shrunk to 2 and steady", steadyAt(2))
-	changes := statefulSetChanges(sets.await(t, "rolled out at 2", rolledOutAt(fl.Name, 2)), fl.Name)
+	changes := statefulSetChanges(sets.Await(t, "rolled out at 2", rolledOutAt(fl.Name, 2)), fl.Name)
 	checkOneStepShrink(t, changes, 4, 2)
 	t.Logf("metrics back: shrank 4->2 one member per step %s later; history: %s", time.Since(back).Round(time.Second), formatHistory(f.history(fl)))
-	contract.verify(t)
+	judge.Verify(t)
 }
 
 // TestHPADrivesFleetThroughScaleSubresource: an autoscaling/v2 HorizontalPodAutoscaler targets a
@@ -403,7 +403,7 @@ func TestMetricsServerStoppedNoScaleIn(t *testing.T) {
 // member per step: the HPA's request is a manual request like any other.
 func TestHPADrivesFleetThroughScaleSubresource(t *testing.T) {
 	f := newFixture(t)
-	contract := f.watchContract()
+	judge := f.watchContract()
 	f.startOperator()
 	fl := f.newFleet("hpa", v1alpha1.ProfileBucket, 2)
 	fl.Spec.Workload = v1alpha1.WorkloadOrderedStatefulSet
@@ -442,7 +442,7 @@ func TestHPADrivesFleetThroughScaleSubresource(t *testing.T) {
 	fl = f.waitFleet(fl.Name, observe+converge, "scaled to 4 by the HPA", func(fl *v1alpha1.CelldFleet) bool {
 		return fl.Spec.Members == 4 && converged(fl)
 	})
-	grow := statefulSetChanges(sets.await(t, "rolled out at 4", rolledOutAt(fl.Name, 4)), fl.Name)
+	grow := statefulSetChanges(sets.Await(t, "rolled out at 4", rolledOutAt(fl.Name, 4)), fl.Name)
 	if len(grow) != 1 || grow[0].from != 2 || grow[0].to != 4 {
 		t.Fatalf("HPA scale-up: want one change 2->4 of spec.replicas, got %+v", grow)
 	}
@@ -464,11 +464,11 @@ func TestHPADrivesFleetThroughScaleSubresource(t *testing.T) {
 	fl = f.waitFleet(fl.Name, observe+2*converge, "scaled to 2 by the HPA", func(fl *v1alpha1.CelldFleet) bool {
 		return fl.Spec.Members == 2 && converged(fl)
 	})
-	changes := statefulSetChanges(sets.await(t, "rolled out at 2", rolledOutAt(fl.Name, 2)), fl.Name)[1:]
+	changes := statefulSetChanges(sets.Await(t, "rolled out at 2", rolledOutAt(fl.Name, 2)), fl.Name)[1:]
 	checkOneStepShrink(t, changes, 4, 2)
 	t.Logf("HPA shrank the fleet 4->2, one member per step, %s after usage fell", time.Since(start).Round(time.Second))
 	if h, err := suite.kube.AutoscalingV2().HorizontalPodAutoscalers(f.ns).Get(f.ctx, hpa.Name, metav1.GetOptions{}); err == nil {
 		t.Logf("HPA status: current %d desired %d", h.Status.CurrentReplicas, h.Status.DesiredReplicas)
 	}
-	contract.verify(t)
+	judge.Verify(t)
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/internal/contract"
 	"github.com/celld/celld-operator/internal/testenv"
 )
 
@@ -61,7 +62,7 @@ func TestCrashChaos(t *testing.T) {
 	start := time.Now()
 
 	f := newFixture(t)
-	contract := f.watchContract()
+	judge := f.watchContract()
 	m := f.unleash(rand.New(rand.NewPCG(seed, 1)))
 	defer m.stop(t)
 	r := &chaosRun{f: f, m: m, rng: rand.New(rand.NewPCG(seed, 2)), start: start}
@@ -86,7 +87,7 @@ func TestCrashChaos(t *testing.T) {
 	for _, fl := range r.fleets {
 		f.waitConverged(fl.Name)
 	}
-	checks := contract.verify(t)
+	checks := judge.Verify(t)
 	line := fmt.Sprintf("chaos: seed %d, %d kills (%s; %d before the operator was ready), %d operations (%d heals) in %d cycles, %d contract checks, in %s",
 		seed, k.total, k.during(), k.early, r.ops, r.heals, r.cycle, checks, time.Since(start).Round(time.Second))
 	t.Log(line)
@@ -205,7 +206,7 @@ func (r *chaosRun) heal() {
 	restore := sync.OnceFunc(func() {
 		untaintNode(f.t, node, corev1.TaintNodeOutOfService)
 		nodeScript(f.t, "ready", node)
-		waitNode(f.t, node, 2*time.Minute, "Ready and untainted", nodeHealthy)
+		waitNode(f.t, node, 2*time.Minute, "Ready and untainted", contract.NodeHealthy)
 		cordon(f.t, node, false)
 	})
 	f.t.Cleanup(restore)
@@ -218,7 +219,7 @@ func (r *chaosRun) heal() {
 	}
 	r.logf("node %s made unreachable, with members %s", node, strings.Join(names, ", "))
 	// Its machine is then powered off and the node fenced: nothing is forced away before that.
-	waitNode(f.t, node, time.Minute, "NotReady", func(n *corev1.Node) bool { return !nodeHealthy(n) })
+	waitNode(f.t, node, time.Minute, "NotReady", func(n *corev1.Node) bool { return !contract.NodeHealthy(n) })
 	fenceNode(f.t, node)
 	r.ops++
 	r.heals++
@@ -252,7 +253,7 @@ func (r *chaosRun) takeNode() (string, []victim) {
 	var candidates []string
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		if len(ours[n.Name]) > 0 && nodeHealthy(n) && !n.Spec.Unschedulable && len(r.strangers(n.Name)) == 0 {
+		if len(ours[n.Name]) > 0 && contract.NodeHealthy(n) && !n.Spec.Unschedulable && len(r.strangers(n.Name)) == 0 {
 			candidates = append(candidates, n.Name)
 		}
 	}

@@ -334,7 +334,7 @@ func rowWorkloadReplicasEdited(t *testing.T, f *fixture, op *operator) string {
 	steps := func(want ...string) []string {
 		t.Helper()
 		var got []string
-		sets.await(t, "spec.replicas "+strings.Join(want, ", ")+", rolled out at 3", func(evs []seen) bool {
+		sets.Await(t, "spec.replicas "+strings.Join(want, ", ")+", rolled out at 3", func(evs []seen) bool {
 			got = got[:0]
 			for _, c := range statefulSetChanges(evs, fl.Name) {
 				got = append(got, fmt.Sprintf("%d->%d", c.from, c.to))
@@ -663,8 +663,8 @@ func rowReservationDeleted(t *testing.T, f *fixture, op *operator) string {
 		}
 	}
 	f.waitConverged(owner.Name)
-	for _, e := range reservations.events(t) {
-		if r, ok := e.obj.(*v1alpha1.CelldReservation); ok && e.typ != watch.Deleted && r.Spec.FleetUID != owner.UID {
+	for _, e := range reservations.Events(t) {
+		if r, ok := e.Obj.(*v1alpha1.CelldReservation); ok && e.Type != watch.Deleted && r.Spec.FleetUID != owner.UID {
 			t.Errorf("reservation %s was bound to %s (%s) at resource version %s: the bucket changed hands", r.Name, r.Spec.FleetName, r.Spec.FleetUID, r.ResourceVersion)
 		}
 	}
@@ -725,13 +725,13 @@ func rowClaimDeleted(t *testing.T, f *fixture, op *operator) string {
 		p, err := suite.kube.CoreV1().Pods(f.ns).Get(f.ctx, victim.Name, metav1.GetOptions{})
 		return err == nil && p.UID != victim.UID && podReady(p)
 	})
-	dels := deletions(pods.await(t, "the failed member gone", gone(victim.UID)))
+	dels := deletions(pods.Await(t, "the failed member gone", gone(victim.UID)))
 	if d, ok := dels[victim.UID]; len(dels) != 1 || !ok {
 		t.Errorf("Pods deleted: %v; want only %s (%s)", names(dels), victim.Name, victim.UID)
 	} else if after := d.requested.Sub(failed); after < grace-time.Second {
 		t.Errorf("%s deleted %s after it failed, before the grace period of %s", victim.Name, after, grace)
 	}
-	for uid, d := range deletions(claims.events(t)) {
+	for uid, d := range deletions(claims.Events(t)) {
 		if uid != disk.UID {
 			t.Errorf("claim %s (%s) deleted: only %s was deleted, by hand", d.name, uid, doomed)
 		}
@@ -839,7 +839,7 @@ func (f *fixture) refusedGetsNothing(fl *v1alpha1.CelldFleet) error {
 // noDeletions fails the test if the recorder saw any of its objects deleted.
 func (f *fixture) noDeletions(r *recorder, what string) {
 	f.t.Helper()
-	if dels := deletions(r.events(f.t)); len(dels) != 0 {
+	if dels := deletions(r.Events(f.t)); len(dels) != 0 {
 		f.t.Errorf("%s deleted: %v; want none", what, names(dels))
 	}
 }

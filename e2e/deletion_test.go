@@ -68,8 +68,8 @@ func TestPersistentFleetDeletion(t *testing.T) {
 	for uid := range own {
 		claimUIDs = append(claimUIDs, uid)
 	}
-	podDels := deletions(pods.await(t, "the members gone", gone(memberUIDs...)))
-	claimDels := deletions(claims.await(t, "the fleet's claims gone", gone(claimUIDs...)))
+	podDels := deletions(pods.Await(t, "the members gone", gone(memberUIDs...)))
+	claimDels := deletions(claims.Await(t, "the fleet's claims gone", gone(claimUIDs...)))
 	// Ordered by resource version (see deletion), logged in time.
 	var lastMember, lastClaim deletion
 	for _, uid := range memberUIDs {
@@ -93,7 +93,7 @@ func TestPersistentFleetDeletion(t *testing.T) {
 			firstClaim = d
 		}
 	}
-	released := deletions(fleets.await(t, "the fleet gone", gone(doomed.UID)))[doomed.UID]
+	released := deletions(fleets.Await(t, "the fleet gone", gone(doomed.UID)))[doomed.UID]
 	if released.goneRV < lastClaim.goneRV {
 		t.Errorf("fleet released (resource version %d) before its last claim was gone (%d)", released.goneRV, lastClaim.goneRV)
 	}

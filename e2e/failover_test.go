@@ -11,6 +11,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/celld/celld-operator/internal/contract"
 )
 
 const (
@@ -49,7 +51,7 @@ func TestLeaderFailover(t *testing.T) {
 	killed := time.Now()
 	ops[leader].kill()
 	s := f.statefulSet(sh.name)
-	t.Logf("leader killed with the StatefulSet at %s (rolled out: %v)", describeStatefulSet(s), rolledOut(s))
+	t.Logf("leader killed with the StatefulSet at %s (rolled out: %v)", contract.DescribeStatefulSet(s), contract.RolledOut(s))
 
 	// The takeover, seen by polling the Lease, and as the new holder recorded it.
 	lease = f.waitOperatorLease("the standby holds the lease", func(l *coordinationv1.Lease) bool { return leaseHolder(l) == ids[standby] })

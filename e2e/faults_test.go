@@ -41,7 +41,7 @@ func TestAPIFaults(t *testing.T) {
 	f := newFixture(t)
 	op := f.startOperator(fmt.Sprintf("--api-fault-rate=%g", faultRate), fmt.Sprintf("--api-fault-seed=%d", faultSeed), "--resync-period=10s")
 	start, startRequests := time.Now(), op.requests(t)
-	contract := f.watchContract()
+	judge := f.watchContract()
 
 	persistent := f.newFleet("persistent", v1alpha1.ProfilePersistentFleet, 3)
 	ordered := f.newFleet("ordered", v1alpha1.ProfileBucket, 3)
@@ -68,39 +68,39 @@ func TestAPIFaults(t *testing.T) {
 	from := int32(3)
 	for round := 1; round <= rounds; round++ {
 		// Grow to 5: one change each, no member lost.
-		podsFrom, before := len(pods.events(t)), f.replicaChangeCounts(sets, deploys, sts, deployment.Name)
+		podsFrom, before := len(pods.Events(t)), f.replicaChangeCounts(sets, deploys, sts, deployment.Name)
 		for _, fl := range fleets {
 			f.update(fl.Name, func(fl *v1alpha1.CelldFleet) { fl.Spec.Members = 5 })
 		}
 		convergeAll(fmt.Sprintf("round %d: grown to 5", round))
 		for _, name := range sts {
-			grow := statefulSetChanges(sets.await(t, name+" rolled out at 5", rolledOutAt(name, 5)), name)[before[name]:]
+			grow := statefulSetChanges(sets.Await(t, name+" rolled out at 5", rolledOutAt(name, 5)), name)[before[name]:]
 			if len(grow) != 1 || grow[0].from != from || grow[0].to != 5 {
 				t.Errorf("%s: grow %d to 5: want one change of spec.replicas, got %s", name, from, formatChanges(grow))
 			}
 		}
-		dgrow := deploymentChanges(deploys.await(t, "deployment rolled out at 5", deploymentRolledOutAt(deployment.Name, 5)), deployment.Name)[before[deployment.Name]:]
+		dgrow := deploymentChanges(deploys.Await(t, "deployment rolled out at 5", deploymentRolledOutAt(deployment.Name, 5)), deployment.Name)[before[deployment.Name]:]
 		if len(dgrow) != 1 || dgrow[0].from != from || dgrow[0].to != 5 {
 			t.Errorf("deployment: grow %d to 5: want one change of spec.replicas, got %+v", from, dgrow)
 		}
-		if dels := deletions(pods.events(t)[podsFrom:]); len(dels) != 0 {
+		if dels := deletions(pods.Events(t)[podsFrom:]); len(dels) != 0 {
 			t.Errorf("pods deleted while growing: %v", names(dels))
 		}
 
 		// Shrink 5 -> 2: one member per step, each after the previous rolled out; a StatefulSet
 		// loses its highest ordinals, a Deployment as many Pods as steps.
-		podsFrom, before = len(pods.events(t)), f.replicaChangeCounts(sets, deploys, sts, deployment.Name)
+		podsFrom, before = len(pods.Events(t)), f.replicaChangeCounts(sets, deploys, sts, deployment.Name)
 		for _, fl := range fleets {
 			f.update(fl.Name, func(fl *v1alpha1.CelldFleet) { fl.Spec.Members = 2 })
 		}
 		convergeAll(fmt.Sprintf("round %d: shrunk to 2", round))
 		for _, name := range sts {
-			evs := sets.await(t, name+" rolled out at 2", rolledOutAt(name, 2))
+			evs := sets.Await(t, name+" rolled out at 2", rolledOutAt(name, 2))
 			checkOneStepShrink(t, statefulSetChanges(evs, name)[before[name]:], 5, 2)
 		}
-		evs := deploys.await(t, "deployment rolled out at 2", deploymentRolledOutAt(deployment.Name, 2))
+		evs := deploys.Await(t, "deployment rolled out at 2", deploymentRolledOutAt(deployment.Name, 2))
 		checkOneStepShrinkDeployment(t, deploymentChanges(evs, deployment.Name)[before[deployment.Name]:], 5, 2)
-		byFleet := deletedPodsByFleet(pods.events(t)[podsFrom:], fleets)
+		byFleet := deletedPodsByFleet(pods.Events(t)[podsFrom:], fleets)
 		for _, name := range sts {
 			if got, want := strings.Join(byFleet[name], ","), name+"-2,"+name+"-3,"+name+"-4"; got != want {
 				t.Errorf("%s: pods deleted by the scale-in: %s, want %s", name, got, want)
@@ -112,7 +112,7 @@ func TestAPIFaults(t *testing.T) {
 
 		// A new image for the StatefulSet fleets: every member replaced once, by the StatefulSet
 		// controller, at the same size.
-		podsFrom, before = len(pods.events(t)), f.replicaChangeCounts(sets, deploys, sts, deployment.Name)
+		podsFrom, before = len(pods.Events(t)), f.replicaChangeCounts(sets, deploys, sts, deployment.Name)
 		img := fmt.Sprintf("%s-%d", image, round)
 		for _, fl := range fleets[:2] {
 			f.update(fl.Name, func(fl *v1alpha1.CelldFleet) { fl.Spec.Image = img })
@@ -121,12 +121,12 @@ func TestAPIFaults(t *testing.T) {
 		for _, name := range sts {
 			f.waitMembersImage(fleets, name, img)
 		}
-		byFleet = deletedPodsByFleet(pods.events(t)[podsFrom:], fleets)
+		byFleet = deletedPodsByFleet(pods.Events(t)[podsFrom:], fleets)
 		for _, name := range sts {
 			if got, want := strings.Join(byFleet[name], ","), name+"-0,"+name+"-1"; got != want {
 				t.Errorf("%s: pods deleted by the image change: %s, want %s (each member replaced once)", name, got, want)
 			}
-			if changes := statefulSetChanges(sets.events(t), name)[before[name]:]; len(changes) != 0 {
+			if changes := statefulSetChanges(sets.Events(t), name)[before[name]:]; len(changes) != 0 {
 				t.Errorf("%s: spec.replicas changed during the image change: %s", name, formatChanges(changes))
 			}
 		}
@@ -144,10 +144,10 @@ func TestAPIFaults(t *testing.T) {
 			t.Errorf("the operator sent %g delete requests %s", n, series)
 		}
 	}
-	if dels := deletions(claims.events(t)); len(dels) != 0 {
+	if dels := deletions(claims.Events(t)); len(dels) != 0 {
 		t.Errorf("claims deleted: %v; no step of this lifecycle deletes a disk", names(dels))
 	}
-	t.Logf("contract: %d checks on what the API server recorded", contract.verify(t))
+	t.Logf("contract: %d checks on what the API server recorded", judge.Verify(t))
 
 	// At rest under faults: once the last writes landed, no write, and few reads.
 	f.quiet(op, 3*time.Second)
@@ -224,9 +224,9 @@ func (f *fixture) restRate(op *operator) (float64, map[string]float64) {
 // replicaChangeCounts counts the spec.replicas changes seen so far of each workload, so that a
 // phase's changes are those after it.
 func (f *fixture) replicaChangeCounts(sets, deploys *recorder, statefulSets []string, deployment string) map[string]int {
-	out := map[string]int{deployment: len(deploymentChanges(deploys.events(f.t), deployment))}
+	out := map[string]int{deployment: len(deploymentChanges(deploys.Events(f.t), deployment))}
 	for _, name := range statefulSets {
-		out[name] = len(statefulSetChanges(sets.events(f.t), name))
+		out[name] = len(statefulSetChanges(sets.Events(f.t), name))
 	}
 	return out
 }
@@ -266,7 +266,7 @@ func deletedPodsByFleet(evs []seen, fleets []*v1alpha1.CelldFleet) map[string][]
 	}
 	owner := map[string]string{}
 	for _, e := range evs {
-		if p, ok := e.obj.(*corev1.Pod); ok {
+		if p, ok := e.Obj.(*corev1.Pod); ok {
 			owner[string(p.UID)] = byUID[p.Labels[events.LabelFleetUID]]
 		}
 	}
@@ -306,8 +306,8 @@ func deploymentChanges(evs []seen, name string) []deploymentChange {
 	var out []deploymentChange
 	var prev *appsv1.Deployment
 	for _, e := range evs {
-		d, ok := e.obj.(*appsv1.Deployment)
-		if !ok || d.Name != name || e.typ == watch.Deleted {
+		d, ok := e.Obj.(*appsv1.Deployment)
+		if !ok || d.Name != name || e.Type == watch.Deleted {
 			continue
 		}
 		if prev != nil && *d.Spec.Replicas != *prev.Spec.Replicas {
@@ -329,8 +329,8 @@ func deploymentRolledOut(d *appsv1.Deployment) bool {
 func deploymentRolledOutAt(name string, replicas int32) func([]seen) bool {
 	return func(evs []seen) bool {
 		for i := len(evs) - 1; i >= 0; i-- {
-			if d, ok := evs[i].obj.(*appsv1.Deployment); ok && d.Name == name {
-				return evs[i].typ != watch.Deleted && *d.Spec.Replicas == replicas && deploymentRolledOut(d)
+			if d, ok := evs[i].Obj.(*appsv1.Deployment); ok && d.Name == name {
+				return evs[i].Type != watch.Deleted && *d.Spec.Replicas == replicas && deploymentRolledOut(d)
 			}
 		}
 		return false

@@ -26,12 +26,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/yaml"
 
 	celldv1alpha1 "github.com/celld/celld-operator/api/generated/clientset/versioned/typed/celld/v1alpha1"
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/internal/contract"
 	"github.com/celld/celld-operator/internal/testenv"
 	"github.com/celld/celld-operator/render"
 )
@@ -411,105 +411,15 @@ func nodeScript(t *testing.T, args ...string) {
 
 // --- watches -----------------------------------------------------------------------------------
 
-// seen is one observation of an object: the initial list, or a watch event.
-type seen struct {
-	at  time.Time
-	typ watch.EventType
-	obj runtime.Object
-}
+type (
+	seen     = contract.Seen
+	recorder = contract.Recorder
+)
 
-func (s seen) meta() metav1.Object {
-	m, _ := meta.Accessor(s.obj)
-	return m
-}
-
-// recorder keeps every version of the objects of one kind in the namespace, in order, from a
-// list and a watch resumed from its resource version: no intermediate state is skipped.
-type recorder struct {
-	what string
-	mu   sync.Mutex
-	evs  []seen
-	err  error
-	stop context.CancelFunc
-	done chan struct{}
-}
-
+// record starts recording one kind in the fixture's lifetime.
 func (f *fixture) record(what string, list func(context.Context) (runtime.Object, error), watchFn cache.WatchFuncWithContext) *recorder {
 	f.t.Helper()
-	ctx, cancel := context.WithCancel(f.ctx)
-	r := &recorder{what: what, stop: cancel, done: make(chan struct{})}
-	l, err := list(ctx)
-	if err != nil {
-		cancel()
-		f.t.Fatalf("list %s: %v", what, err)
-	}
-	items, err := meta.ExtractList(l)
-	if err != nil {
-		cancel()
-		f.t.Fatalf("list %s: %v", what, err)
-	}
-	now := time.Now()
-	for _, o := range items {
-		r.evs = append(r.evs, seen{at: now, typ: watch.Added, obj: o})
-	}
-	lm, _ := meta.ListAccessor(l)
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, lm.GetResourceVersion(), &cache.ListWatch{WatchFuncWithContext: watchFn})
-	if err != nil {
-		cancel()
-		f.t.Fatalf("watch %s: %v", what, err)
-	}
-	go func() {
-		defer close(r.done)
-		defer w.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					return
-				}
-				r.mu.Lock()
-				switch ev.Type {
-				case watch.Added, watch.Modified, watch.Deleted:
-					r.evs = append(r.evs, seen{at: time.Now(), typ: ev.Type, obj: ev.Object})
-				case watch.Error:
-					r.err = apierrors.FromObject(ev.Object)
-				}
-				r.mu.Unlock()
-			}
-		}
-	}()
-	f.t.Cleanup(func() { cancel(); <-r.done })
-	return r
-}
-
-// events returns what was seen so far, failing the test if the watch broke.
-func (r *recorder) events(t *testing.T) []seen {
-	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.err != nil {
-		t.Fatalf("watch of %s failed: %v", r.what, r.err)
-	}
-	return append([]seen(nil), r.evs...)
-}
-
-// await waits until what the recorder saw satisfies ok, and returns it: a read can show a change
-// before the watch delivers it.
-func (r *recorder) await(t *testing.T, what string, ok func([]seen) bool) []seen {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		evs := r.events(t)
-		if ok(evs) {
-			return evs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("watch of %s: %s: not seen within 30s", r.what, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return contract.Record(f.ctx, f.t, contract.Source{What: what, List: list, Watch: watchFn})
 }
 
 // gone: the recorder saw every one of these objects deleted.
@@ -529,8 +439,8 @@ func gone(uids ...types.UID) func([]seen) bool {
 func rolledOutAt(name string, replicas int32) func([]seen) bool {
 	return func(evs []seen) bool {
 		for i := len(evs) - 1; i >= 0; i-- {
-			if s, ok := evs[i].obj.(*appsv1.StatefulSet); ok && s.Name == name {
-				return evs[i].typ != watch.Deleted && *s.Spec.Replicas == replicas && rolledOut(s)
+			if s, ok := evs[i].Obj.(*appsv1.StatefulSet); ok && s.Name == name {
+				return evs[i].Type != watch.Deleted && *s.Spec.Replicas == replicas && contract.RolledOut(s)
 			}
 		}
 		return false
@@ -575,16 +485,16 @@ type deletion struct {
 func deletions(evs []seen) map[types.UID]deletion {
 	out := map[types.UID]deletion{}
 	for _, e := range evs {
-		m := e.meta()
+		m := e.Meta()
 		d, known := out[m.GetUID()]
 		d.name = m.GetName()
 		rv, _ := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
-		if (m.GetDeletionTimestamp() != nil || e.typ == watch.Deleted) && d.requested.IsZero() {
-			d.requested, d.requestedRV = e.at, rv
+		if (m.GetDeletionTimestamp() != nil || e.Type == watch.Deleted) && d.requested.IsZero() {
+			d.requested, d.requestedRV = e.At, rv
 			known = true
 		}
-		if e.typ == watch.Deleted {
-			d.gone, d.goneRV = e.at, rv
+		if e.Type == watch.Deleted {
+			d.gone, d.goneRV = e.At, rv
 		}
 		if known {
 			out[m.GetUID()] = d
@@ -615,28 +525,16 @@ func statefulSetChanges(evs []seen, name string) []replicaChange {
 	var out []replicaChange
 	var prev *appsv1.StatefulSet
 	for _, e := range evs {
-		s, ok := e.obj.(*appsv1.StatefulSet)
-		if !ok || s.Name != name || e.typ == watch.Deleted {
+		s, ok := e.Obj.(*appsv1.StatefulSet)
+		if !ok || s.Name != name || e.Type == watch.Deleted {
 			continue
 		}
 		if prev != nil && *s.Spec.Replicas != *prev.Spec.Replicas {
-			out = append(out, replicaChange{from: *prev.Spec.Replicas, to: *s.Spec.Replicas, at: e.at, before: prev})
+			out = append(out, replicaChange{from: *prev.Spec.Replicas, to: *s.Spec.Replicas, at: e.At, before: prev})
 		}
 		prev = s
 	}
 	return out
-}
-
-// rolledOut: every replica of the requested size exists, is ready and on the current template.
-func rolledOut(s *appsv1.StatefulSet) bool {
-	r := *s.Spec.Replicas
-	return s.Status.ObservedGeneration == s.Generation && s.Status.Replicas == r &&
-		s.Status.ReadyReplicas == r && s.Status.UpdatedReplicas == r
-}
-
-func describeStatefulSet(s *appsv1.StatefulSet) string {
-	return fmt.Sprintf("spec.replicas=%d generation=%d status{observedGeneration=%d replicas=%d ready=%d updated=%d}",
-		*s.Spec.Replicas, s.Generation, s.Status.ObservedGeneration, s.Status.Replicas, s.Status.ReadyReplicas, s.Status.UpdatedReplicas)
 }
 
 // checkOneStepShrink asserts that a StatefulSet went from..to one member per step, each step only
@@ -645,7 +543,7 @@ func checkOneStepShrink(t *testing.T, changes []replicaChange, from, to int32) {
 	t.Helper()
 	steps := make([]shrinkStep, len(changes))
 	for i, c := range changes {
-		steps[i] = shrinkStep{from: c.from, to: c.to, rolledOut: rolledOut(c.before), before: describeStatefulSet(c.before)}
+		steps[i] = shrinkStep{from: c.from, to: c.to, rolledOut: contract.RolledOut(c.before), before: contract.DescribeStatefulSet(c.before)}
 	}
 	checkShrinkSteps(t, "spec.replicas", steps, from, to)
 }
@@ -720,3 +618,5 @@ func (f *fixture) dump() {
 		f.t.Logf("operator log %s (last lines):\n%s", op.LogPath, tail(op.LogPath, 40))
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/internal/contract"
 )
 
 // The node tests are not parallel: Go runs them alone, before every parallel test, so no other
@@ -108,7 +109,7 @@ func TestUnreachableDeploymentMemberReplacedGracefully(t *testing.T) {
 				ready++
 			}
 		}
-		if d := deletions(pods.events(t))[victim.UID]; !d.gone.IsZero() {
+		if d := deletions(pods.Events(t))[victim.UID]; !d.gone.IsZero() {
 			dels := auditDeletes(t, "pods", f.ns)[victim.Name]
 			i := slices.IndexFunc(dels, forced)
 			if i < 0 {
@@ -123,27 +124,27 @@ func TestUnreachableDeploymentMemberReplacedGracefully(t *testing.T) {
 	})
 	switch {
 	case removed != nil && !kwokFinished:
-		t.Fatalf("%s removed at once, by someone other than kwok, while its node may be alive; deletes: %v%s", victim.Name, removed, timeline(pods.events(t), victim.Name))
+		t.Fatalf("%s removed at once, by someone other than kwok, while its node may be alive; deletes: %v%s", victim.Name, removed, timeline(pods.Events(t), victim.Name))
 	case kwokFinished:
 		t.Logf("kwok, standing in for the silenced node's kubelet, finished the graceful delete of %s: %v; that it stays terminating is not exercised in this run", victim.Name, removed)
 	}
 	var first *corev1.Pod
-	for _, e := range pods.events(t) {
-		if p, ok := e.obj.(*corev1.Pod); ok && p.UID == victim.UID && (p.DeletionTimestamp != nil || e.typ == watch.Deleted) {
+	for _, e := range pods.Events(t) {
+		if p, ok := e.Obj.(*corev1.Pod); ok && p.UID == victim.UID && (p.DeletionTimestamp != nil || e.Type == watch.Deleted) {
 			first = p
 			break
 		}
 	}
 	switch {
 	case first == nil:
-		t.Fatalf("member %s was never deleted%s", victim.Name, timeline(pods.events(t), victim.Name))
+		t.Fatalf("member %s was never deleted%s", victim.Name, timeline(pods.Events(t), victim.Name))
 	case first.DeletionGracePeriodSeconds == nil || *first.DeletionGracePeriodSeconds == 0:
-		t.Errorf("member %s was deleted without a grace period (forced) on a node that may be alive%s", victim.Name, timeline(pods.events(t), victim.Name))
+		t.Errorf("member %s was deleted without a grace period (forced) on a node that may be alive%s", victim.Name, timeline(pods.Events(t), victim.Name))
 	case first.DeletionTimestamp.Time.Before(since.Add(grace).Truncate(time.Second)):
 		t.Errorf("member %s deleted at %s, within the grace period after %s", victim.Name, first.DeletionTimestamp.Time, since)
 	}
-	if d := deletions(pods.events(t)); len(d) != 1 || (!d[victim.UID].gone.IsZero() && !kwokFinished) {
-		t.Errorf("Pods deleted: %v; want only %s, still terminating on its unreachable node%s", names(d), victim.Name, timeline(pods.events(t), victim.Name))
+	if d := deletions(pods.Events(t)); len(d) != 1 || (!d[victim.UID].gone.IsZero() && !kwokFinished) {
+		t.Errorf("Pods deleted: %v; want only %s, still terminating on its unreachable node%s", names(d), victim.Name, timeline(pods.Events(t), victim.Name))
 	}
 	if total, by := op.heals(t); total != 1 || by[`{reason="NodeUnreachable"}`] != 1 {
 		t.Errorf("heals_total: %g%s; want one graceful NodeUnreachable", total, formatSeries(by))
@@ -191,9 +192,9 @@ func (f *fixture) unreachableMember(op *operator, name string) (*v1alpha1.CelldF
 	sts := f.statefulSet(fl.Name)
 	var finished []auditDelete
 	f.holds(3*grace, "nothing deleted by the operator, nothing forced away, the workload's size kept, while the node may be alive", func() error {
-		for uid, d := range deletions(pods.events(t)) {
+		for uid, d := range deletions(pods.Events(t)) {
 			if uid != victim.UID {
-				return fmt.Errorf("Pods deleted: %v%s", names(deletions(pods.events(t))), timeline(pods.events(t), victim.Name))
+				return fmt.Errorf("Pods deleted: %v%s", names(deletions(pods.Events(t))), timeline(pods.Events(t), victim.Name))
 			}
 			if d.gone.IsZero() || finished != nil {
 				continue
@@ -209,7 +210,7 @@ func (f *fixture) unreachableMember(op *operator, name string) (*v1alpha1.CelldF
 			}
 			i := slices.IndexFunc(dels, forced)
 			if i < 0 || !dels[i].byKwok() {
-				return fmt.Errorf("%s removed while its node may be alive; deletes: %v%s", victim.Name, dels, timeline(pods.events(t), victim.Name))
+				return fmt.Errorf("%s removed while its node may be alive; deletes: %v%s", victim.Name, dels, timeline(pods.Events(t), victim.Name))
 			}
 			finished = dels
 		}
@@ -218,11 +219,11 @@ func (f *fixture) unreachableMember(op *operator, name string) (*v1alpha1.CelldF
 		for m, dels := range auditDeletes(t, "pods", f.ns) {
 			for _, d := range dels {
 				if d.byOperator() {
-					return fmt.Errorf("the operator deleted %s: %v%s", m, d, timeline(pods.events(t), m))
+					return fmt.Errorf("the operator deleted %s: %v%s", m, d, timeline(pods.Events(t), m))
 				}
 			}
 		}
-		if d := deletions(claims.events(t)); len(d) != 0 {
+		if d := deletions(claims.Events(t)); len(d) != 0 {
 			return fmt.Errorf("claims deleted: %v", names(d))
 		}
 		if s := f.statefulSet(fl.Name); *s.Spec.Replicas != *sts.Spec.Replicas {
@@ -252,13 +253,13 @@ func (f *fixture) checkOnlyVictimHealed(pods, claims *recorder, fl *v1alpha1.Cel
 	t := f.t
 	t.Helper()
 	if goneBefore {
-		if dels := deletions(pods.events(t)); len(dels) != 0 {
+		if dels := deletions(pods.Events(t)); len(dels) != 0 {
 			t.Errorf("Pods deleted: %v; want none, %s (%s) was gone already", names(dels), victim.Name, victim.UID)
 		}
-	} else if dels := deletions(pods.await(t, "the victim gone", gone(victim.UID))); len(dels) != 1 || dels[victim.UID].name == "" {
+	} else if dels := deletions(pods.Await(t, "the victim gone", gone(victim.UID))); len(dels) != 1 || dels[victim.UID].name == "" {
 		t.Errorf("Pods deleted: %v; want only %s (%s)", names(dels), victim.Name, victim.UID)
 	}
-	if d := deletions(claims.events(t)); len(d) != 0 {
+	if d := deletions(claims.Events(t)); len(d) != 0 {
 		t.Errorf("claims deleted: %v; want none", names(d))
 	}
 	now, err := suite.kube.CoreV1().PersistentVolumeClaims(f.ns).Get(f.ctx, claim.Name, metav1.GetOptions{})
@@ -282,10 +283,10 @@ func silenceNode(t *testing.T, node string) time.Time {
 	t.Helper()
 	t.Cleanup(func() {
 		nodeScript(t, "ready", node)
-		waitNode(t, node, 2*time.Minute, "Ready and untainted", nodeHealthy)
+		waitNode(t, node, 2*time.Minute, "Ready and untainted", contract.NodeHealthy)
 	})
 	nodeScript(t, "not-ready", node)
-	n := waitNode(t, node, time.Minute, "NotReady", func(n *corev1.Node) bool { return !nodeHealthy(n) })
+	n := waitNode(t, node, time.Minute, "NotReady", func(n *corev1.Node) bool { return !contract.NodeHealthy(n) })
 	return readyCondition(n).LastTransitionTime.Time
 }
 
@@ -365,7 +366,7 @@ func TestHealNodeDeleted(t *testing.T) {
 	t.Logf("node %s of member %s (%s) deleted", saved.Name, victim.Name, victim.UID)
 
 	f.waitReplaced(fl, victim)
-	dels := deletions(pods.await(t, "the victim gone", gone(victim.UID)))
+	dels := deletions(pods.Await(t, "the victim gone", gone(victim.UID)))
 	if d, ok := dels[victim.UID]; len(dels) != 1 || !ok {
 		t.Errorf("Pods deleted: %v; want only %s (%s)", names(dels), victim.Name, victim.UID)
 	} else {
@@ -431,7 +432,7 @@ func TestBrokenRolloutHealed(t *testing.T) {
 	// The StatefulSet controller's rolling update deletes the last member (more than once when
 	// its cache lags and it recreates it on the old revision first); the operator deletes the
 	// broken member. The other members are never touched.
-	evs := pods.await(t, "the broken member gone", gone(broken.UID))
+	evs := pods.Await(t, "the broken member gone", gone(broken.UID))
 	t.Logf("%s, as seen:%s", last, timeline(evs, last))
 	dels := deletions(evs)
 	for uid, d := range dels {
@@ -560,16 +561,6 @@ func readyCondition(n *corev1.Node) corev1.NodeCondition {
 	return corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}
 }
 
-// nodeHealthy: Ready, and none of the taints the node lifecycle controller puts on a lost node.
-func nodeHealthy(n *corev1.Node) bool {
-	for _, taint := range n.Spec.Taints {
-		if taint.Key == corev1.TaintNodeUnreachable || taint.Key == corev1.TaintNodeNotReady {
-			return false
-		}
-	}
-	return readyCondition(n).Status == corev1.ConditionTrue
-}
-
 func waitNode(t *testing.T, name string, timeout time.Duration, what string, ok func(*corev1.Node) bool) *corev1.Node {
 	t.Helper()
 	var last *corev1.Node
@@ -611,7 +602,7 @@ func restoreNode(t *testing.T, saved *corev1.Node) {
 			_, _ = suite.kube.CoreV1().Nodes().Patch(ctx, saved.Name, types.MergePatchType, status, metav1.PatchOptions{}, "status")
 			return false
 		}
-		return nodeHealthy(n)
+		return contract.NodeHealthy(n)
 	})
 }
 
@@ -621,12 +612,12 @@ func timeline(evs []seen, name string) string {
 	var b strings.Builder
 	start := time.Time{}
 	for _, e := range evs {
-		p, ok := e.obj.(*corev1.Pod)
+		p, ok := e.Obj.(*corev1.Pod)
 		if !ok || p.Name != name {
 			continue
 		}
 		if start.IsZero() {
-			start = e.at
+			start = e.At
 		}
 		state := string(p.Status.Phase)
 		if podReady(p) {
@@ -638,7 +629,7 @@ func timeline(evs []seen, name string) string {
 		if p.DeletionTimestamp != nil {
 			state += ",deleting"
 		}
-		fmt.Fprintf(&b, "\n\t+%5.2fs %-8s %s %s %s", e.at.Sub(start).Seconds(), e.typ, p.UID, p.Labels[appsv1.ControllerRevisionHashLabelKey], state)
+		fmt.Fprintf(&b, "\n\t+%5.2fs %-8s %s %s %s", e.At.Sub(start).Seconds(), e.Type, p.UID, p.Labels[appsv1.ControllerRevisionHashLabelKey], state)
 	}
 	return b.String()
 }

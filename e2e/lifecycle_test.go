@@ -204,7 +204,7 @@ func TestGrowAndShrink(t *testing.T) {
 
 	f.update(fl.Name, func(fl *v1alpha1.CelldFleet) { fl.Spec.Members = 6 })
 	f.waitConverged(fl.Name)
-	grow := statefulSetChanges(sets.await(t, "rolled out at 6", rolledOutAt(fl.Name, 6)), fl.Name)
+	grow := statefulSetChanges(sets.Await(t, "rolled out at 6", rolledOutAt(fl.Name, 6)), fl.Name)
 	if len(grow) != 1 || grow[0].from != 3 || grow[0].to != 6 {
 		t.Fatalf("grow 3 to 6: want one change 3->6 of spec.replicas, got %+v", grow)
 	}
@@ -212,7 +212,7 @@ func TestGrowAndShrink(t *testing.T) {
 
 	f.kubectl("scale", "celldfleet", fl.Name, "--replicas=3")
 	fl = f.waitConverged(fl.Name)
-	changes := statefulSetChanges(sets.await(t, "rolled out at 3", rolledOutAt(fl.Name, 3)), fl.Name)[1:]
+	changes := statefulSetChanges(sets.Await(t, "rolled out at 3", rolledOutAt(fl.Name, 3)), fl.Name)[1:]
 	checkOneStepShrink(t, changes, 6, 3)
 	if fl.Spec.Members != 3 || len(f.members(fl)) != 3 {
 		t.Errorf("after kubectl scale --replicas=3: spec.members %d, %d members", fl.Spec.Members, len(f.members(fl)))

@@ -203,11 +203,11 @@ func rowUnlabelledClaim(t *testing.T, f *fixture, _ *operator) string {
 	for uid := range own {
 		uids = append(uids, uid)
 	}
-	claims.await(t, "the fleet's own claims gone", gone(uids...))
+	claims.Await(t, "the fleet's own claims gone", gone(uids...))
 	if _, err := suite.kube.CoreV1().PersistentVolumeClaims(f.ns).Get(f.ctx, lookalike.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("claim %s, labelled as the fleet's but not named as its claims: %v; want it kept", lookalike.Name, err)
 	}
-	if _, ok := deletions(claims.events(t))[lookalike.UID]; ok {
+	if _, ok := deletions(claims.Events(t))[lookalike.UID]; ok {
 		t.Errorf("claim %s deleted", lookalike.Name)
 	}
 	return got + fmt.Sprintf("; deleted: %d own claims, kept %s", len(own), lookalike.Name)

@@ -155,7 +155,7 @@ func TestPauseAndResume(t *testing.T) {
 	if c := condition(fl, v1alpha1.ConditionReconciliationPaused); c.Status != "absent" {
 		t.Errorf("resumed, yet %s=%s", c.Type, c.Status)
 	}
-	grow := statefulSetChanges(sets.await(t, "rolled out at 5", rolledOutAt(fl.Name, 5)), fl.Name)
+	grow := statefulSetChanges(sets.Await(t, "rolled out at 5", rolledOutAt(fl.Name, 5)), fl.Name)
 	if len(grow) != 1 || grow[0].from != 3 || grow[0].to != 5 {
 		t.Errorf("resumed: want one change 3->5 of spec.replicas, got %+v", grow)
 	}
@@ -225,7 +225,7 @@ func TestRollingRestart(t *testing.T) {
 			}
 			return len(members) == 3
 		})
-		evs := pods.events(t)
+		evs := pods.Events(t)
 		gone := deletions(evs)
 		for uid, n := range old {
 			if gone[uid].requested.IsZero() {
@@ -236,11 +236,11 @@ func TestRollingRestart(t *testing.T) {
 		ready := map[types.UID]bool{}
 		least := 3
 		for _, e := range evs {
-			p, ok := e.obj.(*corev1.Pod)
+			p, ok := e.Obj.(*corev1.Pod)
 			if !ok || p.Labels[events.LabelFleetUID] != string(fl.UID) {
 				continue
 			}
-			ready[p.UID] = e.typ != watch.Deleted && podReady(p)
+			ready[p.UID] = e.Type != watch.Deleted && podReady(p)
 			n := 0
 			for _, r := range ready {
 				if r {

@@ -93,17 +93,17 @@ func TestLeastPrivilege(t *testing.T) {
 	sets, claims := f.recordStatefulSets(), f.recordClaims()
 	f.update(pf.Name, func(fl *v1alpha1.CelldFleet) { fl.Spec.Members = 5 })
 	f.waitConverged(pf.Name)
-	grow := statefulSetChanges(sets.await(t, "rolled out at 5", rolledOutAt(pf.Name, 5)), pf.Name)
+	grow := statefulSetChanges(sets.Await(t, "rolled out at 5", rolledOutAt(pf.Name, 5)), pf.Name)
 	if len(grow) != 1 || grow[0].from != 3 || grow[0].to != 5 {
 		t.Fatalf("grow 3 to 5: want one change 3->5 of spec.replicas, got %+v", grow)
 	}
 	f.update(pf.Name, func(fl *v1alpha1.CelldFleet) { fl.Spec.Members = 3 })
 	f.waitConverged(pf.Name)
-	checkOneStepShrink(t, statefulSetChanges(sets.await(t, "rolled out at 3", rolledOutAt(pf.Name, 3)), pf.Name)[1:], 5, 3)
+	checkOneStepShrink(t, statefulSetChanges(sets.Await(t, "rolled out at 3", rolledOutAt(pf.Name, 3)), pf.Name)[1:], 5, 3)
 
 	healBrokenRollout(t, f, op, pf)
 
-	if dels := deletions(claims.events(t)); len(dels) != 0 {
+	if dels := deletions(claims.Events(t)); len(dels) != 0 {
 		t.Errorf("claims deleted before the fleet was: %v", names(dels))
 	}
 	l, err := suite.kube.CoreV1().PersistentVolumeClaims(f.ns).List(f.ctx, metav1.ListOptions{LabelSelector: memberSelector(pf)})
@@ -118,7 +118,7 @@ func TestLeastPrivilege(t *testing.T) {
 		t.Errorf("claims of %s before deletion: %d; want 5 (scale-in keeps them)", pf.Name, len(own))
 	}
 	f.deleteFleet(pf.Name, true)
-	claims.await(t, "the fleet's claims gone", gone(own...))
+	claims.Await(t, "the fleet's claims gone", gone(own...))
 	t.Logf("PersistentFleet grown 3->5, shrunk 5->3, healed, deleted with its %d claims, %s after the operator started",
 		len(own), time.Since(start).Round(100*time.Millisecond))
 

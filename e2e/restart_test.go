@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/internal/contract"
 )
 
 // TestOperatorKilledMidShrink: the operator, elected leader, is killed (SIGKILL: no lease
@@ -23,7 +24,7 @@ func TestOperatorKilledMidShrink(t *testing.T) {
 	sh := f.startShrink("crash")
 	first.kill()
 	s := f.statefulSet(sh.name)
-	t.Logf("operator killed with the StatefulSet at %s (rolled out: %v)", describeStatefulSet(s), rolledOut(s))
+	t.Logf("operator killed with the StatefulSet at %s (rolled out: %v)", contract.DescribeStatefulSet(s), contract.RolledOut(s))
 
 	f.startOperator(election...)
 	t.Logf("a new operator leads")
@@ -62,8 +63,8 @@ func (f *fixture) startShrink(name string) *shrinkInFlight {
 func (sh *shrinkInFlight) finish(f *fixture) *v1alpha1.CelldFleet {
 	f.t.Helper()
 	fl := f.waitConverged(sh.name)
-	checkOneStepShrink(f.t, statefulSetChanges(sh.sets.await(f.t, "rolled out at 2", rolledOutAt(fl.Name, 2)), fl.Name), 5, 2)
-	if dels := deletions(sh.claims.events(f.t)); len(dels) != 0 {
+	checkOneStepShrink(f.t, statefulSetChanges(sh.sets.Await(f.t, "rolled out at 2", rolledOutAt(fl.Name, 2)), fl.Name), 5, 2)
+	if dels := deletions(sh.claims.Events(f.t)); len(dels) != 0 {
 		f.t.Errorf("claims deleted: %v; scale-in keeps a PersistentFleet's disks", names(dels))
 	}
 	return fl

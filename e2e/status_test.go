@@ -181,7 +181,7 @@ func TestCapacityHistoryCleared(t *testing.T) {
 	t.Logf("capacity history cleared at %s (%s into the window)", cleared.Format(time.RFC3339), cleared.Sub(anchor).Round(100*time.Millisecond))
 
 	f.waitConverged(fl.Name)
-	changes := statefulSetChanges(sets.await(t, "rolled out at 3", rolledOutAt(fl.Name, 3)), fl.Name)
+	changes := statefulSetChanges(sets.Await(t, "rolled out at 3", rolledOutAt(fl.Name, 3)), fl.Name)
 	checkOneStepShrink(t, changes, 4, 3)
 	if len(changes) > 0 {
 		at := changes[0].at

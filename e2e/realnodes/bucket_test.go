@@ -21,8 +21,7 @@ func TestBucketFleetOnRealNodes(t *testing.T) {
 	fl = f.waitConverged(fl.Name)
 	f.checkMembersRun(fl, "v1")
 
-	w, err := suite.kube.AppsV1().Deployments(f.ns).Watch(f.ctx, metav1.ListOptions{})
-	deploys := f.record(w, err)
+	deploys := f.recordDeployments()
 
 	t.Log("grow 3 -> 4")
 	f.update(fl.Name, func(x *v1alpha1.CelldFleet) { x.Spec.Members = 4 })
@@ -33,7 +32,7 @@ func TestBucketFleetOnRealNodes(t *testing.T) {
 	f.update(fl.Name, func(x *v1alpha1.CelldFleet) { x.Spec.Members = 2 })
 	fl = f.waitConverged(fl.Name)
 	f.checkMembersRun(fl, "v1")
-	checkShrink(t, "Deployment", deploys.events(), 4, 2)
+	checkShrink(t, "Deployment", deploys.Events(t), 4, 2)
 
 	t.Log("rolling upgrade to v2")
 	fl = f.upgrade(fl)
@@ -43,6 +42,7 @@ func TestBucketFleetOnRealNodes(t *testing.T) {
 	if procs := processes(fl.UID); len(procs) != 0 {
 		t.Errorf("celld processes of the deleted fleet still run: %v", keys(procs))
 	}
+	f.verify()
 }
 
 // nodeNumber is N of real-node-N.
@@ -139,4 +139,5 @@ func TestNodeLostAndFenced(t *testing.T) {
 		t.Errorf("%d members replaced, want 1 (%s)", replaced, victim.Name)
 	}
 	f.checkMembersRun(fl, "v1")
+	f.verify()
 }

@@ -243,11 +243,13 @@ func TestNoAcknowledgedWriteLost(t *testing.T) {
 		t.Errorf("the fleet created again holds %d of the deleted fleet's %d writes (members read: %d): its disks were not new", kept, stale.Checked, len(stale.Keys))
 	}
 	f.deleteFleet(again.Name)
+	f.verify()
 }
 
 // TestTwoMembersAtOnceLoseWrites: the check can fail. With the operator stopped, the fleet's
 // StatefulSet is lowered by two members in one write, as an operator that breaks clause 1 would:
-// writes whose two copies were on those members are gone, and the checker must say so.
+// writes whose two copies were on those members are gone, and the checker must say so, as must
+// the contract's judge.
 func TestTwoMembersAtOnceLoseWrites(t *testing.T) {
 	f := newFixture(t)
 	fl := f.waitConverged(f.create(f.newFleet("twice", v1alpha1.ProfilePersistentFleet, 5)).Name)
@@ -274,6 +276,19 @@ func TestTwoMembersAtOnceLoseWrites(t *testing.T) {
 		t.Fatalf("two members taken at once, and the checker found no acknowledged write lost (%d checked): it cannot tell a lossy lifecycle", rep.Checked)
 	}
 	t.Logf("as it must, the checker found %d of %d acknowledged writes lost", len(rep.Lost), rep.Checked)
+
+	// The contract's judge, reading only what the API server recorded, sees the same break.
+	v, versions := f.judge.Judgement(t)
+	flagged := 0
+	for _, msg := range v.Violations {
+		if strings.HasPrefix(msg, "clause 1: StatefulSet "+fl.Name+" ") && strings.Contains(msg, "5->3: lowered by 2 in one write") {
+			flagged++
+		}
+	}
+	if flagged != 1 {
+		t.Errorf("the contract's judge flagged the two-member step %d times, want once (%d checks over %d versions); its violations:\n%s",
+			flagged, v.Checks, versions, strings.Join(v.Violations, "\n"))
+	}
 }
 
 // scaleOperator sets the operator's replicas and waits until exactly that many run.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -153,7 +154,7 @@ func replicaSteps(evs []seen) []int32 {
 	var out []int32
 	for _, e := range evs {
 		var r *int32
-		switch w := e.obj.(type) {
+		switch w := e.Obj.(type) {
 		case *appsv1.StatefulSet:
 			r = w.Spec.Replicas
 		case *appsv1.Deployment:
@@ -202,8 +203,7 @@ func TestPersistentFleetOnRealNodes(t *testing.T) {
 	bystander = other.waitConverged(bystander.Name)
 	bystanderDisks := other.disks(bystander)
 
-	sts, err := suite.kube.AppsV1().StatefulSets(f.ns).Watch(f.ctx, metav1.ListOptions{})
-	steps := f.record(sts, err)
+	steps := f.recordStatefulSets()
 
 	t.Log("grow 3 -> 5")
 	f.update(fl.Name, func(x *v1alpha1.CelldFleet) { x.Spec.Members = 5 })
@@ -214,7 +214,7 @@ func TestPersistentFleetOnRealNodes(t *testing.T) {
 	f.update(fl.Name, func(x *v1alpha1.CelldFleet) { x.Spec.Members = 3 })
 	fl = f.waitConverged(fl.Name)
 	f.checkMembersRun(fl, "v1")
-	checkShrink(t, "StatefulSet", steps.events(), 5, 3)
+	checkShrink(t, "StatefulSet", steps.Events(t), 5, 3)
 	if procs := processes(fl.UID); len(procs) != 3 {
 		t.Errorf("celld processes of members %v after the shrink, want pf-0..2 only", keys(procs))
 	}
@@ -277,7 +277,7 @@ func TestPersistentFleetOnRealNodes(t *testing.T) {
 	if procs := processes(fl.UID); len(procs) != 0 {
 		t.Errorf("celld processes of the deleted fleet still run: %v", keys(procs))
 	}
-	lastPodGone, firstClaimGone := lastDeletion(pods.events(), fl.Name), firstDeletion(claims.events())
+	lastPodGone, firstClaimGone := lastDeletion(pods.Events(t), fl.Name), firstDeletion(claims.Events(t))
 	if firstClaimGone.IsZero() || lastPodGone.IsZero() || firstClaimGone.Before(lastPodGone) {
 		t.Errorf("a claim was deleted at %s, before the last member's Pod was gone at %s", firstClaimGone.Format(time.StampMilli), lastPodGone.Format(time.StampMilli))
 	}
@@ -287,6 +287,8 @@ func TestPersistentFleetOnRealNodes(t *testing.T) {
 		}
 	}
 	other.checkMembersRun(other.waitConverged(bystander.Name), "v1")
+	f.verify()
+	other.verify()
 }
 
 func waitFor(t *testing.T, ctx context.Context, what string, timeout time.Duration, ok func() bool) {
@@ -303,10 +305,11 @@ func mostAwayAtOnce(evs []seen, fleet string, members int) int {
 	most := 0
 	started := false
 	for _, e := range evs {
-		if e.pod == nil || !strings.HasPrefix(e.name, fleet+"-") {
+		p, ok := e.Obj.(*corev1.Pod)
+		if !ok || !strings.HasPrefix(p.Name, fleet+"-") {
 			continue
 		}
-		ready[e.name] = e.typ != watch.Deleted && e.pod.DeletionTimestamp == nil && podReady(e.pod)
+		ready[p.Name] = e.Type != watch.Deleted && p.DeletionTimestamp == nil && podReady(p)
 		n := 0
 		for _, r := range ready {
 			if r {
@@ -326,8 +329,8 @@ func mostAwayAtOnce(evs []seen, fleet string, members int) int {
 func lastDeletion(evs []seen, fleet string) time.Time {
 	var last time.Time
 	for _, e := range evs {
-		if e.typ == watch.Deleted && e.pod != nil && strings.HasPrefix(e.name, fleet+"-") && e.at.After(last) {
-			last = e.at
+		if p, ok := e.Obj.(*corev1.Pod); ok && e.Type == watch.Deleted && strings.HasPrefix(p.Name, fleet+"-") && e.At.After(last) {
+			last = e.At
 		}
 	}
 	return last
@@ -336,12 +339,13 @@ func lastDeletion(evs []seen, fleet string) time.Time {
 func firstDeletion(evs []seen) time.Time {
 	var first time.Time
 	for _, e := range evs {
-		if e.pvc == nil || !(e.typ == watch.Deleted || e.pvc.DeletionTimestamp != nil) {
+		c, ok := e.Obj.(*corev1.PersistentVolumeClaim)
+		if !ok || !(e.Type == watch.Deleted || c.DeletionTimestamp != nil) {
 			continue
 		}
 		// When the watch saw it, as for the Pods: the API server's timestamps are whole seconds.
-		if first.IsZero() || e.at.Before(first) {
-			first = e.at
+		if first.IsZero() || e.At.Before(first) {
+			first = e.At
 		}
 	}
 	return first
@@ -385,7 +389,7 @@ func (f *fixture) upgrade(fl *v1alpha1.CelldFleet) *v1alpha1.CelldFleet {
 	})
 	fl = f.waitConverged(fl.Name)
 	f.checkMembersRun(fl, "v2")
-	if most := mostAwayAtOnce(pods.events(), fl.Name, members); most > 1 {
+	if most := mostAwayAtOnce(pods.Events(f.t), fl.Name, members); most > 1 {
 		f.t.Errorf("the rolling upgrade had %d members away at once, want at most 1", most)
 	}
 	return fl

@@ -1,4 +1,4 @@
-package e2e
+package contract
 
 import (
 	"fmt"
@@ -87,12 +87,12 @@ func TestContractJudge(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHistory(t, 9, 3)
 			c.story(h)
-			v := judge(h.entries)
-			t.Logf("%d checks; %s", v.checks, v.summary())
-			if v.checks == 0 {
+			v := Judge(h.entries)
+			t.Logf("%d checks; %s", v.Checks, v.Summary())
+			if v.Checks == 0 {
 				t.Errorf("no check made")
 			}
-			matchViolations(t, v.violations, c.want)
+			matchViolations(t, v.Violations, c.want)
 		})
 	}
 
@@ -106,11 +106,11 @@ func TestContractJudge(t *testing.T) {
 		h.deletePod(2, true)
 		// The ReplicaSet is at 2 with 2 Pods: another deletion is nobody's scale-down.
 		h.deletePod(1, true)
-		v := judge(h.entries)
-		t.Logf("%d checks; %s", v.checks, v.summary())
-		matchViolations(t, v.violations, [][]string{{"clause 3: Pod bk-1", "deleted with its fleet live"}})
-		if v.explained["Pod: scale-down"] != 1 {
-			t.Errorf("Pods explained by a scale-down: %d, want 1", v.explained["Pod: scale-down"])
+		v := Judge(h.entries)
+		t.Logf("%d checks; %s", v.Checks, v.Summary())
+		matchViolations(t, v.Violations, [][]string{{"clause 3: Pod bk-1", "deleted with its fleet live"}})
+		if v.Explained["Pod: scale-down"] != 1 {
+			t.Errorf("Pods explained by a scale-down: %d, want 1", v.Explained["Pod: scale-down"])
 		}
 	})
 }
@@ -138,7 +138,7 @@ type history struct {
 	t       *testing.T
 	rv      uint64
 	at      time.Time
-	entries []entry
+	entries []Entry
 
 	fleet  *v1alpha1.CelldFleet
 	set    *appsv1.StatefulSet
@@ -165,9 +165,9 @@ func (h *history) add(typ watch.EventType, o runtime.Object, initial bool) runti
 	o = o.DeepCopyObject()
 	h.rv++
 	h.at = h.at.Add(10 * time.Millisecond)
-	s := seen{at: h.at, typ: typ, obj: o}
-	s.meta().SetResourceVersion(fmt.Sprint(h.rv))
-	h.entries = append(h.entries, entry{seen: s, initial: initial})
+	s := Seen{At: h.at, Type: typ, Obj: o}
+	s.Meta().SetResourceVersion(fmt.Sprint(h.rv))
+	h.entries = append(h.entries, Entry{Seen: s, Initial: initial})
 	switch x := o.(type) {
 	case *v1alpha1.CelldFleet:
 		h.fleet = x

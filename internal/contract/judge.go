@@ -1,0 +1,462 @@
+package contract
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+)
+
+// Entry is one recorded version of an object.
+type Entry struct {
+	Seen
+	// Initial: from a recorder's list, so what changed to produce it is unknown.
+	Initial bool
+}
+
+// Verdict is what Judge found.
+type Verdict struct {
+	Violations []string
+	Checks     int
+	// ByClause counts the checks by clause of the contract.
+	ByClause map[string]int
+	// Explained counts the Pod and claim deletions by what explains them.
+	Explained map[string]int
+	// TemplateChanges counts writes that changed a StatefulSet's Pod template: the rollouts that
+	// may explain Pod deletions.
+	TemplateChanges int
+}
+
+// Summary counts the checks by clause and the deletions by what explains them.
+func (v *Verdict) Summary() string {
+	keys := make([]string, 0, len(v.Explained))
+	for k := range v.Explained {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, v.Explained[k]))
+	}
+	if len(parts) == 0 {
+		parts = []string{"none"}
+	}
+	return fmt.Sprintf("checks of clause 1 (scale-in) %d, 2 (growth) %d, 3 (Pod deletion) %d, 4 (claim deletion) %d; deletions: %s; template changes %d",
+		v.ByClause["1"], v.ByClause["2"], v.ByClause["3"], v.ByClause["4"], strings.Join(parts, ", "), v.TemplateChanges)
+}
+
+// judging is the state of every recorded object at one resource version, as the history is
+// replayed in the order etcd wrote it.
+type judging struct {
+	Verdict
+	e      Entry
+	rv     uint64
+	fleets map[types.UID]*fleetSeen
+	// workloads are the StatefulSets and Deployments, by UID.
+	workloads map[types.UID]*workload
+	sets      map[types.UID]*appsv1.ReplicaSet
+	pods      map[types.UID]*corev1.Pod
+	// podSince is the resource version a Pod was first seen at, 0 when it was listed.
+	podSince map[types.UID]uint64
+	claims   map[types.UID]*corev1.PersistentVolumeClaim
+	nodes    map[string]*corev1.Node
+}
+
+type fleetSeen struct {
+	last *v1alpha1.CelldFleet
+	gone bool
+}
+
+// workload is a StatefulSet or a Deployment as the contract sees it.
+type workload struct {
+	kind, name string
+	uid        types.UID
+	fleet      types.UID
+	replicas   int32
+	rolledOut  bool
+	status     string
+	// template is the Pod template (StatefulSet only), and templateRV the resource version of the
+	// last write seen to change it.
+	template   *corev1.PodTemplateSpec
+	templateRV uint64
+}
+
+func workloadOf(o runtime.Object) (*workload, bool) {
+	switch x := o.(type) {
+	case *appsv1.StatefulSet:
+		return &workload{kind: "StatefulSet", name: x.Name, uid: x.UID, fleet: fleetOf(x), replicas: *x.Spec.Replicas,
+			rolledOut: RolledOut(x), status: DescribeStatefulSet(x), template: &x.Spec.Template}, true
+	case *appsv1.Deployment:
+		r := *x.Spec.Replicas
+		st := x.Status
+		return &workload{kind: "Deployment", name: x.Name, uid: x.UID, fleet: fleetOf(x), replicas: r,
+			rolledOut: st.ObservedGeneration >= x.Generation && st.Replicas == r && st.ReadyReplicas == r && st.UpdatedReplicas == r,
+			status: fmt.Sprintf("spec.replicas=%d generation=%d status{observedGeneration=%d replicas=%d ready=%d updated=%d}",
+				r, x.Generation, st.ObservedGeneration, st.Replicas, st.ReadyReplicas, st.UpdatedReplicas)}, true
+	}
+	return nil, false
+}
+
+// fleetOf is the UID of the fleet that controls an object, by its controller reference, else by
+// the fleet UID label.
+func fleetOf(m metav1.Object) types.UID {
+	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "CelldFleet" {
+		return ref.UID
+	}
+	return types.UID(m.GetLabels()[events.LabelFleetUID])
+}
+
+// Judge replays a recorded history in resource version order (one etcd: its revisions order
+// writes across kinds) and checks every write the contract speaks of against the state just
+// before it.
+func Judge(history []Entry) Verdict {
+	h := append([]Entry(nil), history...)
+	sort.SliceStable(h, func(i, j int) bool { return ResourceVersion(h[i].Meta()) < ResourceVersion(h[j].Meta()) })
+	j := &judging{
+		Verdict: Verdict{Explained: map[string]int{}, ByClause: map[string]int{}},
+		fleets:  map[types.UID]*fleetSeen{}, workloads: map[types.UID]*workload{}, sets: map[types.UID]*appsv1.ReplicaSet{},
+		pods: map[types.UID]*corev1.Pod{}, podSince: map[types.UID]uint64{}, claims: map[types.UID]*corev1.PersistentVolumeClaim{},
+		nodes: map[string]*corev1.Node{},
+	}
+	for _, e := range h {
+		j.e, j.rv = e, ResourceVersion(e.Meta())
+		deleted := e.Type == watch.Deleted
+		switch o := e.Obj.(type) {
+		case *v1alpha1.CelldFleet:
+			j.fleets[o.UID] = &fleetSeen{last: o, gone: deleted}
+		case *appsv1.StatefulSet, *appsv1.Deployment:
+			w, _ := workloadOf(o)
+			j.workload(w, deleted)
+		case *appsv1.ReplicaSet:
+			if deleted {
+				delete(j.sets, o.UID)
+			} else {
+				j.sets[o.UID] = o
+			}
+		case *corev1.Pod:
+			j.pod(o, deleted)
+		case *corev1.PersistentVolumeClaim:
+			j.claim(o, deleted)
+		case *corev1.Node:
+			if deleted {
+				delete(j.nodes, o.Name)
+			} else {
+				j.nodes[o.Name] = o
+			}
+		}
+	}
+	return j.Verdict
+}
+
+func (j *judging) violate(clause, object, format string, args ...any) {
+	j.Violations = append(j.Violations, fmt.Sprintf("clause %s: %s at resource version %d (%s): %s",
+		clause, object, j.rv, j.e.At.Format("15:04:05.000"), fmt.Sprintf(format, args...)))
+}
+
+// check counts one check of the contract and reports a violation when ok is false.
+func (j *judging) check(ok bool, clause, object, format string, args ...any) {
+	j.Checks++
+	j.ByClause[clause]++
+	if !ok {
+		j.violate(clause, object, format, args...)
+	}
+}
+
+// fleet is the fleet of that UID as last seen, nil when never seen; deleting when its deletion
+// was requested or it is gone.
+func (j *judging) fleet(uid types.UID) (fl *v1alpha1.CelldFleet, deleting bool) {
+	s := j.fleets[uid]
+	if s == nil {
+		return nil, false
+	}
+	return s.last, s.gone || s.last.DeletionTimestamp != nil
+}
+
+// requested is the size the fleet asks for, -1 when only the operator knows it (capacity mode
+// Auto sizes by recommendation).
+func requested(fl *v1alpha1.CelldFleet) int32 {
+	if fl == nil || fl.Spec.Capacity.Mode == v1alpha1.CapacityAuto {
+		return -1
+	}
+	return fl.Spec.Members
+}
+
+// workload judges a write of a StatefulSet or Deployment: clause 1 for a lowering of
+// spec.replicas, clause 2 for a raise (a creation counts as a raise from nothing).
+func (j *judging) workload(w *workload, deleted bool) {
+	prev := j.workloads[w.uid]
+	if deleted {
+		delete(j.workloads, w.uid)
+		return
+	}
+	if prev != nil {
+		w.templateRV = prev.templateRV
+		if w.template != nil && prev.template != nil && !equality.Semantic.DeepEqual(w.template, prev.template) {
+			w.templateRV = j.rv
+			j.TemplateChanges++
+		}
+	}
+	j.workloads[w.uid] = w
+	if j.e.Initial {
+		return
+	}
+	obj := w.kind + " " + w.name
+	fl, deleting := j.fleet(w.fleet)
+	if fl == nil {
+		return // no fleet's workload: the contract does not speak of it
+	}
+	from := int32(0)
+	if prev != nil {
+		from = prev.replicas
+	}
+	switch {
+	case w.replicas < from && deleting:
+		// Deleting stops the workload in one write: the fleet is going, members and all.
+		j.Checks++
+		j.ByClause["1"]++
+	case w.replicas < from:
+		j.check(from-w.replicas == 1, "1", obj, "spec.replicas %d->%d: lowered by %d in one write; one member per step", from, w.replicas, from-w.replicas)
+		j.check(prev.rolledOut, "1", obj, "spec.replicas %d->%d while the previous change had not rolled out: %s", from, w.replicas, prev.status)
+		ready, notReady := j.members(w.fleet, "")
+		j.check(len(notReady) == 0 && int32(len(ready)) == from, "1", obj,
+			"spec.replicas %d->%d while not every member was ready: ready %v, not ready or terminating %v", from, w.replicas, ready, notReady)
+	case w.replicas > from && !deleting:
+		if want := requested(fl); want >= 0 {
+			j.check(w.replicas == want, "2", obj, "spec.replicas %d->%d while the fleet asked for %d: growth takes one write to the requested size", from, w.replicas, want)
+		}
+	}
+}
+
+// members lists the fleet's member Pods, except one, as ready and not (not ready or terminating).
+func (j *judging) members(fleet types.UID, except types.UID) (ready, notReady []string) {
+	for uid, p := range j.pods {
+		if uid == except || types.UID(p.Labels[events.LabelFleetUID]) != fleet {
+			continue
+		}
+		if events.PodReady(p) {
+			ready = append(ready, p.Name)
+		} else {
+			notReady = append(notReady, p.Name)
+		}
+	}
+	sort.Strings(ready)
+	sort.Strings(notReady)
+	return ready, notReady
+}
+
+// pod judges the first deletion of a Pod (clause 3): the deletion request, or the Pod gone at once
+// as a forced deletion leaves it.
+func (j *judging) pod(p *corev1.Pod, deleted bool) {
+	prev, known := j.pods[p.UID]
+	if !known {
+		j.podSince[p.UID] = j.rv
+		if j.e.Initial {
+			j.podSince[p.UID] = 0
+		}
+	}
+	first := !j.e.Initial && (deleted || p.DeletionTimestamp != nil) && (!known || prev.DeletionTimestamp == nil)
+	if first {
+		j.podDeleted(p)
+		// Gone at once, with no grace period: a forced deletion, which must not start a second
+		// copy of a member whose node may be alive.
+		if deleted && (p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds == 0) {
+			j.podForced(p)
+		}
+	}
+	if deleted {
+		delete(j.pods, p.UID)
+		delete(j.podSince, p.UID)
+	} else {
+		j.pods[p.UID] = p
+	}
+}
+
+func (j *judging) podDeleted(p *corev1.Pod) {
+	fleet := types.UID(p.Labels[events.LabelFleetUID])
+	if fleet == "" {
+		return // not a member of any fleet: the contract does not speak of it
+	}
+	obj := "Pod " + p.Name + " (" + string(p.UID) + ")"
+	why := j.podDeletionReason(p, fleet)
+	j.check(why != "", "3", obj, "deleted with its fleet live, within its workload's size, on a healthy node, and no rollout to explain it")
+	if why == "" {
+		return
+	}
+	j.Explained["Pod: "+why]++
+	if why == "node lost" {
+		// The heal of one member that cannot come back: every other member must be ready, except
+		// one lost the same way (a node taken away by someone else), whose eviction is the node
+		// lifecycle controller's.
+		_, notReady := j.members(fleet, p.UID)
+		var others []string
+		for _, name := range notReady {
+			if q := j.podNamed(fleet, name); q == nil || !j.nodeLost(q.Spec.NodeName) {
+				others = append(others, name)
+			}
+		}
+		j.check(len(others) == 0, "3", obj, "deleted as its node %s is lost while other members were not ready or terminating: %v; heals go one member at a time", p.Spec.NodeName, others)
+	}
+}
+
+func (j *judging) podForced(p *corev1.Pod) {
+	if types.UID(p.Labels[events.LabelFleetUID]) == "" {
+		return
+	}
+	n, ok := j.nodes[p.Spec.NodeName]
+	fenced := false
+	if ok {
+		for _, t := range n.Spec.Taints {
+			fenced = fenced || t.Key == corev1.TaintNodeOutOfService
+		}
+	}
+	j.check(p.Spec.NodeName == "" || !ok || fenced, "3", "Pod "+p.Name+" ("+string(p.UID)+")",
+		"force-deleted on node %s, which is neither gone nor tainted out-of-service: it may still run the member", p.Spec.NodeName)
+}
+
+// podDeletionReason names what explains a member's deletion, empty when nothing does.
+func (j *judging) podDeletionReason(p *corev1.Pod, fleet types.UID) string {
+	if _, deleting := j.fleet(fleet); deleting {
+		return "fleet deleted"
+	}
+	if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		return "finished, replaced by its controller"
+	}
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		switch ref.Kind {
+		case "StatefulSet":
+			if s := j.workloads[ref.UID]; s != nil {
+				if n, ok := podOrdinal(p.Name, s.name); ok && n >= s.replicas {
+					return "scale-down"
+				}
+				if j.podSince[p.UID] < s.templateRV {
+					return "template rollout"
+				}
+			}
+		case "ReplicaSet":
+			if rs := j.sets[ref.UID]; rs != nil && rs.Spec.Replicas != nil {
+				live := int32(0)
+				for _, q := range j.pods {
+					if c := metav1.GetControllerOf(q); c != nil && c.UID == ref.UID && q.DeletionTimestamp == nil {
+						live++
+					}
+				}
+				if live > *rs.Spec.Replicas {
+					return "scale-down"
+				}
+			}
+		}
+	}
+	if j.nodeLost(p.Spec.NodeName) {
+		return "node lost"
+	}
+	return ""
+}
+
+// nodeLost: the node is gone, NotReady, or tainted as unreachable or not ready.
+func (j *judging) nodeLost(name string) bool {
+	if name == "" {
+		return false
+	}
+	n, ok := j.nodes[name]
+	return !ok || !NodeHealthy(n)
+}
+
+func (j *judging) podNamed(fleet types.UID, name string) *corev1.Pod {
+	for _, p := range j.pods {
+		if p.Name == name && types.UID(p.Labels[events.LabelFleetUID]) == fleet {
+			return p
+		}
+	}
+	return nil
+}
+
+func podOrdinal(pod, set string) (int32, bool) {
+	rest, ok := strings.CutPrefix(pod, set+"-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(rest, 10, 32)
+	return int32(n), err == nil && n >= 0
+}
+
+// claim judges the first deletion of a claim (clause 4): only a deleted PersistentFleet's own
+// claims, once no member Pod of it exists.
+func (j *judging) claim(c *corev1.PersistentVolumeClaim, deleted bool) {
+	prev, known := j.claims[c.UID]
+	first := !j.e.Initial && (deleted || c.DeletionTimestamp != nil) && (!known || prev.DeletionTimestamp == nil)
+	if deleted {
+		delete(j.claims, c.UID)
+	} else {
+		j.claims[c.UID] = c
+	}
+	if !first {
+		return
+	}
+	obj := "PersistentVolumeClaim " + c.Name + " (" + string(c.UID) + ")"
+	uid := types.UID(c.Labels[events.LabelFleetUID])
+	s := j.fleets[uid]
+	j.check(uid != "" && s != nil, "4", obj, "deleted, and it is no fleet's own claim (fleet UID label %q)", uid)
+	if uid == "" || s == nil {
+		return
+	}
+	fl, deleting := j.fleet(uid)
+	j.check(deleting, "4", obj, "deleted while its fleet %s was live", fl.Name)
+	j.check(fl.Spec.Profile == v1alpha1.ProfilePersistentFleet, "4", obj, "deleted, and its fleet %s is a %s fleet, not a PersistentFleet", fl.Name, fl.Spec.Profile)
+	var left []string
+	for _, p := range j.pods {
+		if types.UID(p.Labels[events.LabelFleetUID]) == uid {
+			left = append(left, p.Name)
+		}
+	}
+	sort.Strings(left)
+	j.check(len(left) == 0, "4", obj, "deleted while member Pods of its fleet %s still existed: %v", fl.Name, left)
+	if len(left) == 0 && deleting {
+		j.Explained["claim: fleet deleted"]++
+	}
+}
+
+// ResourceVersion is an object's resource version as a number: the local control plane has one
+// etcd, whose revision every resource version is, so it orders writes across kinds.
+func ResourceVersion(m metav1.Object) uint64 {
+	rv, _ := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
+	return rv
+}
+
+// RolledOut: every replica of the requested size exists, is ready and on the current template.
+func RolledOut(s *appsv1.StatefulSet) bool {
+	r := *s.Spec.Replicas
+	return s.Status.ObservedGeneration == s.Generation && s.Status.Replicas == r &&
+		s.Status.ReadyReplicas == r && s.Status.UpdatedReplicas == r
+}
+
+// DescribeStatefulSet is what a violation says of a StatefulSet's rollout.
+func DescribeStatefulSet(s *appsv1.StatefulSet) string {
+	return fmt.Sprintf("spec.replicas=%d generation=%d status{observedGeneration=%d replicas=%d ready=%d updated=%d}",
+		*s.Spec.Replicas, s.Generation, s.Status.ObservedGeneration, s.Status.Replicas, s.Status.ReadyReplicas, s.Status.UpdatedReplicas)
+}
+
+// NodeHealthy: Ready, and tainted neither unreachable nor not-ready.
+func NodeHealthy(n *corev1.Node) bool {
+	for _, taint := range n.Spec.Taints {
+		if taint.Key == corev1.TaintNodeUnreachable || taint.Key == corev1.TaintNodeNotReady {
+			return false
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
