@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"os"
@@ -127,6 +128,39 @@ func TestKubectlCelld(t *testing.T) {
 		}
 	}
 	golden(t, "status", f.normalized(out, fl.Name))
+
+	// The same facts as data: the members the API server shows, each ready on its node, with
+	// its own disk bound.
+	out, stderr, err = f.kubectlCelld("status", fl.Name, "-n", f.ns, "-o", "json")
+	if err != nil {
+		t.Fatalf("kubectl celld status -o json: %v: %s", err, stderr)
+	}
+	var doc struct {
+		Fleet struct {
+			Metadata struct{ UID string }
+		}
+		Members []struct {
+			Pod, Node, Zone string
+			Ready           bool
+			Disks           []struct{ Claim, Phase string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("kubectl celld status -o json is not JSON: %v\n%s", err, out)
+	}
+	want := map[string]string{}
+	for _, p := range f.members(fl) {
+		want[p.Name] = p.Spec.NodeName
+	}
+	if doc.Fleet.Metadata.UID != string(fl.UID) || len(doc.Members) != len(want) {
+		t.Errorf("-o json: fleet UID %q, %d members; want %q and %d", doc.Fleet.Metadata.UID, len(doc.Members), fl.UID, len(want))
+	}
+	for _, m := range doc.Members {
+		if node, ok := want[m.Pod]; !ok || m.Node != node || !m.Ready || !strings.HasPrefix(m.Zone, "zone-") ||
+			len(m.Disks) != 1 || m.Disks[0].Claim != "data-"+m.Pod || m.Disks[0].Phase != "Bound" {
+			t.Errorf("-o json member %+v; want %s on %s, ready, in a zone, its disk data-%s Bound", m, m.Pod, node, m.Pod)
+		}
+	}
 
 	out, stderr, err = f.kubectlCelld("history", fl.Name, "-n", f.ns)
 	if err != nil {

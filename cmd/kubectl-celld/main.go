@@ -58,12 +58,28 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 		}
 		return nil
 	}
-	root.AddCommand(&cobra.Command{
+	// format is -o of the reading commands, checked before anything is read.
+	var format outputFormat
+	readsOne := func(c *cobra.Command, args []string) error {
+		if err := oneFleet(c, args); err != nil {
+			return err
+		}
+		o, _ := c.Flags().GetString("output")
+		f, err := parseOutput(o)
+		format = f
+		return err
+	}
+	withOutput := func(c *cobra.Command) *cobra.Command {
+		c.Flags().StringP("output", "o", "", "json or yaml: the same facts as data, for scripts (default: a table)")
+		return c
+	}
+	root.AddCommand(withOutput(&cobra.Command{
 		Use:   "status FLEET",
 		Short: "The fleet's state, conditions, members (Pod, node, zone, ready, revision, disk, age), reservation and latest capacity decisions",
 		Example: `  kubectl celld status alpha -n team
-  kubectl celld status alpha -n team --history 10`,
-		Args: oneFleet,
+  kubectl celld status alpha -n team --history 10
+  kubectl celld status alpha -n team -o json | jq '.members[] | select(.ready | not) | .pod'`,
+		Args: readsOne,
 		RunE: func(c *cobra.Command, args []string) error {
 			cl, ns, err := clientsFor(flags)
 			if err != nil {
@@ -74,16 +90,20 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if format != "" {
+				return write(c.OutOrStdout(), format, statusDocOf(r))
+			}
 			printStatus(c.OutOrStdout(), r, now(), n)
 			return nil
 		},
-	})
-	root.Commands()[0].Flags().Int("history", 5, "how many of the latest capacity decisions to show")
-	root.AddCommand(&cobra.Command{
-		Use:     "history FLEET",
-		Short:   "Every capacity decision the fleet's reservation keeps, oldest first",
-		Example: `  kubectl celld history alpha -n team`,
-		Args:    oneFleet,
+	}))
+	root.Commands()[0].Flags().Int("history", 5, "how many of the latest capacity decisions to show (the table only: json and yaml carry the reservation's whole history)")
+	root.AddCommand(withOutput(&cobra.Command{
+		Use:   "history FLEET",
+		Short: "Every capacity decision the fleet's reservation keeps, oldest first",
+		Example: `  kubectl celld history alpha -n team
+  kubectl celld history alpha -n team -o yaml`,
+		Args: readsOne,
 		RunE: func(c *cobra.Command, args []string) error {
 			cl, ns, err := clientsFor(flags)
 			if err != nil {
@@ -93,10 +113,13 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if format != "" {
+				return write(c.OutOrStdout(), format, historyDocOf(r))
+			}
 			printHistory(c.OutOrStdout(), r, now(), -1)
 			return nil
 		},
-	})
+	}))
 	for _, c := range []struct {
 		use, short, verb string
 		value            *string
