@@ -281,7 +281,7 @@ copy_stages() {
 	echo "${STAGES_STAMP}" >"${stamp}"
 }
 
-# promtool and helm, which the monitoring kit's and the release's tests run: cluster/tools.sh
+# promtool, helm and krew, which the monitoring kit's and the release's tests run: cluster/tools.sh
 # builds them on its own, and a full build or check here covers them too.
 if ((${#targets[@]} == ${#ALL[@]})); then
 	tools_args=()

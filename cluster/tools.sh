@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Builds the release and monitoring tools the tests run, promtool and helm, from
-# pinned module versions into .cache/cluster/bin, reusing a cached binary when
+# Builds the release and monitoring tools the tests run, promtool, helm and krew
+# (which installs the release's kubectl plugin as users do), from pinned module versions into .cache/cluster/bin, reusing a cached binary when
 # its version stamp matches (cluster/build.sh runs it after the control plane).
 #
-#   cluster/tools.sh [--force|--check] [promtool|helm...]
+#   cluster/tools.sh [--force|--check] [promtool|helm|krew...]
 #
 # --force rebuilds even when the stamp matches; --check builds nothing and fails
 # when a tool is missing or out of date.
@@ -17,8 +17,9 @@ shopt -s inherit_errexit
 # 3.16.0 (the module numbers 3.x.y as v0.3xx.y).
 PROMETHEUS_VERSION="v0.316.0"
 HELM_VERSION="v3.22.0"
+KREW_VERSION="v0.4.3"
 
-TOOLS=(promtool helm)
+TOOLS=(promtool helm krew)
 
 force=0
 check=0
@@ -31,7 +32,7 @@ while (($#)); do
 		sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 		exit 0
 		;;
-	promtool | helm) targets+=("$1") ;;
+	promtool | helm | krew) targets+=("$1") ;;
 	*)
 		echo "tools.sh: unknown argument $1 (one of: ${TOOLS[*]}, --force, --check)" >&2
 		exit 2
@@ -51,6 +52,7 @@ tool_version() {
 	case "$1" in
 	promtool) echo "${PROMETHEUS_VERSION}" ;;
 	helm) echo "${HELM_VERSION}" ;;
+	krew) echo "${KREW_VERSION}" ;;
 	esac
 }
 
@@ -58,6 +60,7 @@ tool_module() {
 	case "$1" in
 	promtool) echo github.com/prometheus/prometheus ;;
 	helm) echo helm.sh/helm/v3 ;;
+	krew) echo sigs.k8s.io/krew ;;
 	esac
 }
 
@@ -84,6 +87,9 @@ tool_flags() {
 		;;
 	helm)
 		echo "-ldflags=-s -w -X helm.sh/helm/v3/internal/version.version=${v} -X helm.sh/helm/v3/internal/version.gitTreeState=archive"
+		;;
+	krew)
+		echo "-ldflags=-s -w -X sigs.k8s.io/krew/internal/version.gitTag=${v}"
 		;;
 	esac
 }

@@ -54,6 +54,7 @@ func TestReleaseInstall(t *testing.T) {
 	}
 	t.Logf("release %s written in %s", releaseVersion, time.Since(start).Round(time.Second))
 	binary := checkReleaseArtifacts(t, out)
+	t.Run("krew", func(t *testing.T) { checkKrewPlugin(t, out) })
 	// Registered first, so it runs after every uninstall: the API server drops a deleted policy
 	// binding a moment later, and until then it refuses the reservations of the tests that run
 	// next (their operators run as the administrator).
@@ -177,7 +178,8 @@ func checkReleaseArtifacts(t *testing.T, dir string) string {
 	v := releaseVersion
 	want := []string{"SHA256SUMS", "celld-operator-crds.yaml", "celld-operator.yaml", "celld-operator-namespaced.yaml",
 		"celld-operator-monitoring.yaml", "celld-operator-dashboard.json", "celld-operator-" + strings.TrimPrefix(v, "v") + ".tgz",
-		"celld-operator-" + v + ".oci.tar", "celld-operator-" + v + ".spdx.json", "kubectl-celld-linux-amd64", "kubectl-celld-linux-arm64"}
+		"celld-operator-" + v + ".oci.tar", "celld-operator-" + v + ".spdx.json", "kubectl-celld-linux-amd64", "kubectl-celld-linux-arm64",
+		"celld.krew.yaml", "kubectl-celld-linux-amd64.tar.gz", "kubectl-celld-linux-arm64.tar.gz", "kubectl-celld-darwin-amd64.tar.gz", "kubectl-celld-darwin-arm64.tar.gz"}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -394,5 +396,87 @@ func waitReservationPolicyGone(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("the release's reservation policy still refuses the administrator's reservations 2m after its uninstall")
+	}
+}
+
+// checkKrewPlugin installs the release's kubectl plugin with krew, as a user does, from the
+// release's manifest and its Linux amd64 archive (krew checks the archive's checksum against
+// the manifest's), and runs it; a tampered archive is refused. The manifest names an archive for
+// Linux and macOS on amd64 and arm64, each with the checksum of the file the release wrote.
+func checkKrewPlugin(t *testing.T, dir string) {
+	krew := filepath.Join(suite.cp.Bin, "krew")
+	if _, err := os.Stat(krew); err != nil {
+		t.Fatalf("krew is not built (%v): run cluster/tools.sh krew", err)
+	}
+	manifest := filepath.Join(dir, "celld.krew.yaml")
+	b, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Metadata struct{ Name string }
+		Spec     struct {
+			Version   string
+			Platforms []struct {
+				Selector struct {
+					MatchLabels map[string]string `json:"matchLabels"`
+				}
+				URI, SHA256, Bin string
+			}
+		}
+	}
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s: %v", manifest, err)
+	}
+	if m.Metadata.Name != "celld" || m.Spec.Version != releaseVersion {
+		t.Errorf("krew manifest: plugin %q version %q, want celld %s", m.Metadata.Name, m.Spec.Version, releaseVersion)
+	}
+	platforms := map[string]bool{}
+	for _, p := range m.Spec.Platforms {
+		goos, arch := p.Selector.MatchLabels["os"], p.Selector.MatchLabels["arch"]
+		platforms[goos+"/"+arch] = true
+		file := "kubectl-celld-" + goos + "-" + arch + ".tar.gz"
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Errorf("krew manifest names %s/%s, and the release has no %s: %v", goos, arch, file, err)
+			continue
+		}
+		h := sha256.Sum256(data)
+		if p.SHA256 != hex.EncodeToString(h[:]) || !strings.HasSuffix(p.URI, "/"+releaseVersion+"/"+file) || p.Bin != "kubectl-celld" {
+			t.Errorf("krew manifest for %s/%s: uri %s, sha256 %s, bin %s; want .../%s/%s, %x, kubectl-celld", goos, arch, p.URI, p.SHA256, p.Bin, releaseVersion, file, h)
+		}
+	}
+	for _, want := range []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"} {
+		if !platforms[want] {
+			t.Errorf("krew manifest: no archive for %s (has %v)", want, platforms)
+		}
+	}
+
+	install := func(archive string) (string, string, error) {
+		root := t.TempDir()
+		c := exec.Command(krew, "install", "--manifest="+manifest, "--archive="+archive)
+		c.Env = append(os.Environ(), "KREW_ROOT="+root)
+		out, err := c.CombinedOutput()
+		return root, string(out), err
+	}
+	root, out, err := install(filepath.Join(dir, "kubectl-celld-linux-amd64.tar.gz"))
+	if err != nil {
+		t.Fatalf("krew install: %v\n%s", err, out)
+	}
+	help, err := exec.Command(filepath.Join(root, "bin", "kubectl-celld"), "status", "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(help), "kubectl celld status FLEET") {
+		t.Errorf("the plugin krew installed: %v\n%s", err, help)
+	}
+
+	tampered := filepath.Join(t.TempDir(), "kubectl-celld-linux-amd64.tar.gz")
+	data, err := os.ReadFile(filepath.Join(dir, "kubectl-celld-linux-amd64.tar.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tampered, append(data, 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, out, err := install(tampered); err == nil || !strings.Contains(out, "checksum does not match") {
+		t.Errorf("krew installed a tampered archive (%v):\n%s", err, out)
 	}
 }

@@ -1,8 +1,8 @@
 // Command release writes a release of the operator into a folder (make release VERSION=vX.Y.Z):
 // the install manifests pinned to the release's image, the Helm chart, the operator's image for
 // linux/amd64 and linux/arm64 as an OCI archive (no container engine needed), the kubectl plugin
-// for the same platforms, an SPDX SBOM of the operator binary's modules, and SHA256SUMS of every
-// file.
+// for the same platforms, and as archives for Linux and macOS with its krew manifest, an SPDX
+// SBOM of the operator binary's modules, and SHA256SUMS of every file.
 package main
 
 import (
@@ -26,7 +26,7 @@ var platforms = []string{"amd64", "arm64"}
 
 type release struct {
 	root, out, version, commit, image string
-	kubectl, helm                     string
+	kubectl, helm, downloads          string
 	created                           time.Time
 	tmp                               string
 }
@@ -38,6 +38,7 @@ func main() {
 	flag.StringVar(&r.image, "image", "ghcr.io/celld/celld-operator", "the image repository the manifests and the chart name")
 	flag.StringVar(&r.kubectl, "kubectl", "", "kubectl, for kustomize (default .cache/cluster/bin/kubectl, from cluster/build.sh)")
 	flag.StringVar(&r.helm, "helm", "", "helm, to package the chart (default .cache/cluster/bin/helm, from cluster/tools.sh)")
+	flag.StringVar(&r.downloads, "downloads", "https://github.com/celld/celld-operator/releases/download", "where the release's files are published: the krew manifest names each plugin archive at DOWNLOADS/VERSION/FILE")
 	flag.Parse()
 	if err := r.run(); err != nil {
 		fmt.Fprintf(os.Stderr, "release: %v\n", err)
@@ -97,6 +98,7 @@ func (r *release) run() error {
 		{"binaries", r.binaries},
 		{"OCI image", r.ociImage},
 		{"SBOM", r.sbom},
+		{"krew plugin", r.krew},
 		{"checksums", r.checksums},
 	}
 	for _, s := range steps {
@@ -111,29 +113,52 @@ func (r *release) run() error {
 }
 
 // binaries builds the operator for every platform into the scratch folder (the image holds it),
-// stamped with the version, the commit and, as its build date, the commit's time (so the same
-// commit gives the same binary), without cgo (the image has no C library), and the kubectl
-// plugin for the same platforms into the release.
+// and the kubectl plugin for Linux and macOS on the same architectures (the Linux ones also into
+// the release, as they are), each stamped with the version, the commit and, as its build date,
+// the commit's time (so the same commit gives the same binary), without cgo (the image has no C
+// library).
 func (r *release) binaries() error {
 	for _, arch := range platforms {
-		for pkg, out := range map[string]string{
-			"./cmd/celld-operator": r.binary(arch),
-			"./cmd/kubectl-celld":  filepath.Join(r.out, "kubectl-celld-linux-"+arch),
-		} {
-			cmd := exec.Command("go", "build", "-trimpath", "-ldflags",
-				fmt.Sprintf("-s -w -X main.version=%s -X main.commit=%s -X main.date=%s", r.version, r.commit, r.created.Format(time.RFC3339)), "-o", out, pkg)
-			cmd.Dir = r.root
-			cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
-			if b, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("go build %s linux/%s: %w\n%s", pkg, arch, err, b)
+		if err := r.build("./cmd/celld-operator", "linux", arch, r.binary(arch)); err != nil {
+			return err
+		}
+		for _, goos := range pluginSystems {
+			if err := r.build("./cmd/kubectl-celld", goos, arch, r.plugin(goos, arch)); err != nil {
+				return err
 			}
 		}
+		if err := copyFile(r.plugin("linux", arch), filepath.Join(r.out, "kubectl-celld-linux-"+arch)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *release) build(pkg, goos, arch, out string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags",
+		fmt.Sprintf("-s -w -X main.version=%s -X main.commit=%s -X main.date=%s", r.version, r.commit, r.created.Format(time.RFC3339)), "-o", out, pkg)
+	cmd.Dir = r.root
+	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+arch, "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s %s/%s: %w\n%s", pkg, goos, arch, err, b)
 	}
 	return nil
 }
 
 func (r *release) binary(arch string) string {
 	return filepath.Join(r.tmp, "celld-operator-linux-"+arch)
+}
+
+func (r *release) plugin(goos, arch string) string {
+	return filepath.Join(r.tmp, "kubectl-celld-"+goos+"-"+arch)
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o755)
 }
 
 // output runs a command and returns its trimmed standard output.
