@@ -86,10 +86,10 @@ demo-real-stop: ## stop the real-node demo and its nodes
 bench: ## benchmarks against raw Kubernetes on a control plane of its own -> docs/benchmarks.md (BENCH_FLEETS=500: the long mode, a section of its own, with 2,000 fleets at rest and across a restart)
 	$(GO) run ./hack/bench
 
-release: ## write a release into _release/VERSION (VERSION=vX.Y.Z): install manifests, Helm chart, OCI image (linux/amd64, linux/arm64), kubectl plugin with its krew manifest, SBOM, SHA256SUMS
+release: ## write a release into _release/VERSION (VERSION=vX.Y.Z): install manifests, Helm chart, OCI image (linux/amd64, linux/arm64), kubectl plugin with its krew manifest, SBOMs, SHA256SUMS, signed with COSIGN_KEY=FILE (password in COSIGN_PASSWORD) with SLSA provenance
 	cluster/build.sh kubectl
-	cluster/tools.sh helm
-	$(GO) run ./hack/release -version $(VERSION)
+	cluster/tools.sh helm cyclonedx-gomod cosign
+	$(GO) run ./hack/release -version $(VERSION) $(if $(COSIGN_KEY),-cosign-key $(COSIGN_KEY))
 
 clean: ## remove build output (the control plane cache stays)
 	rm -rf bin _release

@@ -23,6 +23,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/google/go-cmp v0.7.0 // indirect
+
 require (
 	github.com/google/go-containerregistry v0.22.1
 	github.com/klauspost/compress v1.20.1 // indirect

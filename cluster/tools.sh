@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds the release and monitoring tools the tests run, promtool, helm and krew
-# (which installs the release's kubectl plugin as users do), from pinned module versions into .cache/cluster/bin, reusing a cached binary when
+# Builds the release and monitoring tools the tests run, promtool, helm, krew
+# (which installs the release's kubectl plugin as users do), cyclonedx-gomod
+# (the release's SBOMs) and cosign (its signatures and provenance), from pinned
+# module versions into .cache/cluster/bin, reusing a cached binary when
 # its version stamp matches (cluster/build.sh runs it after the control plane).
 #
-#   cluster/tools.sh [--force|--check] [promtool|helm|krew...]
+#   cluster/tools.sh [--force|--check] [promtool|helm|krew|cyclonedx-gomod|cosign...]
 #
 # --force rebuilds even when the stamp matches; --check builds nothing and fails
 # when a tool is missing or out of date.
@@ -18,8 +20,10 @@ shopt -s inherit_errexit
 PROMETHEUS_VERSION="v0.316.0"
 HELM_VERSION="v3.22.0"
 KREW_VERSION="v0.4.3"
+CYCLONEDX_GOMOD_VERSION="v1.10.0"
+COSIGN_VERSION="v2.6.5"
 
-TOOLS=(promtool helm krew)
+TOOLS=(promtool helm krew cyclonedx-gomod cosign)
 
 force=0
 check=0
@@ -32,7 +36,7 @@ while (($#)); do
 		sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 		exit 0
 		;;
-	promtool | helm | krew) targets+=("$1") ;;
+	promtool | helm | krew | cyclonedx-gomod | cosign) targets+=("$1") ;;
 	*)
 		echo "tools.sh: unknown argument $1 (one of: ${TOOLS[*]}, --force, --check)" >&2
 		exit 2
@@ -53,6 +57,8 @@ tool_version() {
 	promtool) echo "${PROMETHEUS_VERSION}" ;;
 	helm) echo "${HELM_VERSION}" ;;
 	krew) echo "${KREW_VERSION}" ;;
+	cyclonedx-gomod) echo "${CYCLONEDX_GOMOD_VERSION}" ;;
+	cosign) echo "${COSIGN_VERSION}" ;;
 	esac
 }
 
@@ -61,6 +67,8 @@ tool_module() {
 	promtool) echo github.com/prometheus/prometheus ;;
 	helm) echo helm.sh/helm/v3 ;;
 	krew) echo sigs.k8s.io/krew ;;
+	cyclonedx-gomod) echo github.com/CycloneDX/cyclonedx-gomod ;;
+	cosign) echo github.com/sigstore/cosign/v2 ;;
 	esac
 }
 
@@ -90,6 +98,12 @@ tool_flags() {
 		;;
 	krew)
 		echo "-ldflags=-s -w -X sigs.k8s.io/krew/internal/version.gitTag=${v}"
+		;;
+	cyclonedx-gomod)
+		echo "-ldflags=-s -w"
+		;;
+	cosign)
+		echo "-ldflags=-s -w -X sigs.k8s.io/release-utils/version.gitVersion=${v} -X sigs.k8s.io/release-utils/version.gitTreeState=archive"
 		;;
 	esac
 }

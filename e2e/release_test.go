@@ -4,12 +4,14 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"debug/elf"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -22,6 +24,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 )
@@ -45,15 +52,20 @@ func TestReleaseInstall(t *testing.T) {
 	if _, err := os.Stat(helm); err != nil {
 		t.Fatalf("helm is not built (%v): run cluster/tools.sh helm", err)
 	}
+	cosign := filepath.Join(suite.cp.Bin, "cosign")
+	key := cosignKeyPair(t, cosign)
 	start := time.Now()
 	cmd := exec.Command("go", "run", "./hack/release", "-version", releaseVersion, "-out", out,
-		"-kubectl", filepath.Join(suite.cp.Bin, "kubectl"), "-helm", helm)
+		"-kubectl", filepath.Join(suite.cp.Bin, "kubectl"), "-helm", helm, "-cyclonedx-gomod", filepath.Join(suite.cp.Bin, "cyclonedx-gomod"),
+		"-cosign", cosign, "-cosign-key", filepath.Join(key, "cosign.key"))
 	cmd.Dir = suite.root
+	cmd.Env = append(os.Environ(), "COSIGN_PASSWORD="+cosignPassword)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("hack/release: %v\n%s", err, b)
 	}
 	t.Logf("release %s written in %s", releaseVersion, time.Since(start).Round(time.Second))
-	binary := checkReleaseArtifacts(t, out)
+	binary, imageDigest := checkReleaseArtifacts(t, out)
+	t.Run("signatures", func(t *testing.T) { checkSignatures(t, cosign, key, out, imageDigest) })
 	t.Run("krew", func(t *testing.T) { checkKrewPlugin(t, out) })
 	// Registered first, so it runs after every uninstall: the API server drops a deleted policy
 	// binding a moment later, and until then it refuses the reservations of the tests that run
@@ -172,13 +184,13 @@ func uninstall(t *testing.T, manifest string) {
 }
 
 // checkReleaseArtifacts judges the release folder and returns the path of the linux/amd64
-// binary taken out of its image.
-func checkReleaseArtifacts(t *testing.T, dir string) string {
+// binary taken out of its image, and the image index's digest.
+func checkReleaseArtifacts(t *testing.T, dir string) (string, v1.Hash) {
 	t.Helper()
 	v := releaseVersion
 	want := []string{"SHA256SUMS", "celld-operator-crds.yaml", "celld-operator.yaml", "celld-operator-namespaced.yaml",
 		"celld-operator-monitoring.yaml", "celld-operator-dashboard.json", "celld-operator-" + strings.TrimPrefix(v, "v") + ".tgz",
-		"celld-operator-" + v + ".oci.tar", "celld-operator-" + v + ".spdx.json", "kubectl-celld-linux-amd64", "kubectl-celld-linux-arm64",
+		"celld-operator-" + v + ".oci.tar", "celld-operator-" + v + "-linux-amd64.cdx.json", "celld-operator-" + v + "-linux-arm64.cdx.json", "kubectl-celld-linux-amd64", "kubectl-celld-linux-arm64",
 		"celld.krew.yaml", "kubectl-celld-linux-amd64.tar.gz", "kubectl-celld-linux-arm64.tar.gz", "kubectl-celld-darwin-amd64.tar.gz", "kubectl-celld-darwin-arm64.tar.gz"}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -213,8 +225,10 @@ func checkReleaseArtifacts(t *testing.T, dir string) string {
 		}
 		summed[name] = true
 	}
+	// What signs SHA256SUMS cannot be in it.
+	signing := map[string]bool{"SHA256SUMS": true, "SHA256SUMS.sigstore.json": true, "SHA256SUMS.provenance.sigstore.json": true, "cosign.pub": true}
 	for _, n := range got {
-		if n != "SHA256SUMS" && !summed[n] {
+		if !signing[n] && !summed[n] {
 			t.Errorf("SHA256SUMS has no line for %s", n)
 		}
 	}
@@ -225,99 +239,128 @@ func checkReleaseArtifacts(t *testing.T, dir string) string {
 			t.Errorf("%s does not pin ghcr.io/celld/celld-operator:%s", m, v)
 		}
 	}
-	// The SBOM describes the binary and lists the modules it links.
-	var sbom struct {
-		SPDXVersion string `json:"spdxVersion"`
-		Packages    []struct {
-			Name    string `json:"name"`
-			Version string `json:"versionInfo"`
-		} `json:"packages"`
-	}
-	data, _ := os.ReadFile(filepath.Join(dir, "celld-operator-"+v+".spdx.json"))
-	if err := json.Unmarshal(data, &sbom); err != nil {
-		t.Fatalf("SBOM: %v", err)
-	}
-	pkgs := map[string]string{}
-	for _, p := range sbom.Packages {
-		pkgs[p.Name] = p.Version
-	}
-	for _, m := range []string{"github.com/celld/celld-operator", "k8s.io/client-go", "github.com/prometheus/client_golang", "stdlib"} {
-		if pkgs[m] == "" {
-			t.Errorf("SBOM (%s): no module %s", sbom.SPDXVersion, m)
+	// An SBOM per platform describes that binary and lists the modules it links, each with the
+	// license found in its source.
+	for _, arch := range []string{"amd64", "arm64"} {
+		name := "celld-operator-" + v + "-linux-" + arch + ".cdx.json"
+		var sbom struct {
+			BOMFormat   string `json:"bomFormat"`
+			SpecVersion string `json:"specVersion"`
+			Metadata    struct {
+				Component struct{ Name, Version, Purl string }
+			}
+			Components []struct {
+				Name, Version, Purl string
+				Licenses            []struct {
+					License struct{ ID, Name string }
+				}
+			}
 		}
-	}
-	if pkgs["github.com/celld/celld-operator"] != v || sbom.SPDXVersion != "SPDX-2.3" {
-		t.Errorf("SBOM %s: the operator at %q, want SPDX-2.3 and %s", sbom.SPDXVersion, pkgs["github.com/celld/celld-operator"], v)
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Errorf("SBOM: %v", err)
+			continue
+		}
+		if err := json.Unmarshal(data, &sbom); err != nil {
+			t.Fatalf("SBOM %s: %v", name, err)
+		}
+		main := sbom.Metadata.Component
+		if sbom.BOMFormat != "CycloneDX" || main.Name != "github.com/celld/celld-operator" || main.Version != v || !strings.Contains(main.Purl, "goarch="+arch) {
+			t.Errorf("SBOM %s: %s %s describes %s %s (%s), want the operator %s for %s", name, sbom.BOMFormat, sbom.SpecVersion, main.Name, main.Version, main.Purl, v, arch)
+		}
+		found := map[string]bool{}
+		var unlicensed []string
+		for _, c := range sbom.Components {
+			found[c.Name] = true
+			// The Go standard library is the toolchain's, which the SBOM names by version.
+			if c.Name != "std" && (len(c.Licenses) == 0 || c.Licenses[0].License.ID+c.Licenses[0].License.Name == "") {
+				unlicensed = append(unlicensed, c.Name+"@"+c.Version)
+			}
+		}
+		for _, m := range []string{"k8s.io/client-go", "github.com/prometheus/client_golang", "github.com/rs/zerolog", "std"} {
+			if !found[m] {
+				t.Errorf("SBOM %s: no module %s", name, m)
+			}
+		}
+		if len(unlicensed) > 0 || len(sbom.Components) < 20 {
+			t.Errorf("SBOM %s: %d modules, these without a license: %v", name, len(sbom.Components), unlicensed)
+		}
 	}
 	return checkImage(t, filepath.Join(dir, "celld-operator-"+v+".oci.tar"))
 }
 
-// checkImage reads the OCI archive as a registry client would: index.json, the image index, a
-// manifest per platform, each config and layer by digest (each digest checked); each layer holds
-// the binary of its platform. The amd64 one must say the release's version.
-func checkImage(t *testing.T, archive string) string {
+// checkImage loads the OCI archive with go-containerregistry, as a registry client would, and
+// validates every digest and size of the index, the per-platform manifests, configs and layers.
+// Each image runs the binary of its platform as the non-root user its /etc/passwd names, with
+// the CA certificates and a writable /tmp; the amd64 binary must say the release's version. It
+// returns that binary and the index's digest.
+func checkImage(t *testing.T, archive string) (string, v1.Hash) {
 	t.Helper()
-	blobs := untar(t, archive)
-	blob := func(digest string) []byte {
-		t.Helper()
-		name := "blobs/sha256/" + strings.TrimPrefix(digest, "sha256:")
-		data, ok := blobs[name]
-		sum := sha256.Sum256(data)
-		if !ok || "sha256:"+hex.EncodeToString(sum[:]) != digest {
-			t.Fatalf("image: blob %s missing or not matching its digest", digest)
+	dir := t.TempDir()
+	for name, data := range untar(t, archive) {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
 		}
-		return data
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	type desc struct {
-		MediaType   string                             `json:"mediaType"`
-		Digest      string                             `json:"digest"`
-		Platform    *struct{ Architecture, OS string } `json:"platform"`
-		Annotations map[string]string                  `json:"annotations"`
+	top, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatalf("image: the archive is no OCI layout: %v", err)
 	}
-	var top, index struct{ Manifests []desc }
-	if err := json.Unmarshal(blobs["index.json"], &top); err != nil || len(top.Manifests) != 1 {
-		t.Fatalf("image: index.json: %v, %d entries", err, len(top.Manifests))
+	topManifest, err := top.IndexManifest()
+	if err != nil || len(topManifest.Manifests) != 1 {
+		t.Fatalf("image: index.json: %v, %+v", err, topManifest)
 	}
-	if ref := top.Manifests[0].Annotations["org.opencontainers.image.ref.name"]; ref != releaseVersion {
+	if ref := topManifest.Manifests[0].Annotations["org.opencontainers.image.ref.name"]; ref != releaseVersion {
 		t.Errorf("image: ref.name %q, want %s", ref, releaseVersion)
 	}
-	if err := json.Unmarshal(blob(top.Manifests[0].Digest), &index); err != nil {
+	index, err := top.ImageIndex(topManifest.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Index(index); err != nil {
+		t.Fatalf("image: the index does not hold: %v", err)
+	}
+	im, err := index.IndexManifest()
+	if err != nil {
 		t.Fatal(err)
 	}
 	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 	var amd64 string
-	for _, m := range index.Manifests {
+	for _, m := range im.Manifests {
 		if m.Platform == nil || m.Platform.OS != "linux" {
 			t.Errorf("image: manifest %s has no linux platform", m.Digest)
 			continue
 		}
 		arch := m.Platform.Architecture
-		var manifest struct {
-			Config desc
-			Layers []desc
-		}
-		if err := json.Unmarshal(blob(m.Digest), &manifest); err != nil || len(manifest.Layers) != 1 {
-			t.Fatalf("image %s: manifest: %v", arch, err)
-		}
-		var config struct {
-			Architecture string
-			Config       struct {
-				Entrypoint []string
-				User       string
-			}
-		}
-		if err := json.Unmarshal(blob(manifest.Config.Digest), &config); err != nil {
-			t.Fatal(err)
-		}
-		if config.Architecture != arch || strings.Join(config.Config.Entrypoint, " ") != "/celld-operator" || config.Config.User != "65532:65532" {
-			t.Errorf("image %s: config %+v", arch, config)
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(blob(manifest.Layers[0].Digest)))
+		img, err := index.Image(m.Digest)
 		if err != nil {
 			t.Fatal(err)
 		}
-		layer := readTar(t, zr)
-		bin := layer["celld-operator"]
+		config, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if config.Architecture != arch || strings.Join(config.Config.Entrypoint, " ") != "/celld-operator" || config.Config.User != "65532:65532" {
+			t.Errorf("image %s: config %+v", arch, config.Config)
+		}
+		fsys := flatten(t, img)
+		if f := fsys["celld-operator"]; f.mode != 0o755 {
+			t.Errorf("image %s: /celld-operator mode %o, want 755", arch, f.mode)
+		}
+		if !strings.Contains(string(fsys["etc/passwd"].data), ":65532:65532:") {
+			t.Errorf("image %s: /etc/passwd names no user 65532:\n%s", arch, fsys["etc/passwd"].data)
+		}
+		if roots := x509.NewCertPool(); !roots.AppendCertsFromPEM(fsys["etc/ssl/certs/ca-certificates.crt"].data) {
+			t.Errorf("image %s: no CA certificate in /etc/ssl/certs/ca-certificates.crt", arch)
+		}
+		if f, ok := fsys["tmp/"]; !ok || f.mode != 0o1777 {
+			t.Errorf("image %s: /tmp %+v, want a folder of mode 1777", arch, f)
+		}
+		bin := fsys["celld-operator"].data
 		f, err := elf.NewFile(bytes.NewReader(bin))
 		if err != nil || f.Machine != machines[arch] {
 			t.Errorf("image %s: /celld-operator is not a %s executable (%v)", arch, machines[arch], err)
@@ -339,7 +382,41 @@ func checkImage(t *testing.T, archive string) string {
 	if err != nil || !strings.HasPrefix(string(ver), "version: "+releaseVersion+"\n") || strings.Contains(string(ver), "unknown") {
 		t.Errorf("the image's binary says %q (%v), want version %s with its commit and build date", ver, err, releaseVersion)
 	}
-	return amd64
+	return amd64, topManifest.Manifests[0].Digest
+}
+
+type imageFile struct {
+	data []byte
+	mode int64
+}
+
+// flatten is an image's filesystem, its layers applied in order; a folder's name ends in a slash.
+func flatten(t *testing.T, img v1.Image) map[string]imageFile {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	files := map[string]imageFile{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(h.Name, "./")
+		switch h.Typeflag {
+		case tar.TypeDir:
+			files[strings.TrimSuffix(name, "/")+"/"] = imageFile{mode: h.Mode}
+		case tar.TypeReg:
+			data, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[name] = imageFile{data: data, mode: h.Mode}
+		}
+	}
 }
 
 func untar(t *testing.T, path string) map[string][]byte {
@@ -478,5 +555,136 @@ func checkKrewPlugin(t *testing.T, dir string) {
 	}
 	if _, out, err := install(tampered); err == nil || !strings.Contains(out, "checksum does not match") {
 		t.Errorf("krew installed a tampered archive (%v):\n%s", err, out)
+	}
+}
+
+const cosignPassword = "e2e-release-key"
+
+// cosignKeyPair makes a cosign key pair, as a release manager does once, and returns its folder.
+func cosignKeyPair(t *testing.T, cosign string) string {
+	t.Helper()
+	if _, err := os.Stat(cosign); err != nil {
+		t.Fatalf("cosign is not built (%v): run cluster/tools.sh cosign", err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(cosign, "generate-key-pair")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "COSIGN_PASSWORD="+cosignPassword)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cosign generate-key-pair: %v\n%s", err, b)
+	}
+	return dir
+}
+
+// checkSignatures verifies the release as a user does, with cosign and the release manager's
+// public key: SHA256SUMS's signature and the provenance attested for it, whose statement names
+// SHA256SUMS, the commit built and the image index inside the OCI archive. A SHA256SUMS changed
+// by one byte fails both, and a release file changed by one byte no longer matches SHA256SUMS.
+func checkSignatures(t *testing.T, cosign, key, dir string, image v1.Hash) {
+	pub, err := os.ReadFile(filepath.Join(key, "cosign.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shipped, err := os.ReadFile(filepath.Join(dir, "cosign.pub")); err != nil || !bytes.Equal(shipped, pub) {
+		t.Errorf("the release's cosign.pub is not the signing key's public key (%v)", err)
+	}
+	verify := func(sums string) (blob, attestation error) {
+		run := func(args ...string) error {
+			b, err := exec.Command(cosign, args...).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("cosign %s: %v\n%s", args[0], err, b)
+			}
+			return nil
+		}
+		return run("verify-blob", "--key", filepath.Join(key, "cosign.pub"), "--bundle", filepath.Join(dir, "SHA256SUMS.sigstore.json"),
+				"--insecure-ignore-tlog", sums),
+			run("verify-blob-attestation", "--key", filepath.Join(key, "cosign.pub"), "--bundle", filepath.Join(dir, "SHA256SUMS.provenance.sigstore.json"),
+				"--type", "slsaprovenance1", "--insecure-ignore-tlog", sums)
+	}
+	sums := filepath.Join(dir, "SHA256SUMS")
+	if blob, att := verify(sums); blob != nil || att != nil {
+		t.Fatalf("the release does not verify: %v; %v", blob, att)
+	}
+
+	data, err := os.ReadFile(sums)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered := filepath.Join(t.TempDir(), "SHA256SUMS")
+	changed := append([]byte(nil), data...)
+	changed[0] ^= 1
+	if err := os.WriteFile(tampered, changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if blob, att := verify(tampered); blob == nil || att == nil {
+		t.Errorf("a SHA256SUMS changed by one byte verifies: signature %v, provenance %v", blob, att)
+	}
+	chart := "celld-operator-" + strings.TrimPrefix(releaseVersion, "v") + ".tgz"
+	file, err := os.ReadFile(filepath.Join(dir, chart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file[len(file)/2] ^= 1
+	h := sha256.Sum256(file)
+	if bytes.Contains(data, []byte(hex.EncodeToString(h[:])+"  "+chart+"\n")) || !bytes.Contains(data, []byte("  "+chart+"\n")) {
+		t.Errorf("SHA256SUMS does not tell a chart changed by one byte from the release's")
+	}
+
+	// The statement, read from the bundle's DSSE envelope.
+	var bundle struct {
+		Base64Signature string `json:"base64Signature"`
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS.provenance.sigstore.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &bundle); err != nil {
+		t.Fatalf("provenance bundle: %v", err)
+	}
+	envelope, err := base64.StdEncoding.DecodeString(bundle.Base64Signature)
+	if err != nil {
+		t.Fatalf("provenance bundle: %v", err)
+	}
+	var dsse struct{ PayloadType, Payload string }
+	if err := json.Unmarshal(envelope, &dsse); err != nil {
+		t.Fatalf("provenance envelope: %v\n%s", err, envelope)
+	}
+	payload, err := base64.StdEncoding.DecodeString(dsse.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var statement struct {
+		PredicateType string `json:"predicateType"`
+		Subject       []struct {
+			Digest map[string]string
+		}
+		Predicate struct {
+			BuildDefinition struct {
+				ResolvedDependencies []struct {
+					Digest map[string]string
+				} `json:"resolvedDependencies"`
+			} `json:"buildDefinition"`
+			RunDetails struct {
+				Byproducts []struct {
+					Name   string
+					Digest map[string]string
+				}
+			} `json:"runDetails"`
+		}
+	}
+	if err := json.Unmarshal(payload, &statement); err != nil {
+		t.Fatalf("provenance statement: %v\n%s", err, payload)
+	}
+	sumsDigest := sha256.Sum256(data)
+	commit, err := exec.Command("git", "-C", suite.root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps, products := statement.Predicate.BuildDefinition.ResolvedDependencies, statement.Predicate.RunDetails.Byproducts
+	if statement.PredicateType != "https://slsa.dev/provenance/v1" || len(statement.Subject) != 1 ||
+		statement.Subject[0].Digest["sha256"] != hex.EncodeToString(sumsDigest[:]) ||
+		len(deps) != 1 || deps[0].Digest["gitCommit"] != strings.TrimSpace(string(commit)) ||
+		len(products) != 1 || products[0].Digest["sha256"] != image.Hex {
+		t.Errorf("provenance: %s\nwant SLSA v1 of SHA256SUMS (%x), commit %s, image index %s", payload, sumsDigest, commit, image)
 	}
 }

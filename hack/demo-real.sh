@@ -43,7 +43,7 @@ if [[ "${1:-}" == stop ]]; then
 fi
 
 "${ROOT}/cluster/build.sh" kubectl
-"${ROOT}/cluster/tools.sh" helm
+"${ROOT}/cluster/tools.sh" helm cyclonedx-gomod
 "${ROOT}/cluster/real.sh" up >/dev/null
 mkdir -p "${DEMO_DIR}"
 

@@ -173,6 +173,9 @@ func buildImages(work string) error {
 		}
 	}
 	suite.release = filepath.Join(work, "release")
+	if err := command(suite.root, nil, filepath.Join("cluster", "tools.sh"), "helm", "cyclonedx-gomod"); err != nil {
+		return err
+	}
 	if err := command(suite.root, nil, "go", "run", "./hack/release", "-version", operatorVersion,
 		"-out", suite.release); err != nil {
 		return err

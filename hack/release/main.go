@@ -1,8 +1,9 @@
 // Command release writes a release of the operator into a folder (make release VERSION=vX.Y.Z):
 // the install manifests pinned to the release's image, the Helm chart, the operator's image for
 // linux/amd64 and linux/arm64 as an OCI archive (no container engine needed), the kubectl plugin
-// for the same platforms, and as archives for Linux and macOS with its krew manifest, an SPDX
-// SBOM of the operator binary's modules, and SHA256SUMS of every file.
+// for the same platforms, and as archives for Linux and macOS with its krew manifest, a
+// CycloneDX SBOM of the operator binary's modules per platform, SHA256SUMS of every file, and,
+// given a cosign key, SHA256SUMS signed and the release's SLSA provenance attested.
 package main
 
 import (
@@ -26,9 +27,17 @@ var platforms = []string{"amd64", "arm64"}
 
 type release struct {
 	root, out, version, commit, image string
-	kubectl, helm, downloads          string
-	created                           time.Time
-	tmp                               string
+	kubectl, helm, cyclonedx          string
+	downloads                         string
+	// caBundle is the CA certificates the image's base carries.
+	caBundle string
+	// imageDigest is the image index's digest, once written.
+	imageDigest string
+	// cosign signs with cosignKey, when one is given.
+	cosign, cosignKey string
+	started           time.Time
+	created           time.Time
+	tmp               string
 }
 
 func main() {
@@ -38,6 +47,10 @@ func main() {
 	flag.StringVar(&r.image, "image", "ghcr.io/celld/celld-operator", "the image repository the manifests and the chart name")
 	flag.StringVar(&r.kubectl, "kubectl", "", "kubectl, for kustomize (default .cache/cluster/bin/kubectl, from cluster/build.sh)")
 	flag.StringVar(&r.helm, "helm", "", "helm, to package the chart (default .cache/cluster/bin/helm, from cluster/tools.sh)")
+	flag.StringVar(&r.cyclonedx, "cyclonedx-gomod", "", "cyclonedx-gomod, to write the SBOMs (default .cache/cluster/bin/cyclonedx-gomod, from cluster/tools.sh)")
+	flag.StringVar(&r.caBundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "the CA certificates (PEM) the image's base carries")
+	flag.StringVar(&r.cosignKey, "cosign-key", "", "the cosign private key that signs SHA256SUMS and the provenance (its password in COSIGN_PASSWORD); none: an unsigned release")
+	flag.StringVar(&r.cosign, "cosign", "", "cosign (default .cache/cluster/bin/cosign, from cluster/tools.sh)")
 	flag.StringVar(&r.downloads, "downloads", "https://github.com/celld/celld-operator/releases/download", "where the release's files are published: the krew manifest names each plugin archive at DOWNLOADS/VERSION/FILE")
 	flag.Parse()
 	if err := r.run(); err != nil {
@@ -47,6 +60,7 @@ func main() {
 }
 
 func (r *release) run() error {
+	r.started = time.Now()
 	if !semver.MatchString(r.version) {
 		return fmt.Errorf("-version %q: want vMAJOR.MINOR.PATCH, for example v0.1.0", r.version)
 	}
@@ -78,6 +92,12 @@ func (r *release) run() error {
 	if r.helm == "" {
 		r.helm = filepath.Join(root, ".cache", "cluster", "bin", "helm")
 	}
+	if r.cosign == "" {
+		r.cosign = filepath.Join(root, ".cache", "cluster", "bin", "cosign")
+	}
+	if r.cyclonedx == "" {
+		r.cyclonedx = filepath.Join(root, ".cache", "cluster", "bin", "cyclonedx-gomod")
+	}
 	if err := os.RemoveAll(r.out); err != nil {
 		return err
 	}
@@ -100,6 +120,7 @@ func (r *release) run() error {
 		{"SBOM", r.sbom},
 		{"krew plugin", r.krew},
 		{"checksums", r.checksums},
+		{"signatures and provenance", r.sign},
 	}
 	for _, s := range steps {
 		start := time.Now()

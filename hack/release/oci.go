@@ -1,130 +1,124 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// The OCI image-spec media types; the image is written by hand, as the spec lays it out, rather
-// than with a registry client library: a layout is a few JSON files and blobs named by digest.
-const (
-	mediaIndex    = "application/vnd.oci.image.index.v1+json"
-	mediaManifest = "application/vnd.oci.image.manifest.v1+json"
-	mediaConfig   = "application/vnd.oci.image.config.v1+json"
-	mediaLayer    = "application/vnd.oci.image.layer.v1.tar+gzip"
-)
-
-type descriptor struct {
-	MediaType   string            `json:"mediaType"`
-	Digest      string            `json:"digest"`
-	Size        int64             `json:"size"`
-	Platform    *platform         `json:"platform,omitempty"`
-	Annotations map[string]string `json:"annotations,omitempty"`
-}
-
-type platform struct {
-	Architecture string `json:"architecture"`
-	OS           string `json:"os"`
-}
-
-// layout collects the blobs of an OCI image layout.
-type layout struct{ blobs map[string][]byte }
-
-func (l *layout) add(mediaType string, data []byte) descriptor {
-	sum := sha256.Sum256(data)
-	d := "sha256:" + hex.EncodeToString(sum[:])
-	l.blobs[d] = data
-	return descriptor{MediaType: mediaType, Digest: d, Size: int64(len(data))}
-}
-
-func (l *layout) addJSON(mediaType string, v any) (descriptor, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return descriptor{}, err
-	}
-	return l.add(mediaType, data), nil
-}
+// nonroot is the user the image runs as, and the one its /etc/passwd names: a process that looks
+// itself up (a TLS library, a crash report) finds a name and a home.
+const nonroot = "65532"
 
 // ociImage writes the operator's image for every platform as one OCI image index, in an OCI
 // layout packed as a tar (an oci-archive: skopeo copy oci-archive:FILE docker://REGISTRY/...
-// pushes it; crane push reads the layout once unpacked). Each image is the static binary alone
-// on an empty base, run as a non-root user; every time stamp is the commit's, so a commit always
-// gives the same digests.
+// pushes it; crane push reads the layout once unpacked), with go-containerregistry. Each image
+// is two layers: a base with the CA certificates (the operator calls the API server and, through
+// celld's buckets' endpoints, nothing else, but a webhook or a proxy may need the system roots),
+// /etc/passwd and /etc/group naming the non-root user it runs as, and an empty /tmp; then the
+// static binary. Every time stamp is the commit's, so a commit and a CA bundle always give the
+// same digests.
 func (r *release) ociImage() error {
-	l := &layout{blobs: map[string][]byte{}}
 	labels := map[string]string{
 		"org.opencontainers.image.title":    "celld-operator",
 		"org.opencontainers.image.version":  r.version,
 		"org.opencontainers.image.revision": r.commit,
 		"org.opencontainers.image.source":   "https://github.com/celld/celld-operator",
-		"org.opencontainers.image.created":  r.created.Format(time.RFC3339),
+		"org.opencontainers.image.created":  r.created.Format("2006-01-02T15:04:05Z07:00"),
 	}
-	var manifests []descriptor
+	certs, err := os.ReadFile(r.caBundle)
+	if err != nil {
+		return fmt.Errorf("the CA certificates for the image's base (-ca-bundle; Debian's ca-certificates package installs them): %w", err)
+	}
+	base, err := r.layer(map[string]entry{
+		"/etc/passwd":                        {data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:" + nonroot + ":" + nonroot + ":nonroot:/home/nonroot:/sbin/nologin\n"), mode: 0o644},
+		"/etc/group":                         {data: []byte("root:x:0:\nnonroot:x:" + nonroot + ":\n"), mode: 0o644},
+		"/etc/ssl/certs/ca-certificates.crt": {data: certs, mode: 0o644},
+		"/home/nonroot/":                     {dir: true, mode: 0o700, owner: 65532},
+		"/tmp/":                              {dir: true, mode: 0o1777},
+	})
+	if err != nil {
+		return fmt.Errorf("base layer: %w", err)
+	}
+	at := v1.Time{Time: r.created}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, arch := range platforms {
 		bin, err := os.ReadFile(r.binary(arch))
 		if err != nil {
 			return err
 		}
-		tarball, err := layerTar(map[string][]byte{"celld-operator": bin}, r.created)
+		top, err := r.layer(map[string]entry{"/celld-operator": {data: bin, mode: 0o755}})
 		if err != nil {
-			return err
+			return fmt.Errorf("binary layer %s: %w", arch, err)
 		}
-		diffID := sha256.Sum256(tarball)
-		gz, err := gzipped(tarball)
-		if err != nil {
-			return err
-		}
-		layer := l.add(mediaLayer, gz)
-		config, err := l.addJSON(mediaConfig, map[string]any{
-			"created":      r.created.Format(time.RFC3339),
-			"architecture": arch,
-			"os":           "linux",
-			"config": map[string]any{
-				"Entrypoint": []string{"/celld-operator"},
-				"Cmd":        []string{"run"},
-				"User":       "65532:65532",
-				"Labels":     labels,
+		img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+		img, err = mutate.ConfigFile(img, &v1.ConfigFile{
+			Architecture: arch,
+			OS:           "linux",
+			Created:      at,
+			Config: v1.Config{
+				Entrypoint: []string{"/celld-operator"},
+				Cmd:        []string{"run"},
+				User:       nonroot + ":" + nonroot,
+				Env:        []string{"PATH=/", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
+				Labels:     labels,
 			},
-			"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + hex.EncodeToString(diffID[:])}},
-			"history": []map[string]string{{"created": r.created.Format(time.RFC3339),
-				"created_by": "make release VERSION=" + r.version, "comment": "the static celld-operator binary"}},
+			RootFS: v1.RootFS{Type: "layers"},
 		})
 		if err != nil {
 			return err
 		}
-		m, err := l.addJSON(mediaManifest, map[string]any{
-			"schemaVersion": 2, "mediaType": mediaManifest, "config": config, "layers": []descriptor{layer}, "annotations": labels,
-		})
+		img, err = mutate.Append(img,
+			mutate.Addendum{Layer: base, History: v1.History{Created: at, CreatedBy: "make release VERSION=" + r.version,
+				Comment: "CA certificates, the non-root user " + nonroot + ", /tmp"}},
+			mutate.Addendum{Layer: top, History: v1.History{Created: at, CreatedBy: "make release VERSION=" + r.version,
+				Comment: "the static celld-operator binary"}})
 		if err != nil {
 			return err
 		}
-		m.Platform = &platform{Architecture: arch, OS: "linux"}
-		manifests = append(manifests, m)
+		img = mutate.Annotations(img, labels).(v1.Image)
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img,
+			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
 	}
-	index, err := l.addJSON(mediaIndex, map[string]any{"schemaVersion": 2, "mediaType": mediaIndex, "manifests": manifests, "annotations": labels})
+	idx = mutate.Annotations(idx, labels).(v1.ImageIndex)
+	digest, err := idx.Digest()
 	if err != nil {
 		return err
 	}
-	index.Annotations = map[string]string{"org.opencontainers.image.ref.name": r.version}
-	top, err := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": mediaIndex, "manifests": []descriptor{index}})
+	r.imageDigest = digest.String()
+
+	dir := filepath.Join(r.tmp, "oci")
+	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
 		return err
 	}
-	files := map[string][]byte{
-		"oci-layout": []byte(`{"imageLayoutVersion":"1.0.0"}`),
-		"index.json": top,
+	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": r.version})); err != nil {
+		return err
 	}
-	for d, data := range l.blobs {
-		files["blobs/sha256/"+d[len("sha256:"):]] = data
+	files := map[string][]byte{}
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		files[filepath.ToSlash(rel)], err = os.ReadFile(path)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	archive, err := layerTar(files, r.created)
 	if err != nil {
@@ -133,60 +127,12 @@ func (r *release) ociImage() error {
 	return os.WriteFile(filepath.Join(r.out, fmt.Sprintf("celld-operator-%s.oci.tar", r.version)), archive, 0o644)
 }
 
-// layerTar packs files (path -> content) in name order, with their folders, owned by root, at
-// one time stamp; executables are what starts with an ELF header.
-func layerTar(files map[string][]byte, at time.Time) ([]byte, error) {
-	var names []string
-	dirs := map[string]bool{}
-	for name := range files {
-		names = append(names, name)
-		for d := filepath.Dir(name); d != "."; d = filepath.Dir(d) {
-			dirs[d+"/"] = true
-		}
-	}
-	for d := range dirs {
-		names = append(names, d)
-	}
-	sort.Strings(names)
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, name := range names {
-		h := &tar.Header{Name: name, ModTime: at, Format: tar.FormatPAX, Uname: "root", Gname: "root"}
-		data, isFile := files[name]
-		switch {
-		case !isFile:
-			h.Typeflag, h.Mode = tar.TypeDir, 0o755
-		case bytes.HasPrefix(data, []byte("\x7fELF")):
-			h.Typeflag, h.Mode, h.Size = tar.TypeReg, 0o755, int64(len(data))
-		default:
-			h.Typeflag, h.Mode, h.Size = tar.TypeReg, 0o644, int64(len(data))
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-		if isFile {
-			if _, err := tw.Write(data); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-func gzipped(data []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
+// layer is a gzipped OCI layer of the entries, with the folders above them, at the commit's time.
+func (r *release) layer(entries map[string]entry) (v1.Layer, error) {
+	data, err := entryTar(entries, r.created)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := zw.Write(data); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
+		tarball.WithMediaType(types.OCILayer))
 }
