@@ -297,12 +297,15 @@ func checkReleaseArtifacts(t *testing.T, dir string) (string, v1.Hash) {
 func checkImage(t *testing.T, archive string) (string, v1.Hash) {
 	t.Helper()
 	dir := t.TempDir()
-	for name, data := range untar(t, archive) {
+	for name, f := range untar(t, archive) {
+		if strings.HasSuffix(name, "/") {
+			continue
+		}
 		path := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
+		if err := os.WriteFile(path, f.data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -395,8 +398,24 @@ func flatten(t *testing.T, img v1.Image) map[string]imageFile {
 	t.Helper()
 	rc := mutate.Extract(img)
 	defer rc.Close()
+	return readTar(t, rc)
+}
+
+func untar(t *testing.T, path string) map[string]imageFile {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return readTar(t, f)
+}
+
+// readTar reads a tarball's files and folders; a folder's name ends in a slash.
+func readTar(t *testing.T, r io.Reader) map[string]imageFile {
+	t.Helper()
 	files := map[string]imageFile{}
-	tr := tar.NewReader(rc)
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -415,38 +434,6 @@ func flatten(t *testing.T, img v1.Image) map[string]imageFile {
 				t.Fatal(err)
 			}
 			files[name] = imageFile{data: data, mode: h.Mode}
-		}
-	}
-}
-
-func untar(t *testing.T, path string) map[string][]byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	return readTar(t, f)
-}
-
-func readTar(t *testing.T, r io.Reader) map[string][]byte {
-	t.Helper()
-	files := map[string][]byte{}
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			data, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files[h.Name] = data
 		}
 	}
 }
