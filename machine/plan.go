@@ -60,6 +60,13 @@ func (p *planner) add(a Action) {
 	p.actions = append(p.actions, a)
 }
 
+// reservedElsewhere is the refusal of a bucket another namespace's fleet holds or claims first. It
+// lands in the fleet's status and Events, which the tenant reads: the holder's namespace, name and
+// UID belong to another tenant, so only the cluster administrator, who reads every namespace's
+// reservations, is pointed at. Reserved and merely claimed read alike, so the tenant cannot tell
+// a running fleet from a waiting one either.
+const reservedElsewhere = "bucket %s is reserved to a fleet in another namespace: choose another bucket, or ask the cluster administrator (who can see which fleet holds it, and release it by deleting its CelldReservation once the bucket may be reused)"
+
 // block records the first thing the fleet waits for.
 func (p *planner) block(format string, args ...any) {
 	if p.blocked == "" {
@@ -78,9 +85,13 @@ func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetS
 	switch r := &v.Reservation; {
 	case p.to == v1alpha1.StateDeleting:
 		p.deleting()
+	case p.fx.refused && r.Exists && r.BoundNamespace != v.Namespace:
+		p.block(reservedElsewhere, v.Fleet.Spec.Bucket.Name)
 	case p.fx.refused && r.Exists:
 		p.block("bucket %s is reserved to fleet %s/%s (uid %s) by CelldReservation %s/%s: choose another bucket, or delete that reservation once the bucket may be reused",
 			v.Fleet.Spec.Bucket.Name, r.BoundNamespace, r.BoundName, r.BoundTo, r.BoundNamespace, r.Name)
+	case p.fx.refused && r.Claimant.Namespace != v.Namespace:
+		p.block(reservedElsewhere, v.Fleet.Spec.Bucket.Name)
 	case p.fx.refused:
 		p.block("bucket %s is not reserved right now, but fleet %s/%s (uid %s) names it too and has the stronger claim (it was bound to it, or is older): that fleet binds it, this one waits; choose another bucket",
 			v.Fleet.Spec.Bucket.Name, r.Claimant.Namespace, r.Claimant.Name, r.Claimant.UID)
