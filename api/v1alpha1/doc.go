@@ -1,5 +1,6 @@
 // Package v1alpha1 holds the celld.io/v1alpha1 API: CelldFleet, one independent celld cluster,
-// and CelldReservation, the fleet's permanent storage reservation that outlives it.
+// CelldReservation, the fleet's permanent storage reservation that outlives it, and
+// CelldBucketPolicy, an administrator's word on which namespaces may use which buckets.
 //
 // +k8s:deepcopy-gen=package
 // +groupName=celld.io

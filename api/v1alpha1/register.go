@@ -28,6 +28,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&CelldFleet{}, &CelldFleetList{},
 		&CelldReservation{}, &CelldReservationList{},
+		&CelldBucketPolicy{}, &CelldBucketPolicyList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

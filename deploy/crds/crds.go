@@ -14,3 +14,9 @@ var CelldFleet []byte
 //
 //go:embed celld.io_celldreservations.yaml
 var CelldReservation []byte
+
+// CelldBucketPolicy is celld.io_celldbucketpolicies.yaml: the CelldBucketPolicy CRD, the parameters
+// of the admission policy deploy/rbac/bucket_policy.yaml.
+//
+//go:embed celld.io_celldbucketpolicies.yaml
+var CelldBucketPolicy []byte

@@ -39,6 +39,8 @@ func (f *genericInformer) Lister() cache.GenericLister {
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
 	// Group=celld.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("celldbucketpolicies"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Celld().V1alpha1().CelldBucketPolicies().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("celldfleets"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Celld().V1alpha1().CelldFleets().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("celldreservations"):

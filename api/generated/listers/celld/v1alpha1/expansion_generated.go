@@ -4,6 +4,10 @@
 
 package v1alpha1
 
+// CelldBucketPolicyListerExpansion allows custom methods to be added to
+// CelldBucketPolicyLister.
+type CelldBucketPolicyListerExpansion interface{}
+
 // CelldFleetListerExpansion allows custom methods to be added to
 // CelldFleetLister.
 type CelldFleetListerExpansion interface{}

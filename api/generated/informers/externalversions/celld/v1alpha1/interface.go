@@ -10,6 +10,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// CelldBucketPolicies returns a CelldBucketPolicyInformer.
+	CelldBucketPolicies() TypedCelldBucketPolicyInformer
 	// CelldFleets returns a CelldFleetInformer.
 	CelldFleets() TypedCelldFleetInformer
 	// CelldReservations returns a CelldReservationInformer.
@@ -25,6 +27,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// CelldBucketPolicies returns a TypedCelldBucketPolicyInformer.
+func (v *version) CelldBucketPolicies() TypedCelldBucketPolicyInformer {
+	return &celldBucketPolicyInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // CelldFleets returns a TypedCelldFleetInformer.

@@ -14,6 +14,7 @@ import (
 
 type CelldV1alpha1Interface interface {
 	RESTClient() rest.Interface
+	CelldBucketPoliciesGetter
 	CelldFleetsGetter
 	CelldReservationsGetter
 }
@@ -21,6 +22,10 @@ type CelldV1alpha1Interface interface {
 // CelldV1alpha1Client is used to interact with features provided by the celld.io group.
 type CelldV1alpha1Client struct {
 	restClient rest.Interface
+}
+
+func (c *CelldV1alpha1Client) CelldBucketPolicies() CelldBucketPolicyInterface {
+	return newCelldBucketPolicies(c)
 }
 
 func (c *CelldV1alpha1Client) CelldFleets(namespace string) CelldFleetInterface {

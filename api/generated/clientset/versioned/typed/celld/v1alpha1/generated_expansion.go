@@ -4,6 +4,8 @@
 
 package v1alpha1
 
+type CelldBucketPolicyExpansion interface{}
+
 type CelldFleetExpansion interface{}
 
 type CelldReservationExpansion interface{}

@@ -14,6 +14,10 @@ type FakeCelldV1alpha1 struct {
 	*testing.Fake
 }
 
+func (c *FakeCelldV1alpha1) CelldBucketPolicies() v1alpha1.CelldBucketPolicyInterface {
+	return newFakeCelldBucketPolicies(c)
+}
+
 func (c *FakeCelldV1alpha1) CelldFleets(namespace string) v1alpha1.CelldFleetInterface {
 	return newFakeCelldFleets(c, namespace)
 }
