@@ -34,6 +34,9 @@ func TestDeployManifests(t *testing.T) {
 		"role.rbac.authorization.k8s.io/celld-operator-leader-election", "deployment.apps/celld-operator", "service/celld-operator-metrics",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/celld-reservations-operator-only",
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/celld-reservations-operator-only",
+		"customresourcedefinition.apiextensions.k8s.io/celldbucketpolicies.celld.io",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/celld-bucket-policy",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/celld-bucket-policy",
 		"clusterrole.rbac.authorization.k8s.io/celld-aggregate-to-view", "clusterrole.rbac.authorization.k8s.io/celld-aggregate-to-edit",
 		"clusterrole.rbac.authorization.k8s.io/celld-aggregate-to-admin"} {
 		if !strings.Contains(out, want) {
