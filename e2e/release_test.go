@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,11 @@ func TestReleaseInstall(t *testing.T) {
 	}
 	cosign := filepath.Join(suite.cp.Bin, "cosign")
 	key := cosignKeyPair(t, cosign)
+	// The commit the release builds, read before it does.
+	head, err := exec.Command("git", "-C", suite.root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	cmd := exec.Command("go", "run", "./hack/release", "-version", releaseVersion, "-out", out,
 		"-kubectl", filepath.Join(suite.cp.Bin, "kubectl"), "-helm", helm, "-cyclonedx-gomod", filepath.Join(suite.cp.Bin, "cyclonedx-gomod"),
@@ -65,7 +71,7 @@ func TestReleaseInstall(t *testing.T) {
 	}
 	t.Logf("release %s written in %s", releaseVersion, time.Since(start).Round(time.Second))
 	binary, imageDigest := checkReleaseArtifacts(t, out)
-	t.Run("signatures", func(t *testing.T) { checkSignatures(t, cosign, key, out, imageDigest) })
+	t.Run("signatures", func(t *testing.T) { checkSignatures(t, cosign, key, out, strings.TrimSpace(string(head)), imageDigest) })
 	t.Run("krew", func(t *testing.T) { checkKrewPlugin(t, out) })
 	// Registered first, so it runs after every uninstall: the API server drops a deleted policy
 	// binding a moment later, and until then it refuses the reservations of the tests that run
@@ -350,6 +356,9 @@ func checkImage(t *testing.T, archive string) (string, v1.Hash) {
 		if config.Architecture != arch || strings.Join(config.Config.Entrypoint, " ") != "/celld-operator" || config.Config.User != "65532:65532" {
 			t.Errorf("image %s: config %+v", arch, config.Config)
 		}
+		if got := dockerfileStart(t); !reflect.DeepEqual(got, [3]string{fmt.Sprint(config.Config.Entrypoint), fmt.Sprint(config.Config.Cmd), config.Config.User}) {
+			t.Errorf("image %s: entrypoint %v, cmd %v, user %s; the Dockerfile's image starts with %v", arch, config.Config.Entrypoint, config.Config.Cmd, config.Config.User, got)
+		}
 		fsys := flatten(t, img)
 		if f := fsys["celld-operator"]; f.mode != 0o755 {
 			t.Errorf("image %s: /celld-operator mode %o, want 755", arch, f.mode)
@@ -567,7 +576,7 @@ func cosignKeyPair(t *testing.T, cosign string) string {
 // public key: SHA256SUMS's signature and the provenance attested for it, whose statement names
 // SHA256SUMS, the commit built and the image index inside the OCI archive. A SHA256SUMS changed
 // by one byte fails both, and a release file changed by one byte no longer matches SHA256SUMS.
-func checkSignatures(t *testing.T, cosign, key, dir string, image v1.Hash) {
+func checkSignatures(t *testing.T, cosign, key, dir, commit string, image v1.Hash) {
 	pub, err := os.ReadFile(filepath.Join(key, "cosign.pub"))
 	if err != nil {
 		t.Fatal(err)
@@ -663,15 +672,36 @@ func checkSignatures(t *testing.T, cosign, key, dir string, image v1.Hash) {
 		t.Fatalf("provenance statement: %v\n%s", err, payload)
 	}
 	sumsDigest := sha256.Sum256(data)
-	commit, err := exec.Command("git", "-C", suite.root, "rev-parse", "HEAD").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
 	deps, products := statement.Predicate.BuildDefinition.ResolvedDependencies, statement.Predicate.RunDetails.Byproducts
 	if statement.PredicateType != "https://slsa.dev/provenance/v1" || len(statement.Subject) != 1 ||
 		statement.Subject[0].Digest["sha256"] != hex.EncodeToString(sumsDigest[:]) ||
-		len(deps) != 1 || deps[0].Digest["gitCommit"] != strings.TrimSpace(string(commit)) ||
+		len(deps) != 1 || deps[0].Digest["gitCommit"] != commit ||
 		len(products) != 1 || products[0].Digest["sha256"] != image.Hex {
 		t.Errorf("provenance: %s\nwant SLSA v1 of SHA256SUMS (%x), commit %s, image index %s", payload, sumsDigest, commit, image)
 	}
+}
+
+// dockerfileStart is how the Dockerfile's image starts: its ENTRYPOINT and CMD (JSON form) and its
+// USER, as the image config prints them.
+func dockerfileStart(t *testing.T) [3]string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(suite.root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [3]string
+	for _, line := range strings.Split(string(data), "\n") {
+		instr, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
+		var list []string
+		switch instr {
+		case "ENTRYPOINT", "CMD":
+			if err := json.Unmarshal([]byte(arg), &list); err != nil {
+				t.Fatalf("Dockerfile: %s is not in JSON form: %v", line, err)
+			}
+			out[map[string]int{"ENTRYPOINT": 0, "CMD": 1}[instr]] = fmt.Sprint(list)
+		case "USER":
+			out[2] = strings.TrimSpace(arg)
+		}
+	}
+	return out
 }

@@ -68,7 +68,8 @@ func (r *release) ociImage() error {
 			Created:      at,
 			Config: v1.Config{
 				Entrypoint: []string{"/celld-operator"},
-				Cmd:        []string{"run"},
+				// As the Dockerfile's, so both images start the same way (e2e TestReleaseInstall).
+				Cmd: []string{"run", "--leader-elect"},
 				User:       nonroot + ":" + nonroot,
 				Env:        []string{"PATH=/", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
 				Labels:     labels,
