@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds the release and monitoring tools the tests run, promtool, helm, krew
 # (which installs the release's kubectl plugin as users do), cyclonedx-gomod
-# (the release's SBOMs) and cosign (its signatures and provenance), from pinned
-# module versions into .cache/cluster/bin, reusing a cached binary when
+# (the release's SBOMs), cosign (its signatures and provenance) and helm-docs (the
+# chart's README, from its values), from pinned module versions into .cache/cluster/bin, reusing a cached binary when
 # its version stamp matches (cluster/build.sh runs it after the control plane).
 #
-#   cluster/tools.sh [--force|--check] [promtool|helm|krew|cyclonedx-gomod|cosign...]
+#   cluster/tools.sh [--force|--check] [promtool|helm|krew|cyclonedx-gomod|cosign|helm-docs...]
 #
 # --force rebuilds even when the stamp matches; --check builds nothing and fails
 # when a tool is missing or out of date.
@@ -22,8 +22,9 @@ HELM_VERSION="v3.22.0"
 KREW_VERSION="v0.4.3"
 CYCLONEDX_GOMOD_VERSION="v1.10.0"
 COSIGN_VERSION="v2.6.5"
+HELM_DOCS_VERSION="v1.14.2"
 
-TOOLS=(promtool helm krew cyclonedx-gomod cosign)
+TOOLS=(promtool helm krew cyclonedx-gomod cosign helm-docs)
 
 force=0
 check=0
@@ -36,7 +37,7 @@ while (($#)); do
 		sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 		exit 0
 		;;
-	promtool | helm | krew | cyclonedx-gomod | cosign) targets+=("$1") ;;
+	promtool | helm | krew | cyclonedx-gomod | cosign | helm-docs) targets+=("$1") ;;
 	*)
 		echo "tools.sh: unknown argument $1 (one of: ${TOOLS[*]}, --force, --check)" >&2
 		exit 2
@@ -59,6 +60,7 @@ tool_version() {
 	krew) echo "${KREW_VERSION}" ;;
 	cyclonedx-gomod) echo "${CYCLONEDX_GOMOD_VERSION}" ;;
 	cosign) echo "${COSIGN_VERSION}" ;;
+	helm-docs) echo "${HELM_DOCS_VERSION}" ;;
 	esac
 }
 
@@ -69,6 +71,7 @@ tool_module() {
 	krew) echo sigs.k8s.io/krew ;;
 	cyclonedx-gomod) echo github.com/CycloneDX/cyclonedx-gomod ;;
 	cosign) echo github.com/sigstore/cosign/v2 ;;
+	helm-docs) echo github.com/norwoodj/helm-docs ;;
 	esac
 }
 
@@ -104,6 +107,9 @@ tool_flags() {
 		;;
 	cosign)
 		echo "-ldflags=-s -w -X sigs.k8s.io/release-utils/version.gitVersion=${v} -X sigs.k8s.io/release-utils/version.gitTreeState=archive"
+		;;
+	helm-docs)
+		echo "-ldflags=-s -w -X main.version=${v#v}"
 		;;
 	esac
 }

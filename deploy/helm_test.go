@@ -211,3 +211,114 @@ func TestChartLintAndValues(t *testing.T) {
 		}
 	}
 }
+
+// TestChartValuesSchema: values.schema.json refuses a misspelt value at any depth, naming it, and
+// a value of the wrong kind; every value values.yaml sets passes it.
+func TestChartValuesSchema(t *testing.T) {
+	helm := tool(t, "helm")
+	for _, c := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"--set", "imagee.tag=v1"}, "additional properties 'imagee' not allowed"},
+		{[]string{"--set", "image.tga=v1"}, "additional properties 'tga' not allowed"},
+		{[]string{"--set", "monitoring.serviceMonitor.enable=true"}, "additional properties 'enable' not allowed"},
+		{[]string{"--set", "podDisruptionBudget.maxUnavailabe=2"}, "additional properties 'maxUnavailabe' not allowed"},
+		{[]string{"--set", "replicas=0"}, "/replicas"},
+		{[]string{"--set", "namespaceMode=everywhere"}, "/namespaceMode"},
+		{[]string{"--set", "image.pullPolicy=Sometimes"}, "/image/pullPolicy"},
+		{[]string{"--set-json", `imagePullSecrets=["regcred"]`}, "/imagePullSecrets/0"},
+		{[]string{"--set-json", `nodeSelector={"pool":1}`}, "/nodeSelector/pool"},
+	} {
+		out, err := execOut(helm, append([]string{"template", "celld-operator", chart}, c.set...)...)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("helm template %s: %v; want refused, naming %q:\n%.400s", strings.Join(c.set, " "), err, c.want, out)
+		}
+	}
+}
+
+// TestChartPodValues: the values a platform sets on every component it runs reach the operator's
+// Pods, the chart's selector labels winning over podLabels; the PodDisruptionBudget and the
+// NetworkPolicy come and go with their values.
+func TestChartPodValues(t *testing.T) {
+	objs := objects(t, helmTemplate(t,
+		"--set-json", `tolerations=[{"key":"platform","operator":"Exists","effect":"NoSchedule"}]`,
+		"--set-json", `nodeSelector={"pool":"system"}`,
+		"--set-json", `affinity={"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["system"]}]}]}}}`,
+		"--set-json", `imagePullSecrets=[{"name":"regcred"}]`,
+		"--set", "priorityClassName=platform-critical",
+		"--set-json", `podLabels={"team":"platform","app.kubernetes.io/name":"impostor"}`,
+		"--set-json", `podAnnotations={"example.com/owner":"platform"}`,
+		"--set", "podSecurityContext.fsGroup=65532",
+		"--set", "securityContext.readOnlyRootFilesystem=true",
+		"--set", "podDisruptionBudget.maxUnavailable=0",
+		"--set", "networkPolicy.enabled=true",
+		"--set-json", `networkPolicy.metricsFrom=[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]`))
+	dep := objs["Deployment/celld-system/celld-operator"]
+	if dep == nil {
+		t.Fatal("no Deployment rendered")
+	}
+	tmpl := dep["spec"].(map[string]any)["template"].(map[string]any)
+	meta, pod := tmpl["metadata"].(map[string]any), tmpl["spec"].(map[string]any)
+	labels := meta["labels"].(map[string]any)
+	get := func(m map[string]any, path ...string) any {
+		var v any = m
+		for _, p := range path {
+			mm, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			v = mm[p]
+		}
+		return v
+	}
+	for _, c := range []struct {
+		what      string
+		got, want any
+	}{
+		{"toleration", fmt.Sprint(pod["tolerations"]), "[map[effect:NoSchedule key:platform operator:Exists]]"},
+		{"nodeSelector", fmt.Sprint(pod["nodeSelector"]), "map[pool:system]"},
+		{"affinity replaces the default", fmt.Sprint(get(pod, "affinity", "podAntiAffinity")) + " " + fmt.Sprint(get(pod, "affinity", "nodeAffinity") != nil), "<nil> true"},
+		{"pull secret", fmt.Sprint(pod["imagePullSecrets"]), "[map[name:regcred]]"},
+		{"priority class", pod["priorityClassName"], "platform-critical"},
+		{"pod label", labels["team"], "platform"},
+		{"selector label kept", labels["app.kubernetes.io/name"], "celld-operator"},
+		{"pod annotation", get(meta, "annotations", "example.com/owner"), "platform"},
+		{"pod security context", get(pod, "securityContext", "fsGroup"), float64(65532)},
+		{"pod security context defaults kept", get(pod, "securityContext", "runAsNonRoot"), true},
+		{"PodDisruptionBudget", get(objs["PodDisruptionBudget/celld-system/celld-operator"], "spec", "maxUnavailable"), float64(0)},
+		{"NetworkPolicy", fmt.Sprint(get(objs["NetworkPolicy/celld-system/celld-operator"], "spec", "ingress")),
+			"[map[from:[map[namespaceSelector:map[matchLabels:map[kubernetes.io/metadata.name:monitoring]]]] ports:[map[port:metrics protocol:TCP]]]]"},
+	} {
+		if fmt.Sprint(c.got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: %v, want %v", c.what, c.got, c.want)
+		}
+	}
+
+	defaults := objects(t, helmTemplate(t))
+	if _, ok := defaults["NetworkPolicy/celld-system/celld-operator"]; ok {
+		t.Errorf("a NetworkPolicy at the default values")
+	}
+	if get(defaults["Deployment/celld-system/celld-operator"], "spec", "template", "spec", "affinity", "podAntiAffinity") == nil {
+		t.Errorf("no anti-affinity at the default values")
+	}
+	off := objects(t, helmTemplate(t, "--set", "podDisruptionBudget.enabled=false"))
+	if _, ok := off["PodDisruptionBudget/celld-system/celld-operator"]; ok {
+		t.Errorf("podDisruptionBudget disabled, yet a PodDisruptionBudget")
+	}
+}
+
+// TestChartREADME: the chart's README is what helm-docs writes from values.yaml.
+func TestChartREADME(t *testing.T) {
+	want := run(t, ".", tool(t, "helm-docs"), "--chart-search-root", chart, "--sort-values-order", "file", "--dry-run", "--log-level", "warning")
+	got, err := os.ReadFile(filepath.Join(chart, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(got)) != strings.TrimSpace(want) {
+		t.Errorf("%s/README.md is not what helm-docs writes from values.yaml: run hack/chart-sync.sh", chart)
+	}
+	if !strings.Contains(want, "| tolerations | list | `[]` |") {
+		t.Errorf("helm-docs wrote no row for tolerations:\n%s", want)
+	}
+}
