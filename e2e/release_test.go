@@ -148,12 +148,25 @@ func runFleetOnRelease(t *testing.T, binary, pinned string) {
 		t.Fatalf("the release's reservation policy never refused the administrator's reservation")
 	}
 	kubeconfig, _ := serviceAccountKubeconfig(t, f.ctx, operatorNamespace, "celld-operator")
-	op := f.startOperator("--kubeconfig", kubeconfig)
+	op := f.startOperator("--kubeconfig", kubeconfig, "--leader-elect", "--leader-election-namespace", operatorNamespace)
 	fl := f.create(f.newFleet("released", v1alpha1.ProfileBucket, 2))
 	got := f.waitConverged(fl.Name)
 	t.Logf("fleet %s/%s Ready with %d members, on the release's binary and ServiceAccount", f.ns, got.Name, got.Status.Members.Ready)
+
+	// What helm test runs, on the same ServiceAccount: it passes while the operator leads, and
+	// fails once it stopped (its Lease released).
+	selftest := func(timeout string) (string, error) {
+		out, err := exec.Command(binary, "selftest", "--kubeconfig", kubeconfig, "--namespace", operatorNamespace, "--timeout", timeout).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := selftest("1m"); err != nil || !strings.Contains(out, "ok: a replica leads") || !strings.Contains(out, "ok: the CelldFleet CRD is this release's") {
+		t.Errorf("selftest of the running release: %v\n%s", err, out)
+	}
 	f.deleteFleet(fl.Name, true)
 	op.stop(t)
+	if out, err := selftest("5s"); err == nil || !strings.Contains(out, "a replica leads: ") {
+		t.Errorf("selftest with the operator stopped: %v\n%s; want it to fail on the Lease", err, out)
+	}
 }
 
 // uninstall deletes what a release manifest installed, but for its CRDs (every other test's

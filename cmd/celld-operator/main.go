@@ -47,7 +47,7 @@ does: the lifecycle machine it runs (diagram) and the objects a fleet renders to
 	cli.Prepare(root, in, out, errOut)
 	// --version prints what the version command prints.
 	root.SetVersionTemplate(strings.ReplaceAll(readBuild().String(), "{{", `{{"{{"}}`))
-	root.AddCommand(newVersion(), newDiagram(), newRender(), newRun())
+	root.AddCommand(newVersion(), newDiagram(), newRender(), newRun(), newSelftest())
 	return root
 }
 

@@ -229,7 +229,7 @@ func run(f runFlags, log zerolog.Logger) error {
 	if f.leaderElect {
 		host, _ := os.Hostname()
 		election = kube.LeaderElection{
-			Namespace: f.leaderNamespace, Name: "celld-operator", Identity: host + "_" + string(uuid.NewUUID()),
+			Namespace: f.leaderNamespace, Name: leaseName, Identity: host + "_" + string(uuid.NewUUID()),
 			LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retry,
 		}
 		election.Leadership = kube.NewLeadership(election)
@@ -353,3 +353,6 @@ func run(f runFlags, log zerolog.Logger) error {
 	log.Info().Msg("stopped")
 	return nil
 }
+
+// leaseName is the leader-election Lease's name, in the operator's namespace.
+const leaseName = "celld-operator"

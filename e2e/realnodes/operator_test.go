@@ -79,7 +79,7 @@ func operatorPods(t *testing.T, ctx context.Context) ([]corev1.Pod, *corev1.Pod)
 
 // TestOperatorRunsFromItsRelease: the release's image, installed by its chart, runs as two Pods
 // under the restricted standard; one holds the lease; /metrics answers through its Service to a
-// token allowed to read it, and to no one else.
+// token allowed to read it, and to no one else; and helm test passes (the chart's selftest Pod).
 func TestOperatorRunsFromItsRelease(t *testing.T) {
 	ctx := context.Background()
 	operatorWhole(t, ctx)
@@ -143,6 +143,13 @@ func TestOperatorRunsFromItsRelease(t *testing.T) {
 	}
 	if code, _, err := get(""); err != nil || (code != http.StatusUnauthorized && code != http.StatusForbidden) {
 		t.Errorf("GET %s without a token: %d %v, want 401 or 403", url, code, err)
+	}
+
+	// helm test: the chart's selftest Pod runs the release's image on a node, on the operator's
+	// ServiceAccount, under the restricted standard.
+	out, err := helm(ctx, "test", "celld-operator", "--namespace", operatorNS, "--timeout", "3m", "--logs")
+	if err != nil || !strings.Contains(out, "ok: a replica leads") || !strings.Contains(out, "ok: the CelldFleet CRD is this release's") {
+		t.Errorf("helm test: %v\n%s", err, out)
 	}
 }
 
