@@ -92,7 +92,7 @@ func TestBadInputIsOneClearLine(t *testing.T) {
 		want string
 	}{
 		// Usage errors.
-		{nil, 2, "name a command: completion, diagram, render, run, version"},
+		{nil, 2, "name a command: completion, diagram, render, run, selftest, version"},
 		{[]string{"nope"}, 2, `unknown command "nope"`},
 		{[]string{"rendr"}, 2, "did you mean render?"},
 		{[]string{"--nope"}, 2, "unknown flag: --nope"},
