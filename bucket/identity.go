@@ -61,6 +61,10 @@ func Same(a, b v1alpha1.BucketSpec) bool { return Of(a) == Of(b) }
 // Store is the canonical store an endpoint reaches for bucket name (lower case): its host,
 // normalized. An endpoint that does not parse as a URL with a host is its own store, lower-cased
 // and trimmed, so it can conflict only with spellings that are the same up to case.
+//
+// The bucket admission policy (deploy/rbac/bucket_policy.yaml) tells a fleet's store again, in
+// CEL, so that the API server can match it against CelldBucketPolicy stores: a change here must be
+// made there too, or deploy's TestBucketPolicyStoreIsTheBucketsIdentity fails.
 func Store(endpoint, name string) string {
 	e := strings.TrimSpace(endpoint)
 	if e == "" {
