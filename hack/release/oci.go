@@ -69,10 +69,10 @@ func (r *release) ociImage() error {
 			Config: v1.Config{
 				Entrypoint: []string{"/celld-operator"},
 				// As the Dockerfile's, so both images start the same way (e2e TestReleaseInstall).
-				Cmd: []string{"run", "--leader-elect"},
-				User:       nonroot + ":" + nonroot,
-				Env:        []string{"PATH=/", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
-				Labels:     labels,
+				Cmd:    []string{"run", "--leader-elect"},
+				User:   nonroot + ":" + nonroot,
+				Env:    []string{"PATH=/", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
+				Labels: labels,
 			},
 			RootFS: v1.RootFS{Type: "layers"},
 		})
