@@ -14,6 +14,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -28,13 +29,36 @@ func installOperator(ctx context.Context) error {
 	if err := restrictedNamespace(ctx, operatorNS); err != nil {
 		return fmt.Errorf("namespace %s: %w", operatorNS, err)
 	}
+	// Values a platform team sets on every component: a pull secret, a toleration of its
+	// platform nodes' taint, its labels and a priority class, which must exist first.
+	if err := platformObjects(ctx); err != nil {
+		return fmt.Errorf("the platform's PriorityClass and pull secret: %w", err)
+	}
 	chart := filepath.Join(suite.release, "celld-operator-"+strings.TrimPrefix(operatorVersion, "v")+".tgz")
 	if _, err := helm(ctx, "upgrade", "--install", "celld-operator", chart, "--namespace", operatorNS,
 		"--set", "image.repository="+operatorRepo, "--set", "image.pullPolicy=Never",
+		"--set-json", `imagePullSecrets=[{"name":"platform-registry"}]`,
+		"--set-json", `tolerations=[{"key":"example.com/platform","operator":"Exists","effect":"NoSchedule"}]`,
+		"--set", "podLabels.team=platform", "--set", "priorityClassName=platform-critical",
 		"--wait", "--timeout", "4m"); err != nil {
 		return err
 	}
 	if _, err := leader(ctx, 2*time.Minute, ""); err != nil {
+		return err
+	}
+	return nil
+}
+
+// platformObjects makes the PriorityClass and the pull secret the chart's values name.
+func platformObjects(ctx context.Context) error {
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "platform-critical"}, Value: 100000,
+		Description: "platform components that heal tenants' workloads"}
+	if _, err := suite.kube.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "platform-registry", Namespace: operatorNS},
+		Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)}}
+	if _, err := suite.kube.CoreV1().Secrets(operatorNS).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	return nil
@@ -77,7 +101,8 @@ func operatorPods(t *testing.T, ctx context.Context) ([]corev1.Pod, *corev1.Pod)
 	return l.Items, nil
 }
 
-// TestOperatorRunsFromItsRelease: the release's image, installed by its chart, runs as two Pods
+// TestOperatorRunsFromItsRelease: the release's image, installed by its chart with a platform's
+// values (pull secret, toleration, labels, priority class), runs as two Pods
 // under the restricted standard; one holds the lease; /metrics answers through its Service to a
 // token allowed to read it, and to no one else; and helm test passes (the chart's selftest Pod).
 func TestOperatorRunsFromItsRelease(t *testing.T) {
@@ -96,6 +121,16 @@ func TestOperatorRunsFromItsRelease(t *testing.T) {
 		}
 		if p.Spec.NodeName == "" {
 			t.Errorf("operator Pod %s is on no node", p.Name)
+		}
+		// The chart's values for a platform's components reached the running Pods.
+		tolerated := false
+		for _, tol := range p.Spec.Tolerations {
+			tolerated = tolerated || tol.Key == "example.com/platform"
+		}
+		if !tolerated || p.Labels["team"] != "platform" || p.Spec.PriorityClassName != "platform-critical" ||
+			len(p.Spec.ImagePullSecrets) != 1 || p.Spec.ImagePullSecrets[0].Name != "platform-registry" {
+			t.Errorf("operator Pod %s: tolerations %v, labels %v, priority class %q, pull secrets %v; want the chart's values",
+				p.Name, p.Spec.Tolerations, p.Labels, p.Spec.PriorityClassName, p.Spec.ImagePullSecrets)
 		}
 	}
 	if lead == nil {
