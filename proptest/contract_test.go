@@ -115,7 +115,7 @@ func (c *coverage) table() string {
 	for _, k := range judge.Clauses {
 		fmt.Fprintf(&b, "coverage: clause %9d  %s\n", c.clauses[k], k)
 	}
-	for _, k := range []string{judge.ForceDeletes, judge.PartitionedTimes} {
+	for _, k := range judge.Extras {
 		fmt.Fprintf(&b, "coverage: judged %9d  %s\n", c.extra[k], k)
 	}
 	for _, k := range harness.FaultKinds {
@@ -133,9 +133,9 @@ func (c *coverage) missing() []string {
 			out = append(out, "clause "+k)
 		}
 	}
-	for _, k := range []string{judge.ForceDeletes, judge.PartitionedTimes} {
+	for _, k := range judge.Extras {
 		if c.extra[k] == 0 {
-			out = append(out, "clause 3: "+k)
+			out = append(out, "judged: "+k)
 		}
 	}
 	for _, k := range harness.FaultKinds {

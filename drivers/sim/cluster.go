@@ -67,6 +67,11 @@ type Cluster struct {
 	requests []Request
 	recorded []RecordedEvent
 	contract contract
+
+	// uninstalling: the CelldFleet CustomResourceDefinition is being deleted or gone;
+	// uninstalled are the fleets deleted with it, by UID, with the moment.
+	uninstalling bool
+	uninstalled  map[types.UID]time.Time
 }
 
 // New returns an empty cluster: no nodes, no storage classes, no fleets.

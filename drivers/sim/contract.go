@@ -34,6 +34,12 @@ type Request struct {
 	// Retries counts conflicts the request re-read and retried through (AppendHistory).
 	Retries int
 	Err     error
+	// FleetUID is the fleet whose object the request reached, as the cluster stored it just
+	// before: a Pod's or claim's celld.io/fleet-uid label, the fleet's own UID for its
+	// finalizer, status and Events, the fleet an applied object or reservation is written for.
+	FleetUID types.UID
+	// Status is the status a status update wrote.
+	Status *v1alpha1.CelldFleetStatus
 }
 
 // ReplicaWrite is a write by the operator that created a workload or changed its spec.replicas.
@@ -132,6 +138,14 @@ type contract struct {
 
 // Requests lists every request the operator sent through Do, in order, failed ones included.
 func (c *Cluster) Requests() []Request { return append([]Request(nil), c.requests...) }
+
+// RequestCount is how many requests the operator sent through Do so far.
+func (c *Cluster) RequestCount() int { return len(c.requests) }
+
+// RequestsFrom lists the requests the operator sent through Do from the i-th on, in order.
+func (c *Cluster) RequestsFrom(i int) []Request {
+	return append([]Request(nil), c.requests[min(i, len(c.requests)):]...)
+}
 
 // Writes lists the requests that changed the cluster: what a converged operator must not send.
 func (c *Cluster) Writes() []Request {

@@ -24,7 +24,7 @@ func (c *Cluster) Do(a machine.Action) error {
 	if a.Kind == machine.Requeue {
 		return nil
 	}
-	req := Request{Time: c.now, Action: a.Kind, Key: a.Key, Namespace: a.Namespace, Name: a.Name}
+	req := Request{Time: c.now, Action: a.Kind, Key: a.Key, Namespace: a.Namespace, Name: a.Name, FleetUID: c.fleetReached(a)}
 	if a.Kind == machine.RecordEvent {
 		req.Reason = a.Reason
 	}
@@ -35,6 +35,41 @@ func (c *Cluster) Do(a machine.Action) error {
 		return fmt.Errorf("%s %s: %w", a.Kind, a.Key, err)
 	}
 	return nil
+}
+
+// fleetReached is the fleet whose object an action reaches, as stored now: what a Pod or claim
+// deleted is labelled with, the fleet an applied object or reservation is for, the fleet itself
+// for its finalizer, status, history and Events.
+func (c *Cluster) fleetReached(a machine.Action) types.UID {
+	switch a.Kind {
+	case machine.DeletePod:
+		if p := c.pod(a.Namespace, a.Name); p != nil {
+			return types.UID(p.Labels[events.LabelFleetUID])
+		}
+		return ""
+	case machine.DeleteDisk:
+		if pvc := c.claim(a.Namespace, a.Name); pvc != nil {
+			return types.UID(pvc.Labels[events.LabelFleetUID])
+		}
+		return ""
+	case machine.Apply, machine.BindReservation:
+		if r, ok := a.Object.(*v1alpha1.CelldReservation); ok {
+			return r.Spec.FleetUID
+		}
+		if o, ok := a.Object.(object); ok {
+			if uid := o.GetLabels()[events.LabelFleetUID]; uid != "" {
+				return types.UID(uid)
+			}
+			if ref := metav1.GetControllerOf(o); ref != nil {
+				return ref.UID
+			}
+		}
+		return ""
+	}
+	if f := c.fleet(a.Namespace, a.Name); f != nil {
+		return f.UID
+	}
+	return ""
 }
 
 func (c *Cluster) do(a machine.Action, req *Request) error {
@@ -309,6 +344,7 @@ func (c *Cluster) doPublishStatus(a machine.Action, req *Request) error {
 	}
 	next := f.DeepCopy()
 	next.Status = *a.Status.DeepCopy()
+	req.Status = a.Status.DeepCopy()
 	req.Changed = c.put(next)
 	return nil
 }

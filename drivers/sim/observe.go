@@ -58,7 +58,11 @@ func (c *Cluster) Observe(namespace, name string) *events.Observation {
 		s.Apply(ev)
 	}
 	s.MarkSynced()
-	return s.Observe(namespace, name)
+	o := s.Observe(namespace, name)
+	if o != nil {
+		o.Uninstalling = c.uninstalling
+	}
+	return o
 }
 
 // SetUtilization queues an observation of a fleet's usage, as a metrics poll would deliver.

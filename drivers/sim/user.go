@@ -20,6 +20,10 @@ func (c *Cluster) CreateFleet(f *v1alpha1.CelldFleet) (*v1alpha1.CelldFleet, err
 	f = f.DeepCopy()
 	f.APIVersion, f.Kind = v1alpha1.SchemeGroupVersion.String(), "CelldFleet"
 	f.Status = v1alpha1.CelldFleetStatus{}
+	if c.uninstalling {
+		return nil, fmt.Errorf("create fleet %s/%s: %w", f.Namespace, f.Name,
+			apierrors.NewMethodNotSupported(row(KindFleet).Resource, "create while its CustomResourceDefinition is terminating"))
+	}
 	if f.Spec.Members < 1 {
 		return nil, invalid(f, field.ErrorList{field.Invalid(field.NewPath("spec", "members"), f.Spec.Members, "must be at least 1")})
 	}

@@ -70,13 +70,8 @@ func (k *Checker) Summary() string {
 	for _, c := range judge.Clauses {
 		fmt.Fprintf(&b, "  clause %-62s %8d judged\n", c, k.J.Judged[c])
 	}
-	extras := make([]string, 0, len(k.J.Extra))
-	for e := range k.J.Extra {
-		extras = append(extras, e)
-	}
-	sort.Strings(extras)
-	for _, e := range extras {
-		fmt.Fprintf(&b, "  clause 3: %-59s %8d\n", e, k.J.Extra[e])
+	for _, e := range judge.Extras {
+		fmt.Fprintf(&b, "  judged: %-61s %8d\n", e, k.J.Extra[e])
 	}
 	return b.String()
 }
@@ -86,6 +81,14 @@ func (k *Checker) Summary() string {
 func (k *Checker) After(passes []Pass) error {
 	if err := k.J.Round(); err != nil {
 		return err
+	}
+	for _, p := range passes {
+		if p.Obs == nil {
+			continue
+		}
+		if err := k.J.Held(p.Obs.Fleet, p.Obs.PVCs, p.Sent); err != nil {
+			return err
+		}
 	}
 	return k.twins(passes)
 }

@@ -29,6 +29,8 @@ const (
 	FaultVolumeLost          = "volume lost"
 	FaultForeignObject       = "another owner's workload, Service, PDB or NetworkPolicy under a fleet's name"
 	FaultForeignClaim        = "a claim under a fleet's name with another fleet's UID"
+	FaultUnlabelledClaim     = "a claim under a fleet's name with no fleet label"
+	FaultUninstall           = "uninstall (the fleets' CRD deleted with fleets running)"
 	FaultReservationDeleted  = "reservation deleted by hand"
 	FaultReservationRecreate = "reservation recreated by hand"
 	FaultAPIRefusal          = "the API server refuses a workload"
@@ -45,7 +47,7 @@ const (
 
 // FaultKinds lists every fault kind a property run must see.
 var FaultKinds = []string{FaultBrokenRollout, FaultNodeLost, FaultNodeNotReady, FaultNodePartitioned, FaultNodeFenced,
-	FaultNodePastGrace, FaultStuckTerminating, FaultVolumeLost, FaultForeignObject, FaultForeignClaim, FaultReservationDeleted,
+	FaultNodePastGrace, FaultStuckTerminating, FaultVolumeLost, FaultForeignObject, FaultForeignClaim, FaultUnlabelledClaim, FaultUninstall, FaultReservationDeleted,
 	FaultReservationRecreate, FaultAPIRefusal, FaultConflict, FaultRecommend, FaultAuto, FaultRestart, FaultCrash, FaultWatch,
 	FaultStatusCleared, FaultHistoryCleared, FaultPremiseRefused}
 
@@ -174,22 +176,63 @@ func (w *World) createForeign(fleet string, which int) error {
 }
 
 // createForeignClaim creates a claim named as the fleet's members' claims are, labelled with the
-// fleet's name and another fleet's UID.
+// fleet's name and another fleet's UID, or with no label at all when other is empty (a claim
+// made by hand, or restored from a backup that dropped its labels). Its ordinal is one no
+// sequence grows to, so a fleet that failed to hold would show it in its writes, not in a member
+// mounting someone else's disk.
 func (w *World) createForeignClaim(fleet string, other types.UID) error {
-	name := fmt.Sprintf("data-%s-%d", fleet, 7)
+	return w.ForeignClaim(fleet, other, 7)
+}
+
+// ForeignClaim creates the claim of a fleet's member ordinal as someone else would: labelled with
+// the fleet's name and the UID other, or with no label when other is empty. It does nothing when
+// a claim of that name exists.
+func (w *World) ForeignClaim(fleet string, other types.UID, ordinal int) error {
+	name := fmt.Sprintf("data-%s-%d", fleet, ordinal)
 	if w.C.PVC(Namespace, name) != nil {
 		return nil
 	}
 	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: map[string]string{
-			"app.kubernetes.io/name": "celld", "app.kubernetes.io/instance": fleet, "celld.io/fleet-uid": string(other)}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			StorageClassName: ptrTo(StorageClass),
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 	}
-	w.Faults[FaultForeignClaim]++
+	what := "someone creates claim " + name + " with no fleet label"
+	if other != "" {
+		pvc.Labels = map[string]string{"app.kubernetes.io/name": "celld", "app.kubernetes.io/instance": fleet, "celld.io/fleet-uid": string(other)}
+		what = "someone creates claim " + name + " of fleet UID " + string(other)
+		w.Faults[FaultForeignClaim]++
+	} else {
+		w.Faults[FaultUnlabelledClaim]++
+	}
 	w.foreign = append(w.foreign, foreignObject{sim.KindPVC, Namespace, name})
-	return w.Fault("someone creates claim "+name+" of fleet UID "+string(other), func() error { return w.C.Create(pvc) })
+	return w.Fault(what, func() error { return w.C.Create(pvc) })
+}
+
+// Uninstall deletes the fleets' CustomResourceDefinition, as `kubectl delete crd` or an
+// administrator removing the operator does: every fleet is deleted with it, and the operator,
+// still running, sees the definition go.
+func (w *World) Uninstall() error {
+	w.Faults[FaultUninstall]++
+	return w.Fault("the administrator deletes the CelldFleet CustomResourceDefinition", w.C.Uninstall)
+}
+
+// Reinstall installs the operator again once the old definition is gone: the definition is
+// created again and the operator starts anew (a new Deployment, caches that list the cluster).
+// It reports whether the fleets' API is served again.
+func (w *World) Reinstall() (bool, error) {
+	if !w.C.Uninstalling() {
+		return true, nil
+	}
+	if len(w.C.List(sim.KindFleet, "")) > 0 {
+		return false, nil
+	}
+	if err := w.Fault("the administrator installs the operator and its CustomResourceDefinitions again", w.C.Reinstall); err != nil {
+		return false, err
+	}
+	w.Restart()
+	return true, nil
 }
 
 func ptrTo[T any](v T) *T { return &v }

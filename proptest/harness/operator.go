@@ -87,6 +87,8 @@ type Pass struct {
 	Key      string
 	Obs      *events.Observation
 	Decision machine.Decision
+	// Sent are the requests the pass sent, in order: what it did, not only what it decided.
+	Sent []sim.Request
 }
 
 // Sync runs the loop once for every fleet the caches hold, at the cluster's clock (the
@@ -96,8 +98,9 @@ func (o *Operator) Sync(c *sim.Cluster) []Pass {
 	var out []Pass
 	for _, key := range o.store.Fleets() {
 		o.last = nil
+		from := c.RequestCount()
 		res, err := o.loop.Sync(context.Background(), key, c.Now())
-		out = append(out, Pass{Key: key, Obs: o.last, Decision: res.Decision})
+		out = append(out, Pass{Key: key, Obs: o.last, Decision: res.Decision, Sent: c.RequestsFrom(from)})
 		o.trace(c, key, res, err)
 	}
 	return out
@@ -111,6 +114,8 @@ func (d simDriver) Observe(_ context.Context, namespace, name string, now time.T
 	if now.After(obs.Now) {
 		obs.Now = now
 	}
+	// As drivers/kube does, the CustomResourceDefinition is read fresh, not from a cache.
+	obs.Uninstalling = d.o.c.Uninstalling()
 	d.o.last = obs
 	return obs, nil
 }

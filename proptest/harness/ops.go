@@ -73,6 +73,12 @@ var Ops = []Op{
 		if w.C.Fleet(Namespace, name) != nil {
 			return rounds(w, p)
 		}
+		if served, err := w.Reinstall(); err != nil || !served {
+			if err != nil {
+				return err
+			}
+			return rounds(w, p)
+		}
 		s := FleetSpec{Name: name, Members: int32(p.Int("members", 1, 5)), Bucket: buckets[p.Int("bucket", 0, len(buckets)-1)],
 			Grace: 20 * time.Second, Stabilization: time.Duration(p.Int("stabilization", 0, 2)) * 15 * time.Second}
 		// Where the bucket lives, in any of the spellings people use: two fleets naming one bucket
@@ -194,6 +200,9 @@ var Ops = []Op{
 		uid := types.UID("uid-of-a-deleted-fleet")
 		if f := w.C.Fleet(Namespace, other); f != nil && other != fleet {
 			uid = f.UID
+		}
+		if p.Int("labelled", 0, 1) == 0 {
+			uid = ""
 		}
 		if err := w.createForeignClaim(fleet, uid); err != nil {
 			return err
@@ -320,6 +329,15 @@ var Ops = []Op{
 		return rounds(w, p)
 	}},
 	{"wait", func(w *World, p Picker) error { return w.Step(p.Int("rounds", 5, 40)) }},
+	{"uninstall", func(w *World, p Picker) error {
+		// Rarer than the other ops: it ends every fleet of the sequence.
+		if p.Int("uninstall", 0, 3) == 0 && len(w.C.List(sim.KindFleet, "")) > 0 && !w.C.Uninstalling() {
+			if err := w.Uninstall(); err != nil {
+				return err
+			}
+		}
+		return rounds(w, p)
+	}},
 }
 
 func (w *World) unhealthyNodes() []string {

@@ -66,6 +66,7 @@ type Judge struct {
 	c *sim.Cluster
 	// cursors into the cluster's records already judged.
 	replicas, pods, disks, requests int
+	uninstallCursor                 int
 	// bound remembers the first fleet UID the operator reserved each bucket to.
 	bound map[string]types.UID
 	// resUID is the object UID of the reservation that bound it.
@@ -100,7 +101,7 @@ func (j *Judge) Restarted() { j.restartRound = j.round }
 // running now.
 func (j *Judge) Round() error {
 	j.round++
-	for _, check := range []func() error{j.replicaWrites, j.podDeletions, j.copies, j.diskDeletions, j.buckets} {
+	for _, check := range []func() error{j.replicaWrites, j.podDeletions, j.copies, j.diskDeletions, j.uninstalls, j.buckets} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -111,7 +112,7 @@ func (j *Judge) Round() error {
 // Check judges what happened since the last call without counting a round: the operator may act
 // several times between rounds, on intermediate states.
 func (j *Judge) Check() error {
-	for _, check := range []func() error{j.replicaWrites, j.podDeletions, j.copies, j.diskDeletions, j.buckets} {
+	for _, check := range []func() error{j.replicaWrites, j.podDeletions, j.copies, j.diskDeletions, j.uninstalls, j.buckets} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -312,6 +313,11 @@ func (j *Judge) diskDeletions() error {
 		if !d.Preconditioned || !d.FleetExists || !d.FleetDeleting || d.FleetProfile != v1alpha1.ProfilePersistentFleet || d.MemberPods != 0 {
 			return fail(C4DiskDeletedOnDelete, "disk %s deleted: precondition %t, its fleet %s exists %t deleting %t profile %s, %d member pods",
 				d.Name, d.Preconditioned, d.FleetName, d.FleetExists, d.FleetDeleting, d.FleetProfile, d.MemberPods)
+		}
+		// Only a claim its StatefulSet made is the fleet's: one under another name that carries
+		// its labels was made by someone else.
+		if claimOrdinal(d.FleetName, d.Name) < 0 {
+			return fail(C4DiskDeletedOnDelete, "disk %s deleted as fleet %s's, but it is not named as that fleet's StatefulSet names its claims", d.Name, d.FleetName)
 		}
 	}
 	j.disks = len(dels)
