@@ -86,7 +86,9 @@ func (k *Checker) After(passes []Pass) error {
 		if p.Obs == nil {
 			continue
 		}
-		if err := k.J.Held(p.Obs.Fleet, p.Obs.PVCs, p.Sent); err != nil {
+		o := p.Obs
+		scMissing := o.Fleet != nil && o.Fleet.Spec.Storage != nil && o.StorageClassKnown && o.StorageClass == nil
+		if err := k.J.Held(o.Fleet, o.PVCs, scMissing, p.Sent); err != nil {
 			return err
 		}
 	}

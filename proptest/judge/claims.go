@@ -20,6 +20,10 @@ const (
 	ForeignClaimPasses = "passes that saw a claim of no or another fleet under a fleet's disk name, judged held"
 )
 
+// S6Held names the promise of SPEC section 6 a hold keeps when the cause is not a claim: what
+// only the operator can see is wrong with a fleet's input holds its workload where it is.
+const S6Held = "6 (bad input) an input only the operator sees is wrong with holds the workload"
+
 // Extras lists what the judges count besides the clauses, in the order a run prints them.
 var Extras = []string{ForceDeletes, PartitionedTimes, UninstallRequests, ForeignClaimPasses}
 
@@ -86,15 +90,16 @@ func (j *Judge) uninstalls() error {
 }
 
 // Held judges one pass of the operator on one fleet against what the operator itself observed
-// (a cache that has not seen a claim cannot be held to it): a PersistentFleet not being deleted
-// whose observation holds a claim under one of its disk names (data-<fleet>-<ordinal>) that
-// carries no celld.io/fleet-uid label or another fleet's is held. In that pass no request may
-// write its workload, which a StatefulSet created or resized would adopt the claim into, and a
-// status it writes must say Degraded with a reason that holds the workload (ForeignDisks, or one
-// found first) and list the claim among the foreign disks. Such a claim is never deleted: the
-// disk deletions' judge (diskDeletions) refuses every claim not under its own fleet's name and
-// UID.
-func (j *Judge) Held(f *v1alpha1.CelldFleet, claims []*corev1.PersistentVolumeClaim, sent []sim.Request) error {
+// (a cache that has not seen a claim cannot be held to it). A fleet not being deleted is held
+// when its observation shows an input the operator cannot fix: for a PersistentFleet, a claim
+// under one of its disk names (data-<fleet>-<ordinal>) that carries no celld.io/fleet-uid label
+// or another fleet's, or a storage class that does not exist. In that pass no request may write
+// its workload (a StatefulSet created or resized would adopt the claim, or ask for disks no
+// class provisions), and a status it writes must say Degraded with a reason that holds the
+// workload (the one the cause names, or one found first) and list every foreign claim among the
+// foreign disks. A foreign claim is never deleted: the disk deletions' judge (diskDeletions)
+// refuses every claim not under its own fleet's name and UID.
+func (j *Judge) Held(f *v1alpha1.CelldFleet, claims []*corev1.PersistentVolumeClaim, storageClassMissing bool, sent []sim.Request) error {
 	if f == nil || f.DeletionTimestamp != nil || f.Spec.Profile != v1alpha1.ProfilePersistentFleet {
 		return nil
 	}
@@ -105,11 +110,23 @@ func (j *Judge) Held(f *v1alpha1.CelldFleet, claims []*corev1.PersistentVolumeCl
 			foreign = append(foreign, c.Name)
 		}
 	}
-	if len(foreign) == 0 {
+	var causes []string
+	if len(foreign) > 0 {
+		j.Extra[ForeignClaimPasses]++
+		j.judged(C4DiskDeletedOnDelete)
+		causes = append(causes, fmt.Sprintf("claims %v of no or another fleet under its disk names", foreign))
+	}
+	if storageClassMissing {
+		causes = append(causes, "its storage class missing")
+	}
+	if len(causes) == 0 {
 		return nil
 	}
-	j.Extra[ForeignClaimPasses]++
-	j.judged(C4DiskDeletedOnDelete)
+	cause := strings.Join(causes, " and ")
+	clause := S6Held
+	if len(foreign) > 0 {
+		clause = C4DiskDeletedOnDelete
+	}
 	for _, r := range sent {
 		if r.Namespace != f.Namespace {
 			continue
@@ -117,14 +134,14 @@ func (j *Judge) Held(f *v1alpha1.CelldFleet, claims []*corev1.PersistentVolumeCl
 		switch r.Resource {
 		case "statefulsets", "deployments":
 			if r.Name == f.Name {
-				return fail(C4DiskDeletedOnDelete, "fleet %s saw claims %v of no or another fleet under its disk names, and the operator sent %s %s %s (%s) in the same pass: the fleet must be held, its workload not written",
-					f.Name, foreign, r.Verb, r.Resource, r.Name, r.Action)
+				return fail(clause, "fleet %s saw %s, and the operator sent %s %s %s (%s) in the same pass: the fleet must be held, its workload not written",
+					f.Name, cause, r.Verb, r.Resource, r.Name, r.Action)
 			}
 		case "celldfleets/status":
 			if r.Name != f.Name || r.Err != nil || r.Status == nil {
 				continue
 			}
-			if err := heldStatus(f.Name, r.Status, foreign); err != nil {
+			if err := heldStatus(clause, f.Name, cause, r.Status, foreign); err != nil {
 				return err
 			}
 		}
@@ -132,7 +149,7 @@ func (j *Judge) Held(f *v1alpha1.CelldFleet, claims []*corev1.PersistentVolumeCl
 	return nil
 }
 
-func heldStatus(fleet string, st *v1alpha1.CelldFleetStatus, foreign []string) error {
+func heldStatus(clause, fleet, cause string, st *v1alpha1.CelldFleetStatus, foreign []string) error {
 	var degraded *string
 	reason := ""
 	for i := range st.Conditions {
@@ -142,8 +159,8 @@ func heldStatus(fleet string, st *v1alpha1.CelldFleetStatus, foreign []string) e
 		}
 	}
 	if degraded == nil || *degraded != "True" || !slices.Contains(holdReasons, reason) {
-		return fail(C4DiskDeletedOnDelete, "fleet %s saw claims %v of no or another fleet under its disk names and wrote a status that does not hold it: Degraded %s, reason %q",
-			fleet, foreign, orNone(degraded), reason)
+		return fail(clause, "fleet %s saw %s and wrote a status that does not hold it: Degraded %s, reason %q",
+			fleet, cause, orNone(degraded), reason)
 	}
 	var listed []string
 	if st.Disks != nil {
