@@ -72,6 +72,8 @@ type Cluster struct {
 	// uninstalled are the fleets deleted with it, by UID, with the moment.
 	uninstalling bool
 	uninstalled  map[types.UID]time.Time
+	// accounts are the ServiceAccounts that exist, by namespace/name.
+	accounts map[string]bool
 }
 
 // New returns an empty cluster: no nodes, no storage classes, no fleets.

@@ -61,6 +61,7 @@ func (c *Cluster) Observe(namespace, name string) *events.Observation {
 	o := s.Observe(namespace, name)
 	if o != nil {
 		o.Uninstalling = c.uninstalling
+		o.ServiceAccountMissing, o.PriorityClassMissing = c.ServiceAccountMissing(o.Fleet), c.PriorityClassMissing(o.Fleet)
 	}
 	return o
 }

@@ -71,7 +71,7 @@ func (k *Checker) Summary() string {
 		fmt.Fprintf(&b, "  clause %-62s %8d judged\n", c, k.J.Judged[c])
 	}
 	for _, e := range judge.Extras {
-		fmt.Fprintf(&b, "  judged: %-61s %8d\n", e, k.J.Extra[e])
+		fmt.Fprintf(&b, "  judged: %-86s %8d\n", e, k.J.Extra[e])
 	}
 	return b.String()
 }
@@ -87,8 +87,17 @@ func (k *Checker) After(passes []Pass) error {
 			continue
 		}
 		o := p.Obs
-		scMissing := o.Fleet != nil && o.Fleet.Spec.Storage != nil && o.StorageClassKnown && o.StorageClass == nil
-		if err := k.J.Held(o.Fleet, o.PVCs, scMissing, p.Sent); err != nil {
+		var missing []string
+		if o.Fleet != nil && o.Fleet.Spec.Storage != nil && o.StorageClassKnown && o.StorageClass == nil {
+			missing = append(missing, "storage class "+o.Fleet.Spec.Storage.StorageClassName)
+		}
+		if o.ServiceAccountMissing {
+			missing = append(missing, "service account "+o.Fleet.Spec.ServiceAccountName)
+		}
+		if o.PriorityClassMissing {
+			missing = append(missing, "priority class "+o.Fleet.Spec.Pod.PriorityClassName)
+		}
+		if err := k.J.Held(o.Fleet, o.PVCs, missing, p.Sent); err != nil {
 			return err
 		}
 	}

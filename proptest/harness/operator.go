@@ -114,8 +114,10 @@ func (d simDriver) Observe(_ context.Context, namespace, name string, now time.T
 	if now.After(obs.Now) {
 		obs.Now = now
 	}
-	// As drivers/kube does, the CustomResourceDefinition is read fresh, not from a cache.
+	// As drivers/kube does, the CustomResourceDefinition is read fresh, not from a cache. The
+	// simulator keeps no cache of ServiceAccounts and PriorityClasses: they are read as they are.
 	obs.Uninstalling = d.o.c.Uninstalling()
+	obs.ServiceAccountMissing, obs.PriorityClassMissing = d.o.c.ServiceAccountMissing(obs.Fleet), d.o.c.PriorityClassMissing(obs.Fleet)
 	d.o.last = obs
 	return obs, nil
 }

@@ -22,7 +22,7 @@ const (
 
 // S6Held names the promise of SPEC section 6 a hold keeps when the cause is not a claim: what
 // only the operator can see is wrong with a fleet's input holds its workload where it is.
-const S6Held = "6 (bad input) an input only the operator sees is wrong with holds the workload"
+const S6Held = "§6 bad input holds the workload"
 
 // Extras lists what the judges count besides the clauses, in the order a run prints them.
 var Extras = []string{ForceDeletes, PartitionedTimes, UninstallRequests, ForeignClaimPasses}
@@ -93,19 +93,21 @@ func (j *Judge) uninstalls() error {
 // (a cache that has not seen a claim cannot be held to it). A fleet not being deleted is held
 // when its observation shows an input the operator cannot fix: for a PersistentFleet, a claim
 // under one of its disk names (data-<fleet>-<ordinal>) that carries no celld.io/fleet-uid label
-// or another fleet's, or a storage class that does not exist. In that pass no request may write
+// or another fleet's; for any fleet, an input it names that does not exist. In that pass no request may write
 // its workload (a StatefulSet created or resized would adopt the claim, or ask for disks no
 // class provisions), and a status it writes must say Degraded with a reason that holds the
 // workload (the one the cause names, or one found first) and list every foreign claim among the
-// foreign disks. A foreign claim is never deleted: the disk deletions' judge (diskDeletions)
+// foreign disks. The same holds for a fleet of any profile whose observation says an input it
+// names does not exist (missing: "storage class standard", "service account x"). A foreign
+// claim is never deleted: the disk deletions' judge (diskDeletions)
 // refuses every claim not under its own fleet's name and UID.
-func (j *Judge) Held(f *v1alpha1.CelldFleet, claims []*corev1.PersistentVolumeClaim, storageClassMissing bool, sent []sim.Request) error {
-	if f == nil || f.DeletionTimestamp != nil || f.Spec.Profile != v1alpha1.ProfilePersistentFleet {
+func (j *Judge) Held(f *v1alpha1.CelldFleet, claims []*corev1.PersistentVolumeClaim, missing []string, sent []sim.Request) error {
+	if f == nil || f.DeletionTimestamp != nil {
 		return nil
 	}
 	var foreign []string
 	for _, c := range claims {
-		if c.Namespace == f.Namespace && c.DeletionTimestamp == nil && claimOrdinal(f.Name, c.Name) >= 0 &&
+		if f.Spec.Profile == v1alpha1.ProfilePersistentFleet && c.Namespace == f.Namespace && c.DeletionTimestamp == nil && claimOrdinal(f.Name, c.Name) >= 0 &&
 			types.UID(c.Labels["celld.io/fleet-uid"]) != f.UID {
 			foreign = append(foreign, c.Name)
 		}
@@ -116,8 +118,8 @@ func (j *Judge) Held(f *v1alpha1.CelldFleet, claims []*corev1.PersistentVolumeCl
 		j.judged(C4DiskDeletedOnDelete)
 		causes = append(causes, fmt.Sprintf("claims %v of no or another fleet under its disk names", foreign))
 	}
-	if storageClassMissing {
-		causes = append(causes, "its storage class missing")
+	for _, m := range missing {
+		causes = append(causes, m+" missing")
 	}
 	if len(causes) == 0 {
 		return nil

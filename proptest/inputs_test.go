@@ -1,0 +1,110 @@
+package proptest
+
+import (
+	"testing"
+
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/drivers/sim"
+	"github.com/celld/celld-operator/kinds"
+	"github.com/celld/celld-operator/proptest/harness"
+)
+
+// An input a fleet names that does not exist (its storage class, ServiceAccount or
+// PriorityClass) holds the fleet, with the Degraded reason that names it: a new fleet gets no
+// workload and no claim, a running one keeps its workload as it is through a scale-up and loses
+// no member or disk; every pass is judged by the hold judge, which refuses a workload write and a
+// status that does not hold the fleet. Once the input exists, the fleet converges to its spec.
+func TestMissingInputHoldsTheFleet(t *testing.T) {
+	type input struct {
+		reason string
+		name   func(f *v1alpha1.CelldFleet)
+		remove func(w *harness.World) error
+		add    func(w *harness.World) error
+	}
+	const account, class = "celld-members", "celld-high"
+	inputs := []input{
+		{"StorageClassMissing", func(*v1alpha1.CelldFleet) {},
+			func(w *harness.World) error { return w.C.DeleteStorageClass(harness.StorageClass) },
+			func(w *harness.World) error {
+				if w.C.Get(sim.KindStorageClass, "", harness.StorageClass) != nil {
+					return nil
+				}
+				return w.C.AddStorageClass(harness.StorageClass, false)
+			}},
+		{"ServiceAccountMissing", func(f *v1alpha1.CelldFleet) { f.Spec.ServiceAccountName = account },
+			func(w *harness.World) error { w.C.DeleteServiceAccount(harness.Namespace, account); return nil },
+			func(w *harness.World) error { w.C.AddServiceAccount(harness.Namespace, account); return nil }},
+		{"PriorityClassMissing", func(f *v1alpha1.CelldFleet) { f.Spec.Pod.PriorityClassName = class },
+			func(w *harness.World) error {
+				if w.C.Get(kinds.PriorityClass, "", class) == nil {
+					return nil
+				}
+				return w.C.Delete(kinds.PriorityClass, "", class)
+			},
+			func(w *harness.World) error {
+				return w.C.Create(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Value: 1000})
+			}},
+	}
+	for _, in := range inputs {
+		for _, running := range []bool{false, true} {
+			name := in.reason + "/new"
+			if running {
+				name = in.reason + "/running"
+			}
+			t.Run(name, func(t *testing.T) {
+				w := harness.NewWorld(8, 1)
+				f := harness.NewFleet(fleetSpec(profiles[0], "alpha", 3))
+				in.name(f)
+				create := func() error { _, err := w.C.CreateFleet(f); return err }
+				if running {
+					must(t, in.add(w))
+					must(t, create())
+					must(t, w.Converge())
+				}
+				kept := claimsOf(w)
+				must(t, in.remove(w))
+				if running {
+					must(t, w.Scale("alpha", 5))
+				} else {
+					must(t, create())
+				}
+				must(t, w.Step(30))
+				got := w.C.Fleet(harness.Namespace, "alpha")
+				if c := degraded(got); c == nil || c.Reason != in.reason {
+					t.Errorf("Degraded %+v: want %s", c, in.reason)
+				}
+				s := w.C.StatefulSet(harness.Namespace, "alpha")
+				switch {
+				case !running && s != nil:
+					t.Errorf("a StatefulSet was created for a fleet whose input is missing")
+				case running && (s == nil || *s.Spec.Replicas != 3):
+					t.Errorf("the running fleet was not held at 3 members: %v", s)
+				}
+				now := claimsOf(w)
+				if len(now) != len(kept) {
+					t.Errorf("claims %v while held; want %v", now, kept)
+				}
+				for c, uid := range kept {
+					if now[c] != uid {
+						t.Errorf("claim %s was deleted while the fleet was held", c)
+					}
+				}
+				if running && len(w.C.Pods(harness.Namespace)) != 3 {
+					t.Errorf("%d member Pods while held; want the 3 that ran", len(w.C.Pods(harness.Namespace)))
+				}
+				must(t, in.add(w))
+				must(t, w.Converge())
+				want := int32(3)
+				if running {
+					want = 5
+				}
+				if got := w.C.Fleet(harness.Namespace, "alpha"); got.Status.State != v1alpha1.StateSteady || got.Status.Members.Ready != want {
+					t.Errorf("once the input exists: %s with %d ready; want Steady with %d", got.Status.State, got.Status.Members.Ready, want)
+				}
+			})
+		}
+	}
+}
