@@ -213,6 +213,52 @@ func TestChartLintAndValues(t *testing.T) {
 	}
 }
 
+// TestChartWatchNamespaces: a namespaced install manages the namespaces of watchNamespaces and
+// watchNamespace, each once: a Role and a RoleBinding in each and nowhere else, and the operator
+// told the same list; a namespace that is not a name is refused before anything renders.
+func TestChartWatchNamespaces(t *testing.T) {
+	helm := tool(t, "helm")
+	objs := objects(t, helmTemplate(t, "--set", "namespaceMode=namespaced", "--set", "watchNamespaces={team-b,team-a}",
+		"--set", "watchNamespace=team-b"))
+	var roles, bindings []string
+	for k := range objs {
+		switch {
+		case strings.HasPrefix(k, "Role/") && strings.HasSuffix(k, "/celld-operator"):
+			roles = append(roles, k)
+		case strings.HasPrefix(k, "RoleBinding/") && strings.HasSuffix(k, "/celld-operator"):
+			bindings = append(bindings, k)
+			subject := objs[k]["subjects"].([]any)[0].(map[string]any)
+			if subject["namespace"] != "celld-system" || subject["name"] != "celld-operator" {
+				t.Errorf("%s binds %v, want the ServiceAccount celld-system/celld-operator", k, subject)
+			}
+		}
+	}
+	sort.Strings(roles)
+	sort.Strings(bindings)
+	if want := []string{"Role/team-a/celld-operator", "Role/team-b/celld-operator"}; !reflect.DeepEqual(roles, want) {
+		t.Errorf("Roles %v, want %v", roles, want)
+	}
+	if want := []string{"RoleBinding/team-a/celld-operator", "RoleBinding/team-b/celld-operator"}; !reflect.DeepEqual(bindings, want) {
+		t.Errorf("RoleBindings %v, want %v", bindings, want)
+	}
+	c := objs["Deployment/celld-system/celld-operator"]["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+	if args := c["args"].([]any); !slices.Contains(args, any("--namespace=team-b,team-a")) {
+		t.Errorf("the operator's args %v: want --namespace=team-b,team-a", args)
+	}
+	cluster := objects(t, helmTemplate(t, "--set", "watchNamespaces={team-a}"))
+	for k := range cluster {
+		if strings.HasPrefix(k, "Role/team-") || strings.HasPrefix(k, "RoleBinding/team-") {
+			t.Errorf("a cluster-wide install rendered %s", k)
+		}
+	}
+	for _, bad := range []string{"watchNamespaces={Team-A}", "watchNamespaces={team_a}", "watchNamespace=-a"} {
+		if out, err := execOut(helm, "template", "celld-operator", chart, "--set", "namespaceMode=namespaced", "--set", bad); err == nil ||
+			!strings.Contains(out, "watchNamespace") {
+			t.Errorf("--set %s: err %v, want a refusal naming the value\n%.300s", bad, err, out)
+		}
+	}
+}
+
 // TestChartValuesSchema: values.schema.json refuses a misspelt value at any depth, naming it, and
 // a value of the wrong kind; every value values.yaml sets passes it.
 func TestChartValuesSchema(t *testing.T) {

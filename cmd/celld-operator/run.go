@@ -58,7 +58,7 @@ func newRun() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Run the operator against a cluster (--kubeconfig, --leader-elect, ...)",
-		Long: `run runs the operator: it watches CelldFleets (in every namespace, or in --namespace) and keeps
+		Long: `run runs the operator: it watches CelldFleets (in every namespace, or in those --namespace lists) and keeps
 each fleet's objects as the fleet asks, until SIGTERM or SIGINT. In a cluster it uses the Pod's
 service account; outside, --kubeconfig.`,
 		Example: `  celld-operator run --leader-elect
@@ -90,7 +90,7 @@ service account; outside, --kubeconfig.`,
 func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.SortFlags = false
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty uses the in-cluster config")
-	fs.StringVar(&f.namespace, "namespace", "", "manage the fleets of this namespace only; empty manages every namespace")
+	fs.StringVar(&f.namespace, "namespace", "", "manage the fleets of these namespaces only, comma-separated (team-a,team-b); empty manages every namespace")
 	fs.IntVar(&f.workers, "workers", kube.DefaultWorkers, "fleets synced concurrently")
 	// client-go's default 5 QPS is sized for kubectl; a resync of many fleets is mostly reads
 	// from the caches, but a burst of first applies, or 50 fleets scaling in, is not. The limit
@@ -141,6 +141,9 @@ func checkRunFlags(f runFlags) error {
 		return errors.New("--health-probe-bind-address is required")
 	case f.metricsCertDir != "" && !f.metricsSecure:
 		return errors.New("--metrics-cert-dir needs --metrics-secure: plain HTTP has no certificate")
+	}
+	if _, err := kube.ParseNamespaces(f.namespace); err != nil {
+		return err
 	}
 	if _, err := zerolog.ParseLevel(f.logLevel); err != nil || f.logLevel == "" {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
@@ -246,8 +249,12 @@ func run(f runFlags, log zerolog.Logger) error {
 		return err
 	}
 	defer stopEvents()
+	namespaces, err := kube.ParseNamespaces(f.namespace)
+	if err != nil {
+		return err
+	}
 	ctl, err := kube.NewController(clients, kube.Options{
-		Namespace: f.namespace, Workers: f.workers, Resync: f.resync, CapacityInterval: f.capacityInterval,
+		Namespaces: namespaces, Workers: f.workers, Resync: f.resync, CapacityInterval: f.capacityInterval,
 		Log: log, Metrics: metrics, Leadership: election.Leadership,
 	})
 	if err != nil {

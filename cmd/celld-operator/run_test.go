@@ -103,3 +103,17 @@ func TestMovingClientLimitFollowsTheServer(t *testing.T) {
 		}
 	}
 }
+
+// --namespace takes a list; a value that is not a list of namespace names is refused before
+// anything connects, naming the flag.
+func TestNamespaceListChecked(t *testing.T) {
+	for value, ok := range map[string]bool{"": true, "team-a": true, "team-a,team-b": true, "team-a,": false, "Team-A": false} {
+		var flags runFlags
+		addRunFlags(pflag.NewFlagSet("x", pflag.ContinueOnError), &flags)
+		flags.namespace = value
+		err := checkRunFlags(flags)
+		if (err == nil) != ok || (err != nil && !strings.Contains(err.Error(), "--namespace")) {
+			t.Errorf("--namespace %q: %v, want accepted %t", value, err, ok)
+		}
+	}
+}

@@ -60,9 +60,9 @@ type Clients struct {
 
 // Options configure the controller.
 type Options struct {
-	// Namespace limits the fleets to one namespace; empty is every namespace.
-	Namespace string
-	Workers   int
+	// Namespaces limit the fleets to these namespaces; empty is every namespace.
+	Namespaces []string
+	Workers    int
 	// Resync re-enqueues every fleet this often, so a decision that only time changes is
 	// rechecked even if a requeue was lost.
 	Resync time.Duration
@@ -114,7 +114,7 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics()
 	}
-	inf := NewInformers(c.Kube, c.Celld, c.Metadata, opts.Namespace)
+	inf := NewInformers(c.Kube, c.Celld, c.Metadata, opts.Namespaces)
 	ctl := &Controller{
 		opts: opts,
 		log:  opts.Log,
@@ -181,7 +181,7 @@ func (c *Controller) enqueueEvent(key string) {
 // and returns. The caches must have been started.
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
-	c.log.Info().Int("workers", c.opts.Workers).Str("watchNamespace", c.opts.Namespace).Msg("waiting for caches to sync")
+	c.log.Info().Int("workers", c.opts.Workers).Strs("watchNamespaces", c.opts.Namespaces).Msg("waiting for caches to sync")
 	if !c.inf.WaitForCacheSync(ctx) {
 		return fmt.Errorf("caches did not sync: %w", ctx.Err())
 	}

@@ -29,7 +29,7 @@ import (
 func testInformers(t *testing.T, objs ...any) *Informers {
 	t.Helper()
 	i := NewInformers(kubefake.NewClientset(), celldfake.NewSimpleClientset(),
-		metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()), "")
+		metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()), nil)
 	for _, o := range objs {
 		var inf cache.SharedIndexInformer
 		switch o.(type) {

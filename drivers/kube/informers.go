@@ -77,15 +77,13 @@ func (i *Informers) report(u Undecodable) {
 // ManagedSelector selects the member Pods the operator caches.
 var ManagedSelector = labels.SelectorFromSet(labels.Set{events.LabelManagedBy: events.ManagedBy}).String()
 
-// NewInformers builds the caches for fleets in namespace (all when empty). meta may be nil: the
-// ServiceAccount cache is then absent and a missing ServiceAccount goes unnoticed by the machine
-// (the API server still refuses the members' Pods).
-func NewInformers(kube kubernetes.Interface, celld versioned.Interface, meta metadata.Interface, namespace string) *Informers {
+// NewInformers builds the caches for fleets in namespaces (every namespace when empty). meta may
+// be nil: the ServiceAccount cache is then absent and a missing ServiceAccount goes unnoticed by
+// the machine (the API server still refuses the members' Pods).
+func NewInformers(kube kubernetes.Interface, celld versioned.Interface, meta metadata.Interface, namespaces []string) *Informers {
 	i := &Informers{}
 	strip := informers.WithTransform(dropManagedFields)
 
-	fleetFactory := externalversions.NewSharedInformerFactoryWithOptions(celld, 0,
-		externalversions.WithNamespace(namespace), externalversions.WithTransform(dropManagedFields))
 	// Reservations are read in every namespace whatever --namespace says: a bucket is reserved to
 	// one fleet cluster-wide, and a fleet must see a reservation made from another namespace.
 	reservationFactory := externalversions.NewSharedInformerFactoryWithOptions(celld, 0,
@@ -94,16 +92,30 @@ func NewInformers(kube kubernetes.Interface, celld versioned.Interface, meta met
 	// show the workload, or the fleet would look unprovisioned and be re-provisioned. So are the
 	// other kinds the operator creates, and claims: an object of someone else's under a name the
 	// operator would create (a fleet's derived names, a member's claim) must be seen, whatever
-	// its labels, or it would be taken over.
-	workloads := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace), strip)
-	owned := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace), strip,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector }))
+	// its labels, or it would be taken over. Each namespace watched has its own factories.
+	workloads := map[string]informers.SharedInformerFactory{}
+	owned := map[string]informers.SharedInformerFactory{}
+	fleetFactories := map[string]externalversions.SharedInformerFactory{}
+	keys := namespaces
+	if len(keys) == 0 {
+		keys = []string{metav1.NamespaceAll}
+	}
+	for _, ns := range keys {
+		workloads[ns] = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns), strip)
+		owned[ns] = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns), strip,
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector }))
+		fleetFactories[ns] = externalversions.NewSharedInformerFactoryWithOptions(celld, 0,
+			externalversions.WithNamespace(ns), externalversions.WithTransform(dropManagedFields))
+		i.starters = append(i.starters, workloads[ns].Start, owned[ns].Start, fleetFactories[ns].Start)
+	}
 	cluster := informers.NewSharedInformerFactoryWithOptions(kube, 0, strip)
 
 	if rc, ok := celld.CelldV1alpha1().RESTClient().(*rest.RESTClient); ok && rc != nil {
 		// A real API server: fleets and reservations are decoded one by one (see tolerantLW).
-		i.Fleets = newTolerantInformer(rc, "celldfleets", "CelldFleet", namespace,
-			func() runtime.Object { return &v1alpha1.CelldFleet{} }, func() runtime.Object { return &v1alpha1.CelldFleetList{} }, i.report)
+		i.Fleets = perNamespace(namespaces, func(ns string) cache.SharedIndexInformer {
+			return newTolerantInformer(rc, "celldfleets", "CelldFleet", ns,
+				func() runtime.Object { return &v1alpha1.CelldFleet{} }, func() runtime.Object { return &v1alpha1.CelldFleetList{} }, i.report)
+		})
 		i.Reservations = newTolerantInformer(rc, "celldreservations", "CelldReservation", "",
 			func() runtime.Object { return &v1alpha1.CelldReservation{} }, func() runtime.Object { return &v1alpha1.CelldReservationList{} }, i.report)
 		// A reservation keeps the managedFields entries that wrote its spec: they tell the
@@ -114,23 +126,32 @@ func NewInformers(kube kubernetes.Interface, celld versioned.Interface, meta met
 			informer := inf
 			i.starters = append(i.starters, func(stop <-chan struct{}) { go informer.Run(stop) })
 		}
-		i.fleetLister = celldlisters.NewCelldFleetLister(i.Fleets.GetIndexer())
 	} else {
-		fi := fleetFactory.Celld().V1alpha1().CelldFleets()
-		i.Fleets, i.fleetLister = fi.Informer(), fi.Lister()
+		i.Fleets = perNamespace(namespaces, func(ns string) cache.SharedIndexInformer {
+			return fleetFactories[ns].Celld().V1alpha1().CelldFleets().Informer()
+		})
 		i.Reservations = reservationFactory.Celld().V1alpha1().CelldReservations().Informer()
 	}
-	sts := workloads.Apps().V1().StatefulSets()
-	i.StatefulSets, i.stsLister = sts.Informer(), sts.Lister()
-	deploy := workloads.Apps().V1().Deployments()
-	i.Deployments, i.deployLister = deploy.Informer(), deploy.Lister()
-	i.Pods = owned.Core().V1().Pods().Informer()
-	i.PVCs = workloads.Core().V1().PersistentVolumeClaims().Informer()
+	i.fleetLister = celldlisters.NewCelldFleetLister(i.Fleets.GetIndexer())
+	i.StatefulSets = perNamespace(namespaces, func(ns string) cache.SharedIndexInformer {
+		return workloads[ns].Apps().V1().StatefulSets().Informer()
+	})
+	i.stsLister = appslisters.NewStatefulSetLister(i.StatefulSets.GetIndexer())
+	i.Deployments = perNamespace(namespaces, func(ns string) cache.SharedIndexInformer {
+		return workloads[ns].Apps().V1().Deployments().Informer()
+	})
+	i.deployLister = appslisters.NewDeploymentLister(i.Deployments.GetIndexer())
+	i.Pods = perNamespace(namespaces, func(ns string) cache.SharedIndexInformer { return owned[ns].Core().V1().Pods().Informer() })
+	i.PVCs = perNamespace(namespaces, func(ns string) cache.SharedIndexInformer {
+		return workloads[ns].Core().V1().PersistentVolumeClaims().Informer()
+	})
 	i.owned = map[kinds.Kind]cache.SharedIndexInformer{}
 	for _, r := range kinds.Owned(false) {
-		inf, err := workloads.ForResource(r.GVR())
-		must(err)
-		i.owned[r.Kind] = inf.Informer()
+		i.owned[r.Kind] = perNamespace(namespaces, func(ns string) cache.SharedIndexInformer {
+			inf, err := workloads[ns].ForResource(r.GVR())
+			must(err)
+			return inf.Informer()
+		})
 	}
 	nodes := cluster.Core().V1().Nodes()
 	i.Nodes, i.nodeLister = nodes.Informer(), nodes.Lister()
@@ -139,14 +160,15 @@ func NewInformers(kube kubernetes.Interface, celld versioned.Interface, meta met
 	prio := cluster.Scheduling().V1().PriorityClasses()
 	i.PriorityClasses, i.prioLister = prio.Informer(), prio.Lister()
 
-	i.starters = append(i.starters, fleetFactory.Start, reservationFactory.Start, workloads.Start, owned.Start, cluster.Start)
+	i.starters = append(i.starters, reservationFactory.Start, cluster.Start)
 	if meta != nil {
 		// Only the ServiceAccounts' names matter, so only their metadata is cached.
-		saFactory := metadatainformer.NewFilteredSharedInformerFactory(meta, 0, namespace, nil)
-		sa := saFactory.ForResource(corev1.SchemeGroupVersion.WithResource("serviceaccounts")).Informer()
-		must(sa.SetTransform(dropManagedFields))
-		i.ServiceAccounts = sa
-		i.starters = append(i.starters, saFactory.Start)
+		i.ServiceAccounts = perNamespace(namespaces, func(ns string) cache.SharedIndexInformer {
+			saFactory := metadatainformer.NewFilteredSharedInformerFactory(meta, 0, ns, nil)
+			i.starters = append(i.starters, saFactory.Start)
+			return saFactory.ForResource(corev1.SchemeGroupVersion.WithResource("serviceaccounts")).Informer()
+		})
+		must(i.ServiceAccounts.SetTransform(dropManagedFields))
 	}
 	i.addIndexers()
 	return i

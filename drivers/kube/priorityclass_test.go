@@ -16,7 +16,7 @@ import (
 // and lacks it: not knowing is not missing.
 func TestPriorityClassMissingOnlyWhenKnown(t *testing.T) {
 	kube := kubefake.NewClientset(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "fleet-critical"}, Value: 1000})
-	i := NewInformers(kube, celldfake.NewSimpleClientset(), nil, "")
+	i := NewInformers(kube, celldfake.NewSimpleClientset(), nil, nil)
 	naming := func(class string) *v1alpha1.CelldFleet {
 		f := testFleet(v1alpha1.ProfilePersistentFleet)
 		f.Spec.Pod.PriorityClassName = class

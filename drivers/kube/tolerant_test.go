@@ -54,7 +54,7 @@ func TestUndecodableFleetDoesNotStopTheOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	real := NewInformers(kubefake.NewClientset(), celld, nil, "")
+	real := NewInformers(kubefake.NewClientset(), celld, nil, nil)
 	var mu sync.Mutex
 	reports := map[string]Undecodable{}
 	real.OnUndecodable(func(u Undecodable) {

@@ -10,3 +10,13 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- define "celld-operator.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
+
+{{/* The namespaces a `namespaced` operator manages, in order and without repeats: watchNamespaces
+then watchNamespace. It fails when there is none. */}}
+{{- define "celld-operator.watchNamespaces" -}}
+{{- $all := concat (.Values.watchNamespaces | default list) (compact (list .Values.watchNamespace)) | uniq }}
+{{- if not $all }}
+{{- fail "namespaceMode namespaced needs the namespaces to manage: set watchNamespaces (a list) or watchNamespace" }}
+{{- end }}
+{{- join "," $all }}
+{{- end }}
