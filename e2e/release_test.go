@@ -11,16 +11,19 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -98,7 +101,7 @@ func TestReleaseInstall(t *testing.T) {
 			t.Fatalf("kubectl apply -f celld-operator.yaml: %v\n%s", err, o)
 		}
 		t.Cleanup(func() { uninstall(t, manifest) })
-		runFleetOnRelease(t, binary, pinned)
+		runFleetOnRelease(t, binary, pinned, []*fixture{newFixture(t)}, nil)
 	})
 
 	t.Run("helm", func(t *testing.T) {
@@ -112,22 +115,42 @@ func TestReleaseInstall(t *testing.T) {
 				t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, b)
 			}
 		}
-		h("install", "celld-operator", chart, "--namespace", operatorNamespace, "--create-namespace")
+		// A platform's install: the fleets of two teams' namespaces, not a third's, with the
+		// platform's toleration and pull secret.
+		teamA, teamB, outside := newFixture(t), newFixture(t), newFixture(t)
+		h("install", "celld-operator", chart, "--namespace", operatorNamespace, "--create-namespace",
+			"--set", "namespaceMode=namespaced",
+			"--set-json", fmt.Sprintf(`watchNamespaces=[%q,%q]`, teamA.ns, teamB.ns),
+			"--set-json", `tolerations=[{"key":"example.com/platform","operator":"Exists","effect":"NoSchedule"}]`,
+			"--set-json", `imagePullSecrets=[{"name":"platform-registry"}]`)
 		t.Cleanup(func() {
 			c := exec.Command(helm, "uninstall", "celld-operator", "--namespace", operatorNamespace, "--wait", "--kubeconfig", suite.kubeconfig)
 			if b, err := c.CombinedOutput(); err != nil {
 				t.Errorf("helm uninstall: %v\n%s", err, b)
 			}
 		})
-		runFleetOnRelease(t, binary, pinned)
+		dep, err := suite.kube.AppsV1().Deployments(operatorNamespace).Get(ctx, "celld-operator", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the installed Deployment: %v", err)
+		}
+		pod := dep.Spec.Template.Spec
+		if len(pod.Tolerations) != 1 || pod.Tolerations[0].Key != "example.com/platform" || pod.Tolerations[0].Effect != corev1.TaintEffectNoSchedule {
+			t.Errorf("the installed operator tolerates %+v, want the platform's taint", pod.Tolerations)
+		}
+		if len(pod.ImagePullSecrets) != 1 || pod.ImagePullSecrets[0].Name != "platform-registry" {
+			t.Errorf("the installed operator pulls with %+v, want platform-registry", pod.ImagePullSecrets)
+		}
+		runFleetOnRelease(t, binary, pinned, []*fixture{teamA, teamB}, outside)
 	})
 }
 
 // runFleetOnRelease checks the installed Deployment runs the release's image, then runs binary
-// on the installed ServiceAccount's token and brings a fleet to Ready, and deletes it.
-func runFleetOnRelease(t *testing.T, binary, pinned string) {
+// on the installed ServiceAccount's token, with the namespaces the Deployment names, and brings a
+// fleet of each tenant's namespace to Ready, and deletes them. A fleet of outside, when given, is
+// never touched, and the operator is refused nothing: it reads only where it was given a Role.
+func runFleetOnRelease(t *testing.T, binary, pinned string, tenants []*fixture, outside *fixture) {
 	t.Helper()
-	f := newFixture(t)
+	f := tenants[0]
 	f.binary = binary
 	dep, err := suite.kube.AppsV1().Deployments(operatorNamespace).Get(f.ctx, "celld-operator", metav1.GetOptions{})
 	if err != nil {
@@ -135,6 +158,22 @@ func runFleetOnRelease(t *testing.T, binary, pinned string) {
 	}
 	if got := dep.Spec.Template.Spec.Containers[0].Image; got != pinned {
 		t.Errorf("the installed Deployment runs %s, want the release's %s", got, pinned)
+	}
+	// The operator is told what the installed Deployment tells it.
+	var args []string
+	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+		if strings.HasPrefix(a, "--namespace=") {
+			args = append(args, a)
+		}
+	}
+	if len(tenants) > 1 {
+		var names []string
+		for _, tf := range tenants {
+			names = append(names, tf.ns)
+		}
+		if want := "--namespace=" + strings.Join(names, ","); len(args) != 1 || args[0] != want {
+			t.Fatalf("the installed Deployment passes %v, want %s", args, want)
+		}
 	}
 	// The admission policy takes a moment to load: until then the administrator's reservation
 	// is not refused, and a fleet could be bound by an identity the release does not trust.
@@ -148,10 +187,27 @@ func runFleetOnRelease(t *testing.T, binary, pinned string) {
 		t.Fatalf("the release's reservation policy never refused the administrator's reservation")
 	}
 	kubeconfig, _ := serviceAccountKubeconfig(t, f.ctx, operatorNamespace, "celld-operator")
-	op := f.startOperator("--kubeconfig", kubeconfig, "--leader-elect", "--leader-election-namespace", operatorNamespace)
-	fl := f.create(f.newFleet("released", v1alpha1.ProfileBucket, 2))
-	got := f.waitConverged(fl.Name)
-	t.Logf("fleet %s/%s Ready with %d members, on the release's binary and ServiceAccount", f.ns, got.Name, got.Status.Members.Ready)
+	op := f.startOperator(append([]string{"--kubeconfig", kubeconfig, "--leader-elect", "--leader-election-namespace", operatorNamespace}, args...)...)
+	var unmanaged *v1alpha1.CelldFleet
+	if outside != nil {
+		unmanaged = outside.create(outside.newFleet("unmanaged", v1alpha1.ProfileBucket, 2))
+	}
+	fleets := map[*fixture]*v1alpha1.CelldFleet{}
+	for _, tf := range tenants {
+		fleets[tf] = tf.create(tf.newFleet("released", v1alpha1.ProfileBucket, 2))
+	}
+	for _, tf := range tenants {
+		got := tf.waitConverged(fleets[tf].Name)
+		t.Logf("fleet %s/%s Ready with %d members, on the release's binary and ServiceAccount", tf.ns, got.Name, got.Status.Members.Ready)
+	}
+	if unmanaged != nil {
+		checkUntouched(t, outside, unmanaged.Name)
+	}
+	if log, err := os.ReadFile(op.LogPath); err != nil {
+		t.Error(err)
+	} else if refused := regexp.MustCompile(`(?im)^.*forbidden.*$`).FindAllString(string(log), 5); len(refused) > 0 {
+		t.Errorf("the operator was refused what the release grants it:\n%s", strings.Join(refused, "\n"))
+	}
 
 	// What helm test runs, on the same ServiceAccount: it passes while the operator leads, and
 	// fails once it stopped (its Lease released).
@@ -162,10 +218,41 @@ func runFleetOnRelease(t *testing.T, binary, pinned string) {
 	if out, err := selftest("1m"); err != nil || !strings.Contains(out, "ok: a replica leads") || !strings.Contains(out, "ok: the CelldFleet CRD is this release's") {
 		t.Errorf("selftest of the running release: %v\n%s", err, out)
 	}
-	f.deleteFleet(fl.Name, true)
+	for _, tf := range tenants {
+		tf.deleteFleet(fleets[tf].Name, true)
+	}
 	op.stop(t)
 	if out, err := selftest("5s"); err == nil || !strings.Contains(out, "a replica leads: ") {
 		t.Errorf("selftest with the operator stopped: %v\n%s; want it to fail on the Lease", err, out)
+	}
+}
+
+// checkUntouched: the operator wrote nothing of a fleet of a namespace it does not manage: no
+// finalizer, no status, no workload, no reservation of its bucket.
+func checkUntouched(t *testing.T, f *fixture, name string) {
+	t.Helper()
+	fl, err := f.fleets().Get(f.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the fleet %s/%s: %v", f.ns, name, err)
+	}
+	if len(fl.Finalizers) > 0 || len(fl.Status.Conditions) > 0 || fl.Status.ObservedGeneration != 0 {
+		t.Errorf("the operator took on %s/%s outside its namespaces: finalizers %v, status %+v", f.ns, name, fl.Finalizers, fl.Status)
+	}
+	sets, err1 := suite.kube.AppsV1().StatefulSets(f.ns).List(f.ctx, metav1.ListOptions{})
+	deps, err2 := suite.kube.AppsV1().Deployments(f.ns).List(f.ctx, metav1.ListOptions{})
+	svcs, err3 := suite.kube.CoreV1().Services(f.ns).List(f.ctx, metav1.ListOptions{})
+	if err := errors.Join(err1, err2, err3); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(sets.Items) + len(deps.Items) + len(svcs.Items); n > 0 {
+		t.Errorf("%d workloads or Services in %s, which the operator does not manage", n, f.ns)
+	}
+	res, err := suite.celld.CelldV1alpha1().CelldReservations(f.ns).List(f.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) > 0 {
+		t.Errorf("reservations in %s, which the operator does not manage: %d", f.ns, len(res.Items))
 	}
 }
 
