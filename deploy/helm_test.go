@@ -39,6 +39,10 @@ func objects(t *testing.T, stream string) map[string]map[string]any {
 	return out
 }
 
+// testedKube is the Kubernetes version the chart is rendered for: the one of the local control
+// plane, and within the chart's kubeVersion.
+const testedKube = "1.37.0"
+
 // helmOnly are the labels the chart adds to every object; what deploy/ sets must be there too.
 var helmOnly = []string{"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance", "app.kubernetes.io/version"}
 
@@ -50,6 +54,13 @@ func normalize(obj map[string]any) {
 			for _, l := range helmOnly {
 				delete(labels, l)
 			}
+			if len(labels) == 0 {
+				delete(meta, "labels")
+			}
+		}
+		// The chart keeps its CRDs when it is uninstalled; deploy/ has no such notion.
+		if annotations, ok := meta["annotations"].(map[string]any); ok && obj["kind"] == "CustomResourceDefinition" {
+			delete(annotations, "helm.sh/resource-policy")
 		}
 	}
 	if obj["kind"] != "Deployment" {
@@ -67,7 +78,8 @@ func normalize(obj map[string]any) {
 func helmTemplate(t *testing.T, args ...string) string {
 	t.Helper()
 	// The test hooks are the chart's own: deploy/ installs no test.
-	return run(t, ".", tool(t, "helm"), append([]string{"template", "celld-operator", chart, "--namespace", "celld-system", "--skip-tests"}, args...)...)
+	return run(t, ".", tool(t, "helm"), append([]string{"template", "celld-operator", chart, "--namespace", "celld-system", "--skip-tests",
+		"--kube-version", testedKube}, args...)...)
 }
 
 // sameObjects compares two sets of objects, kinds in skip apart.
@@ -151,9 +163,9 @@ func TestChartMatchesManifests(t *testing.T) {
 	copies := map[string]string{"monitoring/prometheus_rule.yaml": chart + "/files/prometheus_rule.yaml", "monitoring/dashboard.json": chart + "/files/dashboard.json"}
 	crds, _ := filepath.Glob("crds/*.yaml")
 	for _, f := range crds {
-		copies[f] = filepath.Join(chart, f)
+		copies[f] = filepath.Join(chart, "files", f)
 	}
-	shipped, _ := filepath.Glob(chart + "/crds/*.yaml")
+	shipped, _ := filepath.Glob(chart + "/files/crds/*.yaml")
 	if len(shipped) != len(crds) || len(crds) == 0 {
 		t.Errorf("the chart ships CRDs %v, deploy/ has %v: run hack/chart-sync.sh", shipped, crds)
 	}
@@ -205,12 +217,86 @@ func TestChartLintAndValues(t *testing.T) {
 	}
 
 	// A namespaced install without the namespace to watch is refused, and so is an unknown mode.
-	for _, set := range [][]string{{"namespaceMode=namespaced"}, {"namespaceMode=everywhere"}} {
-		cmd := []string{"template", "celld-operator", chart, "--set", set[0]}
-		if out, err := execOut(helm, cmd...); err == nil {
-			t.Errorf("helm template --set %s rendered:\n%.300s", set[0], out)
+	for set, names := range map[string]string{"namespaceMode=namespaced": "watchNamespaces", "namespaceMode=everywhere": "namespaceMode"} {
+		cmd := []string{"template", "celld-operator", chart, "--kube-version", testedKube, "--set", set}
+		if out, err := execOut(helm, cmd...); err == nil || !strings.Contains(out, names) {
+			t.Errorf("helm template --set %s: %v, want refused naming %s:\n%.300s", set, err, names, out)
 		}
 	}
+}
+
+// TestChartCRDs: the chart's CRDs are templates, so helm upgrade moves them, and each is deploy/'s
+// CRD to the last number (the template reads and writes it as YAML), marked to be kept when the
+// release goes; they can be left to someone else, and the chart refuses a Kubernetes older than
+// the ones it is tested on.
+func TestChartCRDs(t *testing.T) {
+	helm := tool(t, "helm")
+	rendered := helmTemplate(t, "--show-only", "templates/crds.yaml")
+	files, err := filepath.Glob("crds/*.yaml")
+	if err != nil || len(files) < 3 {
+		t.Fatalf("deploy/crds: %v %v", files, err)
+	}
+	want := map[string]any{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd := exactJSON(t, raw)
+		want[crd["metadata"].(map[string]any)["name"].(string)] = crd
+	}
+	got := map[string]any{}
+	for _, doc := range strings.Split(rendered, "\n---") {
+		if strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(doc), "# Source: celld-operator/templates/crds.yaml")) == "" {
+			continue
+		}
+		crd := exactJSON(t, []byte(doc))
+		meta := crd["metadata"].(map[string]any)
+		if meta["annotations"].(map[string]any)["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("CRD %v is not kept when the release goes: %v", meta["name"], meta["annotations"])
+		}
+		normalize(crd)
+		got[meta["name"].(string)] = crd
+	}
+	if !reflect.DeepEqual(got, want) {
+		for name := range want {
+			if !reflect.DeepEqual(got[name], want[name]) {
+				g, _ := json.Marshal(got[name])
+				w, _ := json.Marshal(want[name])
+				t.Errorf("the chart's CRD %s is not deploy/'s:\nchart:   %.600s\ndeploy/: %.600s", name, g, w)
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("the chart renders %d CRDs, deploy/ has %d", len(got), len(want))
+		}
+	}
+	unkept := helmTemplate(t, "--show-only", "templates/crds.yaml", "--set", "crds.keep=false")
+	if strings.Contains(unkept, "resource-policy") {
+		t.Errorf("crds.keep=false still keeps the CRDs")
+	}
+	if out, err := execOut(helm, "template", "celld-operator", chart, "--kube-version", testedKube, "--set", "crds.enabled=false"); err != nil ||
+		strings.Contains(out, "kind: CustomResourceDefinition") {
+		t.Errorf("crds.enabled=false: %v, and the CRDs rendered %t", err, strings.Contains(out, "kind: CustomResourceDefinition"))
+	}
+	if out, err := execOut(helm, "template", "celld-operator", chart, "--kube-version", "1.36.4"); err == nil || !strings.Contains(out, "kubeVersion") {
+		t.Errorf("Kubernetes 1.36: %v, want the chart's kubeVersion to refuse it:\n%.300s", err, out)
+	}
+}
+
+// exactJSON reads a YAML object keeping its numbers as written.
+func exactJSON(t *testing.T, doc []byte) map[string]any {
+	t.Helper()
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := json.NewDecoder(bytes.NewReader(j))
+	d.UseNumber()
+	var out map[string]any
+	if err := d.Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestChartWatchNamespaces: a namespaced install manages the namespaces of watchNamespaces and
@@ -252,7 +338,7 @@ func TestChartWatchNamespaces(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"watchNamespaces={Team-A}", "watchNamespaces={team_a}", "watchNamespace=-a"} {
-		if out, err := execOut(helm, "template", "celld-operator", chart, "--set", "namespaceMode=namespaced", "--set", bad); err == nil ||
+		if out, err := execOut(helm, "template", "celld-operator", chart, "--kube-version", testedKube, "--set", "namespaceMode=namespaced", "--set", bad); err == nil ||
 			!strings.Contains(out, "watchNamespace") {
 			t.Errorf("--set %s: err %v, want a refusal naming the value\n%.300s", bad, err, out)
 		}
@@ -277,7 +363,7 @@ func TestChartValuesSchema(t *testing.T) {
 		{[]string{"--set-json", `imagePullSecrets=["regcred"]`}, "/imagePullSecrets/0"},
 		{[]string{"--set-json", `nodeSelector={"pool":1}`}, "/nodeSelector/pool"},
 	} {
-		out, err := execOut(helm, append([]string{"template", "celld-operator", chart}, c.set...)...)
+		out, err := execOut(helm, append([]string{"template", "celld-operator", chart, "--kube-version", testedKube}, c.set...)...)
 		if err == nil || !strings.Contains(out, c.want) {
 			t.Errorf("helm template %s: %v; want refused, naming %q:\n%.400s", strings.Join(c.set, " "), err, c.want, out)
 		}

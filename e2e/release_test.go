@@ -118,7 +118,8 @@ func TestReleaseInstall(t *testing.T) {
 		// A platform's install: the fleets of two teams' namespaces, not a third's, with the
 		// platform's toleration and pull secret.
 		teamA, teamB, outside := newFixture(t), newFixture(t), newFixture(t)
-		h("install", "celld-operator", chart, "--namespace", operatorNamespace, "--create-namespace",
+		// --take-ownership: the suite installed the CRDs, which the chart now installs too.
+		h("install", "celld-operator", chart, "--namespace", operatorNamespace, "--create-namespace", "--take-ownership",
 			"--set", "namespaceMode=namespaced",
 			"--set-json", fmt.Sprintf(`watchNamespaces=[%q,%q]`, teamA.ns, teamB.ns),
 			"--set-json", `tolerations=[{"key":"example.com/platform","operator":"Exists","effect":"NoSchedule"}]`,

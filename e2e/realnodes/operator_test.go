@@ -35,7 +35,8 @@ func installOperator(ctx context.Context) error {
 		return fmt.Errorf("the platform's PriorityClass and pull secret: %w", err)
 	}
 	chart := filepath.Join(suite.release, "celld-operator-"+strings.TrimPrefix(operatorVersion, "v")+".tgz")
-	if _, err := helm(ctx, "upgrade", "--install", "celld-operator", chart, "--namespace", operatorNS,
+	// --take-ownership: TestMain installed the CRDs, which the chart installs too.
+	if _, err := helm(ctx, "upgrade", "--install", "--take-ownership", "celld-operator", chart, "--namespace", operatorNS,
 		"--set", "image.repository="+operatorRepo, "--set", "image.pullPolicy=Never",
 		"--set-json", `imagePullSecrets=[{"name":"platform-registry"}]`,
 		"--set-json", `tolerations=[{"key":"example.com/platform","operator":"Exists","effect":"NoSchedule"}]`,
