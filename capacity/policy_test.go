@@ -262,3 +262,24 @@ func TestWithdrawnRequestWaitsAWindowOfItsOwn(t *testing.T) {
 		t.Fatalf("a request stopped short of its end: want it withdrawn, got %+v", p.Records)
 	}
 }
+
+// A decision kind this release does not know (written by a newer one, read after a rollback)
+// ends every earlier request, as a Grow does: an operator never scales in on a record it cannot
+// read, it asks again and waits a whole window.
+func TestUnknownDecisionEndsEveryRequest(t *testing.T) {
+	later := v1alpha1.DecisionKind("ScaleInPostponed")
+	for _, h := range [][]v1alpha1.CapacityDecision{
+		{{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionScaleInRequested, From: 6, To: 3}, {Time: metav1.NewTime(t0), Kind: later, From: 6, To: 6}},
+		{{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionScaleInRequested, From: 6, To: 3}, {Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionShrinkOne, From: 6, To: 5},
+			{Time: metav1.NewTime(t0), Kind: later, From: 5, To: 5}},
+	} {
+		current := h[len(h)-1].From
+		if _, ok := ScaleInAnchor(h, 3); ok {
+			t.Errorf("history %+v: a request stands across a decision of unknown kind", h)
+		}
+		p := Step(Facts{Current: current, Target: manual(3), Settled: true, Now: t0.Add(time.Hour), Window: time.Minute, History: h})
+		if p.Next != current || p.Wait != time.Minute || len(p.Records) != 1 || p.Records[0].Kind != v1alpha1.DecisionScaleInRequested {
+			t.Errorf("history %+v: want no step, a new request and a whole window; got next %d, wait %s, records %+v", h, p.Next, p.Wait, p.Records)
+		}
+	}
+}
