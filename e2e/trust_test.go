@@ -191,6 +191,13 @@ func TestReservationsAreTheOperatorsAlone(t *testing.T) {
 		forbidden(who, "patch the fleet's reservation", err)
 	}
 	forbidden("tenant (edit)", "delete the fleet's reservation", tenantCelld.CelldV1alpha1().CelldReservations(f.ns).Delete(f.ctx, res.Name, metav1.DeleteOptions{}))
+	// An update that changes nothing is let through, as a storage migration makes it (kubectl
+	// celld migrate-storage), and binds nothing new: the reservation stays the operator's.
+	if _, err := suite.celld.CelldV1alpha1().CelldReservations(f.ns).Update(f.ctx, f.reservation(fl), metav1.UpdateOptions{}); err != nil {
+		t.Errorf("cluster admin: an update of the fleet's reservation that changes nothing: %v; want it let through", err)
+	}
+	f.update(fl.Name, func(x *v1alpha1.CelldFleet) { x.Spec.Members = 4 })
+	f.waitConverged(fl.Name)
 	if r := f.reservation(fl); r.UID != res.UID || r.Spec != res.Spec {
 		t.Errorf("the fleet's reservation changed: %+v, was %+v", r.Spec, res.Spec)
 	}

@@ -2,8 +2,10 @@
 // FLEET` shows what the operator and the cluster say about a fleet in one screen, and
 // `kubectl celld history FLEET` the capacity decisions its reservation keeps.
 //
-// It only reads: everything it shows is in the API server, where kubectl get and describe find it
-// too; it saves the reader the joins (fleet, Pods, nodes, claims, reservation).
+// Its reading commands only read: everything they show is in the API server, where kubectl get and
+// describe find it too; they save the reader the joins (fleet, Pods, nodes, claims, reservation).
+// pause, resume and restart set one annotation of a fleet; migrate-storage rewrites stored objects
+// as they are, after an upgrade that moved the CRDs' storage version.
 package main
 
 import (
@@ -13,9 +15,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/internal/storagemigration"
 )
 
 func main() {
@@ -160,6 +164,32 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "celldfleet %s/%s restart requested at %s\n", ns, args[0], at)
 			return nil
+		},
+	})
+	root.AddCommand(&cobra.Command{
+		Use:   "migrate-storage",
+		Short: "After an upgrade that moved the CRDs' storage version: rewrite every stored fleet, reservation and bucket policy in it, then record that no other version is stored",
+		Long: `migrate-storage rewrites every CelldFleet, CelldReservation and CelldBucketPolicy as it is, so that
+the API server stores each in the CRD's storage version, then sets each CRD's status.storedVersions
+to that version alone. Run it once after an upgrade whose CHANGELOG entry asks for it, with rights
+to update those objects in every namespace and the CRDs' status (a cluster administrator's). It
+changes nothing of any object, so it starts no member and moves no fleet; running it again finds
+nothing to do.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := flags.ClientConfig()
+			if err != nil {
+				return fmt.Errorf("kubeconfig: %w", err)
+			}
+			dyn, err := dynamic.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			results, err := storagemigration.Migrate(cmd.Context(), dyn, storagemigration.CRDs)
+			for _, r := range results {
+				fmt.Fprintln(cmd.OutOrStdout(), r)
+			}
+			return err
 		},
 	})
 	return root
