@@ -13,8 +13,12 @@ MUTANTS_JOBS ?= 1
 # Fault injection is compiled only with -tags faults (the e2e tests build the operator so); these
 # packages have code and tests under that tag.
 FAULT_PKGS := ./drivers/kube ./cmd/celld-operator
+# The oldest Kubernetes the README claims (cluster/env.sh), and the e2e tests run on it: the
+# lifecycle, admission, tenancy and upgrade tests, where the API server's version shows.
+KUBE_OLDEST := $(shell bash -c '. cluster/env.sh && echo $$KUBE_OLDEST')
+OLDEST_E2E := ^(TestProfiles|TestGrowAndShrink|TestPersistentFleetDeletion|TestReservedBucket|TestHealNodeDeleted|TestAdmission|TestBucketPolicyTenancy|TestUpgradeAndRollback)$$
 
-.PHONY: help build test unit e2e e2e-real chaos fuzz simulate mutants diagram generate verify lint cluster cluster-real demo demo-stop demo-real demo-real-stop bench clean release
+.PHONY: help build test unit e2e e2e-oldest e2e-real chaos fuzz simulate mutants diagram generate verify lint cluster cluster-real demo demo-stop demo-real demo-real-stop bench clean release
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -33,6 +37,10 @@ unit: ## unit, property and scenario tests only (no control plane)
 
 e2e: ## end-to-end tests only: builds (or reuses) and starts the local control plane
 	$(GO) test -count=1 -timeout 80m -v ./e2e
+
+e2e-oldest: ## the core e2e tests on the oldest Kubernetes the README claims (KUBE_OLDEST), on a control plane of its own beside the default one, stopped after
+	KUBE_VERSION=$(KUBE_OLDEST) cluster/build.sh
+	KUBE_VERSION=$(KUBE_OLDEST) $(GO) test -count=1 -timeout 40m -v ./e2e -run '$(OLDEST_E2E)'; status=$$?; KUBE_VERSION=$(KUBE_OLDEST) cluster/down.sh; exit $$status
 
 e2e-real: ## the real-node tests only (root): real kubelets, containers and disks, the operator by Helm
 	$(GO) test -count=1 -timeout 40m -v ./e2e/realnodes

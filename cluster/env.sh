@@ -11,7 +11,11 @@ CLUSTER_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 # Pinned versions. The build reuses a cached binary only when its stamp matches.
 ETCD_VERSION="v3.7.3"
-KUBE_VERSION="v1.37.2"
+# The Kubernetes the suites run on; KUBE_VERSION=$KUBE_OLDEST (make e2e-oldest) runs them on the
+# oldest one the README claims, in a cache and on ports of its own, beside the default.
+KUBE_DEFAULT_VERSION="v1.37.2"
+KUBE_OLDEST="v1.36.3"
+KUBE_VERSION="${KUBE_VERSION:-${KUBE_DEFAULT_VERSION}}"
 KWOK_VERSION="v0.8.0"
 METRICS_SERVER_VERSION="v0.8.0"
 
@@ -23,7 +27,13 @@ COREDNS_VERSION="v1.14.7"
 LOCAL_PATH_PROVISIONER_VERSION="v0.0.30"
 PAUSE_VERSION="3.10"
 
-CLUSTER_CACHE="${CLUSTER_CACHE:-${CLUSTER_ROOT}/.cache/cluster}"
+if [[ "${KUBE_VERSION}" == "${KUBE_DEFAULT_VERSION}" ]]; then
+	CLUSTER_CACHE="${CLUSTER_CACHE:-${CLUSTER_ROOT}/.cache/cluster}"
+	_kube_ports=0
+else
+	CLUSTER_CACHE="${CLUSTER_CACHE:-${CLUSTER_ROOT}/.cache/cluster-${KUBE_VERSION}}"
+	_kube_ports=2000
+fi
 CLUSTER_BIN="${CLUSTER_CACHE}/bin"
 CLUSTER_BUILD="${CLUSTER_CACHE}/build"
 CLUSTER_STAGES="${CLUSTER_CACHE}/stages"
@@ -34,11 +44,11 @@ CLUSTER_MODE="${CLUSTER_MODE:-kwok}"
 case "${CLUSTER_MODE}" in
 real)
 	CLUSTER_RUN="${CLUSTER_CACHE}/real"
-	_port_base=1000
+	_port_base=$((1000 + _kube_ports))
 	;;
 *)
 	CLUSTER_RUN="${CLUSTER_CACHE}/run"
-	_port_base=0
+	_port_base=${_kube_ports}
 	;;
 esac
 
@@ -57,8 +67,9 @@ REAL_HOST_IP="${REAL_HOST_IP:-10.200.0.1}"
 REAL_NODE_PREFIX="${REAL_NODE_PREFIX:-10.200.0.1}"
 REAL_POD_PREFIX="${REAL_POD_PREFIX:-10.201}"
 REAL_NODES="${REAL_NODES:-3}"
-KWOK_PORT="${KWOK_PORT:-26080}"
-METRICS_SERVER_PORT="${METRICS_SERVER_PORT:-26090}"
+KWOK_PORT="${KWOK_PORT:-$((26080 + _kube_ports))}"
+METRICS_SERVER_PORT="${METRICS_SERVER_PORT:-$((26090 + _kube_ports))}"
+unset _kube_ports
 
 # Fake nodes created by up.sh.
 NODES="${NODES:-12}"
