@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,8 +198,11 @@ type upgradeSteps struct {
 // served CRD is this tree's after the upgrade and stays so after the rollback. The contract judge
 // watches throughout.
 func runUpgrade(t *testing.T, f *fixture, baseBinary string, steps upgradeSteps) {
-	judge := contract.Watch(f.ctx, t, suite.kube, suite.celld, f.ns)
+	// The install may replace the CRDs, which ends every watch of fleets: the judge starts after.
+	// The upgrade moves their storage version, which starts the API server's watch of fleets
+	// anew: the judge lists again there (no operator runs then, so no write goes unseen).
 	steps.install(t)
+	judge := contract.WatchAcrossRestarts(f.ctx, t, suite.kube, suite.celld, f.ns, t.Logf)
 	kubeconfig, _ := serviceAccountKubeconfig(t, f.ctx, operatorNamespace, "celld-operator")
 	run := func(binary string) *operator {
 		f.binary = binary
@@ -225,6 +231,7 @@ func runUpgrade(t *testing.T, f *fixture, baseBinary string, steps upgradeSteps)
 	op = run(suite.operator)
 	holdStill(t, f, before, fleets, 20*time.Second)
 	t.Logf("upgraded: nothing of the fleets changed")
+	migrateStorage(t, f, before, fleets)
 
 	op.stop(t)
 	steps.rollback(t)
@@ -243,6 +250,41 @@ func runUpgrade(t *testing.T, f *fixture, baseBinary string, steps upgradeSteps)
 	}
 	op.stop(t)
 	judge.Verify(t)
+}
+
+// migrateStorage runs kubectl celld migrate-storage, as the README's "Upgrade" says after an
+// upgrade: made under the base's CRDs, the fleets and reservations are stored as v1alpha1 until
+// it rewrites them as v1beta1, changing nothing of them.
+func migrateStorage(t *testing.T, f *fixture, before fleetObjects, fleets []string) {
+	t.Helper()
+	// Nothing has written them since the upgrade: a converged fleet costs no write, not even
+	// its status, whichever release's operator runs it.
+	stored := func(want string) {
+		t.Helper()
+		for _, name := range fleets {
+			if got := storedAs(t, "celldfleets", f.ns, name); got != want {
+				t.Errorf("fleet %s stored as %s, want %s", name, got, want)
+			}
+			fl, err := f.fleets().Get(f.ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := f.reservation(fl)
+			if got := storedAs(t, "celldreservations", res.Namespace, res.Name); got != want {
+				t.Errorf("reservation %s stored as %s, want %s", res.Name, got, want)
+			}
+		}
+	}
+	stored("celld.io/v1alpha1")
+	out, stderr, err := f.kubectlCelld("migrate-storage")
+	if err != nil {
+		t.Fatalf("kubectl celld migrate-storage: %v\n%s%s", err, out, stderr)
+	}
+	t.Logf("kubectl celld migrate-storage:\n%s", out)
+	checkStoredVersions(t, "v1beta1")
+	stored("celld.io/v1beta1")
+	holdStill(t, f, before, fleets, 10*time.Second)
+	t.Logf("migrated: every object stored as v1beta1, nothing of the fleets changed")
 }
 
 // checkServedCRDs: the API server serves the CRDs of dir: each version's name, served, storage
@@ -293,6 +335,58 @@ func checkServedCRDs(t *testing.T, dir string) {
 	}
 }
 
+// checkStoredVersions: each celld.io CRD says its objects are stored in version alone.
+func checkStoredVersions(t *testing.T, version string) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", suite.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	for _, name := range []string{"celldfleets.celld.io", "celldreservations.celld.io", "celldbucketpolicies.celld.io"} {
+		crd, err := crds.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := unstructured.NestedStringSlice(crd.Object, "status", "storedVersions"); len(got) != 1 || got[0] != version {
+			t.Errorf("CRD %s: stored versions %v, want [%s]", name, got, version)
+		}
+	}
+}
+
+// storedAs is the apiVersion an object is stored with in etcd, as the API server wrote it (JSON,
+// for a custom resource), read through etcd's own gateway: what a client reads is converted to
+// the version it asks for and cannot tell.
+func storedAs(t *testing.T, resource, ns, name string) string {
+	t.Helper()
+	vars, err := suite.cp.Vars("ETCD_CLIENT_PORT")
+	if err != nil || len(vars) != 1 {
+		t.Fatalf("the etcd port: %v %v", vars, err)
+	}
+	key := fmt.Sprintf("/registry/celld.io/%s/%s/%s", resource, ns, name)
+	body, _ := json.Marshal(map[string]string{"key": base64.StdEncoding.EncodeToString([]byte(key))})
+	resp, err := http.Post("http://127.0.0.1:"+vars[0]+"/v3/kv/range", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("read %s from etcd: %v", key, err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Kvs []struct {
+			Value []byte `json:"value"`
+		} `json:"kvs"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Kvs) != 1 {
+		t.Fatalf("read %s from etcd: %v, %d values", key, err, len(out.Kvs))
+	}
+	var stored struct {
+		APIVersion string `json:"apiVersion"`
+	}
+	if err := json.Unmarshal(out.Kvs[0].Value, &stored); err != nil {
+		t.Fatalf("%s in etcd is not JSON: %v", key, err)
+	}
+	return stored.APIVersion
+}
+
 // TestUpgradeAndRollback: fleets made by the base release (upgradeBase) are taken over by this
 // tree's operator and back, by Helm and by the plain manifests, each as the README's "Upgrade"
 // says, with nothing of the fleets changed (see runUpgrade).
@@ -318,7 +412,20 @@ func TestUpgradeAndRollback(t *testing.T) {
 			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+	// The CRDs as the base release had them: v1alpha1 alone, stored. The API server keeps every
+	// version an object was ever stored in, so this tree's CRDs (v1beta1 stored) cannot be
+	// replaced by them: they are deleted first, with whatever fleet an earlier test left, as
+	// TestUninstallKeepsDisks does.
 	baseCRDs := func(t *testing.T) {
+		names := []string{"crd/celldfleets.celld.io", "crd/celldreservations.celld.io", "crd/celldbucketpolicies.celld.io"}
+		kubectl(t, append([]string{"delete", "--ignore-not-found", "--wait=false"}, names...)...)
+		releaseOrphanFleets(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if out, err := kubectlCmd(ctx, append([]string{"wait", "--for=delete", "--timeout=150s"}, names...)...); err != nil &&
+			!strings.Contains(err.Error()+out, "not found") {
+			t.Fatalf("the CRDs are not gone: %v\n%s", err, out)
+		}
 		kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(src, "deploy", "crds"))
 		checkServedCRDs(t, filepath.Join(src, "deploy", "crds"))
 	}

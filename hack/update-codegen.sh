@@ -2,7 +2,7 @@
 # Regenerates every generated file of the celld.io/v1alpha1 API:
 #
 #   api/v1alpha1/zz_generated.deepcopy.go   controller-gen object
-#   deploy/crds/*.yaml                       controller-gen crd
+#   deploy/crds/*.yaml                       controller-gen crd, then hack/crdversions
 #   api/generated/clientset/versioned/...    client-gen     (k8s.io/code-generator)
 #   api/generated/listers/...                lister-gen     (k8s.io/code-generator)
 #   api/generated/informers/externalversions informer-gen   (k8s.io/code-generator)
@@ -49,6 +49,8 @@ for f in deploy/crds/*.yaml; do
 	fi
 done
 go tool controller-gen crd:crdVersions=v1 paths=./api/v1alpha1/... output:crd:artifacts:config=deploy/crds
+# Each CRD serves v1beta1 beside v1alpha1, with the same schema, and stores v1beta1.
+go run ./hack/crdversions deploy/crds/celld.io_*.yaml
 
 echo ">> clientset, listers, informers (k8s.io/code-generator) -> ${OUT_DIR}"
 rm -rf "${STAGE_ROOT}"

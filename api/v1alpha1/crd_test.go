@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
 )
 
@@ -31,20 +32,33 @@ func loadCRD(t *testing.T, file string) *apiextensionsv1.CustomResourceDefinitio
 	return crd
 }
 
-// onlyVersion returns the single served and stored version, v1alpha1.
+// onlyVersion returns the v1alpha1 version of a CRD, after checking the CRD's versions: v1alpha1
+// served, and v1beta1 served and stored, the same as v1alpha1 but for its name, so that the API
+// server's conversion between them (strategy None: apiVersion alone changes) loses nothing.
 func onlyVersion(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinitionVersion {
 	t.Helper()
-	if len(crd.Spec.Versions) != 1 {
-		t.Fatalf("%s: %d versions, want 1", crd.Name, len(crd.Spec.Versions))
+	if len(crd.Spec.Versions) != 2 {
+		t.Fatalf("%s: %d versions, want v1alpha1 and v1beta1", crd.Name, len(crd.Spec.Versions))
 	}
-	v := &crd.Spec.Versions[0]
-	if v.Name != SchemeGroupVersion.Version || !v.Served || !v.Storage {
-		t.Fatalf("%s: version %q served=%v storage=%v, want %q served and stored", crd.Name, v.Name, v.Served, v.Storage, SchemeGroupVersion.Version)
+	alpha, beta := &crd.Spec.Versions[0], &crd.Spec.Versions[1]
+	if alpha.Name != SchemeGroupVersion.Version || !alpha.Served || alpha.Storage {
+		t.Fatalf("%s: version %q served=%v storage=%v, want %q served and not stored", crd.Name, alpha.Name, alpha.Served, alpha.Storage, SchemeGroupVersion.Version)
 	}
-	if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
-		t.Fatalf("%s: version %s has no openAPIV3Schema", crd.Name, v.Name)
+	if beta.Name != "v1beta1" || !beta.Served || !beta.Storage {
+		t.Fatalf("%s: version %q served=%v storage=%v, want v1beta1 served and stored", crd.Name, beta.Name, beta.Served, beta.Storage)
 	}
-	return v
+	same := beta.DeepCopy()
+	same.Name, same.Storage = alpha.Name, alpha.Storage
+	if !equality.Semantic.DeepEqual(same, alpha) {
+		t.Fatalf("%s: v1beta1 differs from v1alpha1 beyond its name: the API server would convert between them losing what differs", crd.Name)
+	}
+	if crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy != apiextensionsv1.NoneConverter {
+		t.Fatalf("%s: conversion %s, want None: the versions have one schema", crd.Name, crd.Spec.Conversion.Strategy)
+	}
+	if alpha.Schema == nil || alpha.Schema.OpenAPIV3Schema == nil {
+		t.Fatalf("%s: version %s has no openAPIV3Schema", crd.Name, alpha.Name)
+	}
+	return alpha
 }
 
 func checkNames(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, kind, plural string, shortNames ...string) {

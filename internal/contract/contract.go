@@ -37,6 +37,19 @@ type kind struct {
 // the test is cleaned up. Start it before the fleets it is to judge are created.
 func Watch(ctx context.Context, t testing.TB, kube kubernetes.Interface, celld versioned.Interface, ns string) *Contract {
 	t.Helper()
+	return watchWith(t, kube, celld, ns, func(s Source) *Recorder { return Record(ctx, t, s) })
+}
+
+// WatchAcrossRestarts is Watch with recorders that list again where a watch cannot resume (see
+// RecordAcrossRestarts): across an API server's restart, or an update of the CRDs that moves
+// their storage version, which starts the API server's watch of their objects anew.
+func WatchAcrossRestarts(ctx context.Context, t testing.TB, kube kubernetes.Interface, celld versioned.Interface, ns string, logf func(string, ...any)) *Contract {
+	t.Helper()
+	return watchWith(t, kube, celld, ns, func(s Source) *Recorder { return RecordAcrossRestarts(ctx, t, s, logf) })
+}
+
+func watchWith(t testing.TB, kube kubernetes.Interface, celld versioned.Interface, ns string, record func(Source) *Recorder) *Contract {
+	t.Helper()
 	apps, core := kube.AppsV1(), kube.CoreV1()
 	fleets := celld.CelldV1alpha1().CelldFleets(ns)
 	sources := []Source{
@@ -50,7 +63,7 @@ func Watch(ctx context.Context, t testing.TB, kube kubernetes.Interface, celld v
 	}
 	c := &Contract{}
 	for _, s := range sources {
-		r := Record(ctx, t, s)
+		r := record(s)
 		// The list's versions all carry the one time the list returned; a watch event is stamped
 		// later, when it arrives.
 		r.mu.Lock()
