@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -53,7 +55,12 @@ func loadAdmission(t testing.TB, file string) *admission {
 	if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(crd, internalCRD, nil); err != nil {
 		t.Fatal(err)
 	}
-	internalCRD.Status.StoredVersions = []string{v1alpha1.SchemeGroupVersion.Version}
+	// As the API server records it: the objects are stored in the version marked for storage.
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			internalCRD.Status.StoredVersions = []string{v.Name}
+		}
+	}
 	if errs := apiextensionsvalidation.ValidateCustomResourceDefinition(context.Background(), internalCRD); len(errs) > 0 {
 		t.Fatalf("the API server would refuse %s: %v", file, errs.ToAggregate())
 	}
@@ -442,6 +449,117 @@ func TestPodSettingsAdmission(t *testing.T) {
 		err := try(bad.pod)
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%v: %v; want refused saying %q", bad.pod, err, bad.want)
+		}
+	}
+}
+
+// TestMemberVolumesAndSidecarsAdmission: spec.pod's security context, envFrom, volumes, mounts
+// and sidecars take what the restricted Pod Security level and the API server allow, and refuse,
+// naming the field, the operator's names and paths, root, and mounts of volumes that do not exist.
+func TestMemberVolumesAndSidecarsAdmission(t *testing.T) {
+	adm := loadAdmission(t, "celld.io_celldfleets.yaml")
+	try := func(pod map[string]any) error {
+		obj := baseFleet(v1alpha1.ProfilePersistentFleet)
+		set(obj, pod, "spec", "pod")
+		return adm.admit(obj)
+	}
+	vol := func(name string) map[string]any {
+		return map[string]any{"name": name, "emptyDir": map[string]any{}}
+	}
+	mount := func(name, path string) map[string]any { return map[string]any{"name": name, "mountPath": path} }
+	full := map[string]any{
+		"securityContext": map[string]any{"runAsUser": int64(1001), "runAsGroup": int64(0), "fsGroup": int64(2000),
+			"fsGroupChangePolicy": "Always", "supplementalGroups": []any{int64(3000), int64(0)}},
+		"envFrom": []any{
+			map[string]any{"prefix": "TLS_", "secretRef": map[string]any{"name": "tls", "optional": true}},
+			map[string]any{"configMapRef": map[string]any{"name": "tuning"}},
+			map[string]any{"prefix": "celld_", "configMapRef": map[string]any{"name": "x"}},
+		},
+		"volumes": []any{
+			map[string]any{"name": "ca", "configMap": map[string]any{"name": "ca-bundle", "defaultMode": int64(0o440),
+				"items": []any{map[string]any{"key": "ca.crt", "path": "certs/ca.crt", "mode": int64(0o400)}}}},
+			map[string]any{"name": "creds", "secret": map[string]any{"secretName": "bucket-creds", "optional": true}},
+			map[string]any{"name": "logs", "emptyDir": map[string]any{"medium": "Memory", "sizeLimit": "64Mi"}},
+			vol("celldish"),
+		},
+		"volumeMounts": []any{mount("ca", "/etc/celld/ca"), mount("logs", "/var/log/celld"), mount("celldish", "/var/lib/celldish")},
+		"sidecars": []any{map[string]any{
+			"name": "shipper", "image": "example.com/shipper@sha256:" + strings.Repeat("a", 64), "imagePullPolicy": "IfNotPresent",
+			"command": []any{"/ship"}, "args": []any{"--from", "/logs"},
+			"env":          []any{map[string]any{"name": "DEST", "value": "x"}},
+			"envFrom":      []any{map[string]any{"secretRef": map[string]any{"name": "t"}}},
+			"resources":    map[string]any{"limits": map[string]any{"memory": "64Mi"}, "requests": map[string]any{"cpu": "10m"}},
+			"volumeMounts": []any{mount("logs", "/logs")},
+		}},
+	}
+	if err := try(full); err != nil {
+		t.Fatalf("every member setting refused: %v", err)
+	}
+	for _, bad := range []struct {
+		pod  map[string]any
+		want string
+	}{
+		{map[string]any{"securityContext": map[string]any{"runAsUser": int64(0)}}, "spec.pod.securityContext.runAsUser"},
+		{map[string]any{"securityContext": map[string]any{"fsGroup": int64(-1)}}, "spec.pod.securityContext.fsGroup"},
+		{map[string]any{"securityContext": map[string]any{"runAsGroup": int64(1) << 31}}, "spec.pod.securityContext.runAsGroup"},
+		{map[string]any{"securityContext": map[string]any{"fsGroupChangePolicy": "Never"}}, "spec.pod.securityContext.fsGroupChangePolicy"},
+		{map[string]any{"securityContext": map[string]any{"supplementalGroups": []any{int64(5), int64(5)}}}, "spec.pod.securityContext.supplementalGroups[1]"},
+		{map[string]any{"envFrom": []any{map[string]any{"prefix": "CELLD_X", "configMapRef": map[string]any{"name": "c"}}}}, "must not start with CELLD_"},
+		{map[string]any{"envFrom": []any{map[string]any{"configMapRef": map[string]any{"name": "c"}, "secretRef": map[string]any{"name": "s"}}}}, "exactly one of secretRef and configMapRef"},
+		{map[string]any{"envFrom": []any{map[string]any{"prefix": "1X", "secretRef": map[string]any{"name": "s"}}}}, "spec.pod.envFrom[0].prefix"},
+		{map[string]any{"volumes": []any{vol("data")}}, "data, tmp and names starting with celld- are the operator's"},
+		{map[string]any{"volumes": []any{vol("tmp")}}, "are the operator's"},
+		{map[string]any{"volumes": []any{vol("celld-x")}}, "are the operator's"},
+		{map[string]any{"volumes": []any{vol("Ca")}}, "spec.pod.volumes[0].name"},
+		{map[string]any{"volumes": []any{vol("a"), vol("a")}}, "spec.pod.volumes[1]"},
+		{map[string]any{"volumes": []any{map[string]any{"name": "a"}}}, "exactly one of configMap, secret and emptyDir"},
+		{map[string]any{"volumes": []any{map[string]any{"name": "a", "emptyDir": map[string]any{}, "secret": map[string]any{"secretName": "s"}}}}, "exactly one of configMap, secret and emptyDir"},
+		{map[string]any{"volumes": []any{map[string]any{"name": "a", "hostPath": map[string]any{"path": "/"}}}}, "exactly one of configMap, secret and emptyDir"},
+		{map[string]any{"volumes": []any{map[string]any{"name": "a", "emptyDir": map[string]any{"medium": "HugePages"}}}}, "spec.pod.volumes[0].emptyDir.medium"},
+		{map[string]any{"volumes": []any{map[string]any{"name": "a", "configMap": map[string]any{"name": "c", "defaultMode": int64(0o1777)}}}}, "spec.pod.volumes[0].configMap.defaultMode"},
+		{map[string]any{"volumes": []any{map[string]any{"name": "a", "secret": map[string]any{"secretName": "s",
+			"items": []any{map[string]any{"key": "k", "path": "../../etc/passwd"}}}}}}, "must not contain a '..' element"},
+		{map[string]any{"volumes": []any{map[string]any{"name": "a", "secret": map[string]any{"secretName": "s",
+			"items": []any{map[string]any{"key": "k", "path": "/abs"}}}}}}, "spec.pod.volumes[0].secret.items[0].path"},
+		{map[string]any{"volumes": []any{vol("a")}, "volumeMounts": []any{mount("b", "/b")}}, "must name a volume of spec.pod.volumes"},
+		{map[string]any{"volumeMounts": []any{mount("a", "/a")}}, "must name a volume of spec.pod.volumes"},
+		{map[string]any{"volumes": []any{vol("a")}, "volumeMounts": []any{mount("a", "/var/lib/celld")}}, "are the operator's; choose another path"},
+		{map[string]any{"volumes": []any{vol("a")}, "volumeMounts": []any{mount("a", "/var/lib/celld/ca")}}, "are the operator's; choose another path"},
+		{map[string]any{"volumes": []any{vol("a")}, "volumeMounts": []any{mount("a", "/tmp")}}, "are the operator's; choose another path"},
+		{map[string]any{"volumes": []any{vol("a")}, "volumeMounts": []any{mount("a", "/x/../tmp/y")}}, "must not contain a '..' element"},
+		{map[string]any{"volumes": []any{vol("a")}, "volumeMounts": []any{mount("a", "relative")}}, "spec.pod.volumeMounts[0].mountPath"},
+		{map[string]any{"volumes": []any{vol("a")}, "volumeMounts": []any{mount("a", "/a/")}}, "spec.pod.volumeMounts[0].mountPath"},
+		{map[string]any{"volumes": []any{vol("a")}, "volumeMounts": []any{mount("a", "/a"), mount("a", "/a")}}, "spec.pod.volumeMounts[1]"},
+		{map[string]any{"sidecars": []any{map[string]any{"name": "celld", "image": "x"}}}, "are the operator's; choose another name"},
+		{map[string]any{"sidecars": []any{map[string]any{"name": "celld-agent", "image": "x"}}}, "are the operator's; choose another name"},
+		{map[string]any{"sidecars": []any{map[string]any{"name": "a", "image": "x"}, map[string]any{"name": "a", "image": "y"}}}, "spec.pod.sidecars[1]"},
+		{map[string]any{"sidecars": []any{map[string]any{"name": "a"}}}, "spec.pod.sidecars[0].image"},
+		{map[string]any{"sidecars": []any{map[string]any{"name": "a", "image": "has space"}}}, "spec.pod.sidecars[0].image"},
+		{map[string]any{"sidecars": []any{map[string]any{"name": "a", "image": "x", "resources": map[string]any{"limits": map[string]any{"memory": "lots"}}}}}, "spec.pod.sidecars[0].resources.limits"},
+		{map[string]any{"sidecars": []any{map[string]any{"name": "a", "image": "x", "volumeMounts": []any{mount("data", "/data")}}}}, "a sidecar never mounts a member's data"},
+		{map[string]any{"volumes": []any{vol("a")}, "sidecars": []any{map[string]any{"name": "a", "image": "x", "volumeMounts": []any{mount("a", "/tmp/x")}}}}, "are the operator's; choose another path"},
+	} {
+		err := try(bad.pod)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: %v; want refused saying %q", bad.pod, err, bad.want)
+		}
+	}
+	// What the restricted level forbids has no field at all: the API server drops it (kubectl,
+	// validating strictly, refuses it), so no member ever runs with it.
+	for _, unknown := range []struct {
+		pod  map[string]any
+		path string
+	}{
+		{map[string]any{"securityContext": map[string]any{"runAsNonRoot": false}}, "spec.pod.securityContext.runAsNonRoot"},
+		{map[string]any{"securityContext": map[string]any{"seccompProfile": map[string]any{"type": "Unconfined"}}}, "spec.pod.securityContext.seccompProfile"},
+		{map[string]any{"sidecars": []any{map[string]any{"name": "a", "image": "x", "securityContext": map[string]any{"privileged": true}}}}, "spec.pod.sidecars[0].securityContext"},
+		{map[string]any{"volumes": []any{map[string]any{"name": "a", "emptyDir": map[string]any{}, "hostPath": map[string]any{"path": "/"}}}}, "spec.pod.volumes[0].hostPath"},
+	} {
+		obj := baseFleet(v1alpha1.ProfilePersistentFleet)
+		set(obj, unknown.pod, "spec", "pod")
+		pruned := pruning.PruneWithOptions(obj, adm.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+		if !slices.Contains(pruned, unknown.path) {
+			t.Errorf("%v: the API server would keep it (pruned %v)", unknown.pod, pruned)
 		}
 	}
 }
