@@ -1,6 +1,7 @@
 package render
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -24,7 +25,65 @@ func Matches(desired, observed any) bool {
 	delete(d, "status")
 	delete(d, "apiVersion")
 	delete(d, "kind")
-	return subset(d, o)
+	return subset(d, o) && noneLeftOver(d, o)
+}
+
+// userOnly are the fields of a member's Pod template that only spec.pod sets: neither the API
+// server nor Kubernetes' controllers default them. Where the desired template leaves one out, the
+// observed one must too: otherwise a setting the user removed would stay on the members, as the
+// subset test alone cannot tell a removed field from a defaulted one.
+var userOnly = struct{ spec, security, container []string }{
+	spec:      []string{"initContainers", "imagePullSecrets", "priorityClassName"},
+	security:  []string{"runAsUser", "runAsGroup", "supplementalGroups"},
+	container: []string{"envFrom"},
+}
+
+func noneLeftOver(d, o map[string]any) bool {
+	ds, _, _ := unstructured.NestedMap(d, "spec", "template", "spec")
+	os, _, _ := unstructured.NestedMap(o, "spec", "template", "spec")
+	if ds == nil || os == nil {
+		return true
+	}
+	left := func(d, o map[string]any, keys []string) bool {
+		for _, k := range keys {
+			if _, set := d[k]; !set && !empty(o[k]) {
+				return true
+			}
+		}
+		return false
+	}
+	if left(ds, os, userOnly.spec) {
+		return false
+	}
+	dsc, _, _ := unstructured.NestedMap(ds, "securityContext")
+	osc, _, _ := unstructured.NestedMap(os, "securityContext")
+	if left(dsc, osc, userOnly.security) {
+		return false
+	}
+	dc, _, _ := unstructured.NestedSlice(ds, "containers")
+	oc, _, _ := unstructured.NestedSlice(os, "containers")
+	for i := range min(len(dc), len(oc)) {
+		dm, _ := dc[i].(map[string]any)
+		om, _ := oc[i].(map[string]any)
+		if left(dm, om, userOnly.container) {
+			return false
+		}
+	}
+	return true
+}
+
+func empty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	}
+	return false
 }
 
 func subset(d, o any) bool {

@@ -71,7 +71,6 @@ func spread(f *v1alpha1.CelldFleet) []corev1.TopologySpreadConstraint {
 // Security level.
 func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 	client, peer := ports(f)
-	no, yes := false, true
 	c := corev1.Container{
 		Name:            ContainerName,
 		Image:           f.Spec.Image,
@@ -82,24 +81,20 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 		},
 		Env:       append(renderEnv(f), userEnv(f)...),
 		Resources: f.Spec.Resources.Container(),
-		VolumeMounts: []corev1.VolumeMount{
+		EnvFrom:   envFrom(f.Spec.Pod.EnvFrom),
+		VolumeMounts: append([]corev1.VolumeMount{
 			{Name: events.DataVolume, MountPath: DataMountPath},
 			{Name: ScratchVolume, MountPath: ScratchMountPath},
-		},
+		}, userMounts(f, f.Spec.Pod.VolumeMounts)...),
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 			HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString(clientPortName)},
 		}},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: &no,
-			ReadOnlyRootFilesystem:   &yes,
-			RunAsNonRoot:             &yes,
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
+		SecurityContext: containerSecurity(),
 	}
 	t := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: podLabels(f), Annotations: podAnnotations(f)},
 		Spec: corev1.PodSpec{
+			InitContainers:     sidecars(f),
 			Containers:         []corev1.Container{c},
 			ServiceAccountName: f.Spec.ServiceAccountName,
 			ImagePullSecrets:   pullSecrets(f),
@@ -110,14 +105,7 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 			Tolerations:                  f.Spec.Placement.Tolerations,
 			Affinity:                     f.Spec.Placement.Affinity,
 			TopologySpreadConstraints:    spread(f),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   &yes,
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-				FSGroup:        ptrTo(DataGroup),
-				// A disk already given to the group is not walked again at every start: a large
-				// disk would hold its member back for the whole walk.
-				FSGroupChangePolicy: ptrTo(corev1.FSGroupChangeOnRootMismatch),
-			},
+			SecurityContext:              podSecurity(f),
 		},
 	}
 	if f.Spec.Profile != v1alpha1.ProfilePersistentFleet {
@@ -130,5 +118,18 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 	}
 	scratch := ScratchLimit.DeepCopy()
 	t.Spec.Volumes = append(t.Spec.Volumes, corev1.Volume{Name: ScratchVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &scratch}}})
+	t.Spec.Volumes = append(t.Spec.Volumes, userVolumes(f)...)
 	return t
+}
+
+// containerSecurity meets the restricted Pod Security level, for celld and every sidecar.
+func containerSecurity() *corev1.SecurityContext {
+	no, yes := false, true
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: &no,
+		ReadOnlyRootFilesystem:   &yes,
+		RunAsNonRoot:             &yes,
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
 }

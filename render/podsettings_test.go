@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
@@ -125,6 +126,18 @@ func TestNoSettingsRendersAsBefore(t *testing.T) {
 		tpl := templateOf(workloadOf(Render(fleet(profile), 3, 3)))
 		if tpl.Annotations != nil || tpl.Spec.ImagePullSecrets != nil || tpl.Spec.PriorityClassName != "" || len(tpl.Spec.Containers[0].Env) != len(renderEnv(fleet(profile))) {
 			t.Errorf("%s: template %+v carries settings nobody asked for", profile, tpl)
+		}
+		c := tpl.Spec.Containers[0]
+		if tpl.Spec.InitContainers != nil || c.EnvFrom != nil || len(c.VolumeMounts) != 2 || len(tpl.Spec.Volumes) != map[v1alpha1.Profile]int{v1alpha1.ProfilePersistentFleet: 1, v1alpha1.ProfileBucket: 2}[profile] {
+			t.Errorf("%s: template %+v carries volumes, mounts or sidecars nobody asked for", profile, tpl)
+		}
+		yes := true
+		want := &corev1.PodSecurityContext{
+			RunAsNonRoot: &yes, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			FSGroup: ptrTo(DataGroup), FSGroupChangePolicy: ptrTo(corev1.FSGroupChangeOnRootMismatch),
+		}
+		if !equality.Semantic.DeepEqual(tpl.Spec.SecurityContext, want) {
+			t.Errorf("%s: pod security context %+v, want %+v", profile, tpl.Spec.SecurityContext, want)
 		}
 	}
 }

@@ -219,7 +219,11 @@ type CelldFleetSpec struct {
 // annotations, a priority class and environment variables. Where one names what the operator
 // sets itself (its labels, celld.io annotations, CELLD_ variables) the operator's value is used
 // and the SettingsOverridden condition names it, so members never lose their selector, ports or
-// bucket to a stray setting. Changing any of them rolls the members one at a time.
+// bucket to a stray setting. Changing any of them rolls the members one at a time. Volumes,
+// mounts and sidecars may not take the operator's names or paths at all: they are refused at
+// admission.
+// +kubebuilder:validation:XValidation:rule="!has(self.volumeMounts) || self.volumeMounts.all(m, has(self.volumes) && self.volumes.exists(v, v.name == m.name))",message="spec.pod.volumeMounts[].name must name a volume of spec.pod.volumes"
+// +kubebuilder:validation:XValidation:rule="!has(self.sidecars) || self.sidecars.all(c, !has(c.volumeMounts) || c.volumeMounts.all(m, has(self.volumes) && self.volumes.exists(v, v.name == m.name)))",message="spec.pod.sidecars[].volumeMounts[].name must name a volume of spec.pod.volumes: a sidecar never mounts a member's data"
 type PodSettings struct {
 	// labels added to every member Pod, for example team: storage.
 	// +optional
@@ -257,6 +261,279 @@ type PodSettings struct {
 	// +listType=map
 	// +listMapKey=name
 	Env []EnvVar `json:"env,omitempty"`
+
+	// envFrom adds every key of a Secret or ConfigMap as a variable of the celld container. The
+	// operator's own variables take precedence over a key of the same name, and a prefix may not
+	// start with CELLD_.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	EnvFrom []EnvFromSource `json:"envFrom,omitempty"`
+
+	// securityContext sets the members' user, groups and volume ownership. Only what the
+	// restricted Pod Security Standard allows can be set: members always run as non-root with
+	// the runtime's default seccomp profile. When unset, volumes belong to group 65532.
+	// +optional
+	SecurityContext *PodSecurityContext `json:"securityContext,omitempty"`
+
+	// volumes adds ConfigMap, Secret and emptyDir volumes to every member Pod, for example a CA
+	// bundle. The names data and tmp and the prefix celld- are the operator's.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	Volumes []Volume `json:"volumes,omitempty"`
+
+	// volumeMounts mounts volumes of spec.pod.volumes into the celld container, outside the
+	// operator's paths /var/lib/celld and /tmp.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=mountPath
+	VolumeMounts []VolumeMount `json:"volumeMounts,omitempty"`
+
+	// sidecars run beside celld in every member Pod, for example a log shipper: they start
+	// before celld and stop after it (native sidecar containers), with the same restricted
+	// security context. They mount only volumes of spec.pod.volumes, never a member's data.
+	// +optional
+	// +kubebuilder:validation:MaxItems=4
+	// +listType=map
+	// +listMapKey=name
+	Sidecars []Sidecar `json:"sidecars,omitempty"`
+}
+
+// GroupID is a Linux user or group ID.
+// +kubebuilder:validation:Minimum=0
+// +kubebuilder:validation:Maximum=2147483647
+type GroupID int64
+
+// PodSecurityContext is the part of a Pod's security context that the restricted Pod Security
+// Standard leaves to the user.
+type PodSecurityContext struct {
+	// runAsUser is the user every container runs as; 0 (root) is refused, as the restricted
+	// standard refuses it.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
+	RunAsUser *int64 `json:"runAsUser,omitempty"`
+	// runAsGroup is the primary group every container runs as.
+	// +optional
+	RunAsGroup *GroupID `json:"runAsGroup,omitempty"`
+	// fsGroup owns the members' volumes, including the data disk; 65532 when unset.
+	// +optional
+	FSGroup *GroupID `json:"fsGroup,omitempty"`
+	// fsGroupChangePolicy: OnRootMismatch (the default) gives a volume to fsGroup only when its
+	// root is not already the group's; Always walks every file at every start.
+	// +optional
+	// +kubebuilder:validation:Enum=OnRootMismatch;Always
+	FSGroupChangePolicy *corev1.PodFSGroupChangePolicy `json:"fsGroupChangePolicy,omitempty"`
+	// supplementalGroups are further groups of every container's first process.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	SupplementalGroups []GroupID `json:"supplementalGroups,omitempty"`
+}
+
+// EnvFromSource is every key of one Secret or ConfigMap, each under an optional prefix.
+// +kubebuilder:validation:XValidation:rule="has(self.secretRef) != has(self.configMapRef)",message="spec.pod.envFrom[]: set exactly one of secretRef and configMapRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.prefix) || !self.prefix.startsWith('CELLD_')",message="spec.pod.envFrom[].prefix must not start with CELLD_: the operator's variables use it"
+type EnvFromSource struct {
+	// prefix is put before every key, for example TLS_.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z][-._a-zA-Z0-9]*$`
+	Prefix string `json:"prefix,omitempty"`
+	// secretRef names a Secret in the fleet's namespace.
+	// +optional
+	SecretRef *ObjectRef `json:"secretRef,omitempty"`
+	// configMapRef names a ConfigMap in the fleet's namespace.
+	// +optional
+	ConfigMapRef *ObjectRef `json:"configMapRef,omitempty"`
+}
+
+// ObjectRef names a Secret or ConfigMap in the fleet's namespace.
+type ObjectRef struct {
+	// name of the Secret or ConfigMap.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+	// optional: when true a missing object leaves its variables unset instead of keeping the
+	// member from starting.
+	// +optional
+	Optional *bool `json:"optional,omitempty"`
+}
+
+// Volume is a volume of every member Pod: exactly one of a ConfigMap, a Secret or an emptyDir.
+// +kubebuilder:validation:XValidation:rule="[has(self.configMap), has(self.secret), has(self.emptyDir)].exists_one(x, x)",message="spec.pod.volumes[]: set exactly one of configMap, secret and emptyDir"
+// +kubebuilder:validation:XValidation:rule="self.name != 'data' && self.name != 'tmp' && !self.name.startsWith('celld-')",message="spec.pod.volumes[].name: data, tmp and names starting with celld- are the operator's; choose another name"
+type Volume struct {
+	// name of the volume, as volumeMounts name it: a DNS label.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// configMap projects the keys of a ConfigMap as files.
+	// +optional
+	ConfigMap *ConfigMapVolume `json:"configMap,omitempty"`
+	// secret projects the keys of a Secret as files.
+	// +optional
+	Secret *SecretVolume `json:"secret,omitempty"`
+	// emptyDir is an empty directory that lives as long as the Pod, for example for a sidecar
+	// to share files with celld.
+	// +optional
+	EmptyDir *EmptyDirVolume `json:"emptyDir,omitempty"`
+}
+
+// ConfigMapVolume is a ConfigMap's keys as files.
+type ConfigMapVolume struct {
+	// name of the ConfigMap in the fleet's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+	// items chooses keys and their paths; every key when unset.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	Items []KeyPath `json:"items,omitempty"`
+	// defaultMode of the files, 0 to 0777 (decimal 511); 0644 when unset.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=511
+	DefaultMode *int32 `json:"defaultMode,omitempty"`
+	// optional: when true a missing ConfigMap mounts an empty directory.
+	// +optional
+	Optional *bool `json:"optional,omitempty"`
+}
+
+// SecretVolume is a Secret's keys as files.
+type SecretVolume struct {
+	// secretName names the Secret in the fleet's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SecretName string `json:"secretName"`
+	// items chooses keys and their paths; every key when unset.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	Items []KeyPath `json:"items,omitempty"`
+	// defaultMode of the files, 0 to 0777 (decimal 511); 0644 when unset.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=511
+	DefaultMode *int32 `json:"defaultMode,omitempty"`
+	// optional: when true a missing Secret mounts an empty directory.
+	// +optional
+	Optional *bool `json:"optional,omitempty"`
+}
+
+// KeyPath puts one key at a relative path inside the volume.
+// +kubebuilder:validation:XValidation:rule="!self.path.matches('(^|/)[.][.](/|$)')",message="spec.pod.volumes[].items[].path must not contain a '..' element"
+type KeyPath struct {
+	// key of the ConfigMap or Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
+	// path of the file, relative to the volume, for example certs/ca.crt.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[^/]`
+	Path string `json:"path"`
+	// mode of the file, 0 to 0777 (decimal 511); the volume's defaultMode when unset.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=511
+	Mode *int32 `json:"mode,omitempty"`
+}
+
+// EmptyDirVolume is an empty directory, on the node's disk or in memory.
+type EmptyDirVolume struct {
+	// medium: empty for the node's disk, Memory for a tmpfs counted against the Pod's memory.
+	// +optional
+	// +kubebuilder:validation:Enum="";Memory
+	Medium corev1.StorageMedium `json:"medium,omitempty"`
+	// sizeLimit is the most the directory may hold, for example 64Mi.
+	// +optional
+	SizeLimit *resource.Quantity `json:"sizeLimit,omitempty"`
+}
+
+// VolumeMount mounts one of spec.pod.volumes into a container.
+// +kubebuilder:validation:XValidation:rule="!['/var/lib/celld', '/tmp'].exists(p, self.mountPath == p || self.mountPath.startsWith(p + '/'))",message="volumeMounts[].mountPath: /var/lib/celld and /tmp, and paths below them, are the operator's; choose another path"
+// +kubebuilder:validation:XValidation:rule="!self.mountPath.matches('(^|/)[.][.](/|$)')",message="volumeMounts[].mountPath must not contain a '..' element"
+type VolumeMount struct {
+	// name of a volume of spec.pod.volumes.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// mountPath is an absolute path in the container, for example /etc/celld/ca.
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^:]*[^/:]$`
+	MountPath string `json:"mountPath"`
+	// readOnly mounts the volume read-only.
+	// +optional
+	ReadOnly bool `json:"readOnly,omitempty"`
+}
+
+// Sidecar is a container beside celld in every member Pod.
+type Sidecar struct {
+	// name of the container: a DNS label; celld and names starting with celld- are the
+	// operator's.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self != 'celld' && !self.startsWith('celld-')",message="spec.pod.sidecars[].name: celld and names starting with celld- are the operator's; choose another name"
+	Name string `json:"name"`
+	// image of the container, for example fluent/fluent-bit:3.2.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^\S+$`
+	Image string `json:"image"`
+	// imagePullPolicy: Always, IfNotPresent or Never.
+	// +optional
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// command replaces the image's entrypoint.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=4096
+	Command []string `json:"command,omitempty"`
+	// args are the arguments of the command.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=4096
+	Args []string `json:"args,omitempty"`
+	// env of the container.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
+	Env []EnvVar `json:"env,omitempty"`
+	// envFrom adds every key of a Secret or ConfigMap as a variable.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	EnvFrom []EnvFromSource `json:"envFrom,omitempty"`
+	// resources of the container.
+	// +optional
+	Resources SidecarResources `json:"resources,omitempty"`
+	// volumeMounts mounts volumes of spec.pod.volumes.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=mountPath
+	VolumeMounts []VolumeMount `json:"volumeMounts,omitempty"`
+}
+
+// SidecarResources are a sidecar's compute resources.
+type SidecarResources struct {
+	// limits are the most of each resource the container may use, for example memory: 64Mi.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=8
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+	// requests are the resources the container is scheduled with.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=8
+	Requests corev1.ResourceList `json:"requests,omitempty"`
 }
 
 // LabelValue is a label's value: at most 63 letters, digits, '-', '_' or '.', starting and
