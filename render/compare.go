@@ -35,7 +35,7 @@ func Matches(desired, observed any) bool {
 var userOnly = struct{ spec, security, container []string }{
 	spec:      []string{"initContainers", "imagePullSecrets", "priorityClassName"},
 	security:  []string{"runAsUser", "runAsGroup", "supplementalGroups"},
-	container: []string{"envFrom"},
+	container: []string{"env", "envFrom", "command", "args", "volumeMounts"},
 }
 
 func noneLeftOver(d, o map[string]any) bool {
@@ -60,13 +60,15 @@ func noneLeftOver(d, o map[string]any) bool {
 	if left(dsc, osc, userOnly.security) {
 		return false
 	}
-	dc, _, _ := unstructured.NestedSlice(ds, "containers")
-	oc, _, _ := unstructured.NestedSlice(os, "containers")
-	for i := range min(len(dc), len(oc)) {
-		dm, _ := dc[i].(map[string]any)
-		om, _ := oc[i].(map[string]any)
-		if left(dm, om, userOnly.container) {
-			return false
+	for _, list := range []string{"containers", "initContainers"} {
+		dc, _, _ := unstructured.NestedSlice(ds, list)
+		oc, _, _ := unstructured.NestedSlice(os, list)
+		for i := range min(len(dc), len(oc)) {
+			dm, _ := dc[i].(map[string]any)
+			om, _ := oc[i].(map[string]any)
+			if left(dm, om, userOnly.container) {
+				return false
+			}
 		}
 	}
 	return true

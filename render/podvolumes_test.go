@@ -241,6 +241,11 @@ func TestRemovedSettingIsDrift(t *testing.T) {
 	for name, drop := range map[string]func(*v1alpha1.PodSettings){
 		"every sidecar":         func(p *v1alpha1.PodSettings) { p.Sidecars = nil },
 		"every envFrom":         func(p *v1alpha1.PodSettings) { p.EnvFrom = nil },
+		"a sidecar's envFrom":   func(p *v1alpha1.PodSettings) { p.Sidecars[0].EnvFrom = nil },
+		"a sidecar's command":   func(p *v1alpha1.PodSettings) { p.Sidecars[0].Command = nil },
+		"a sidecar's args":      func(p *v1alpha1.PodSettings) { p.Sidecars[0].Args = nil },
+		"a sidecar's env":       func(p *v1alpha1.PodSettings) { p.Sidecars[0].Env = nil },
+		"a sidecar's mounts":    func(p *v1alpha1.PodSettings) { p.Sidecars[0].VolumeMounts = nil },
 		"the security context":  func(p *v1alpha1.PodSettings) { p.SecurityContext = nil },
 		"runAsUser":             func(p *v1alpha1.PodSettings) { p.SecurityContext.RunAsUser = nil },
 		"runAsGroup":            func(p *v1alpha1.PodSettings) { p.SecurityContext.RunAsGroup = nil },
