@@ -262,11 +262,36 @@ func TestTwoMembersAtOnceLoseWrites(t *testing.T) {
 	ctx := context.Background()
 	scaleOperator(t, ctx, 0)
 	t.Cleanup(func() { scaleOperator(t, ctx, 2) })
+	// Both members leave at the same instant, as they would were the StatefulSet lowered at once
+	// by a controller that deletes in parallel: frozen first, so neither hands a key over to the
+	// survivors in the moment the StatefulSet takes between its two deletions (its ordered
+	// scale-down deletes one, waits for it to be gone, then the next).
+	leaving := map[string]bool{fl.Name + "-3": true, fl.Name + "-4": true}
+	stopAll := func(sig syscall.Signal) {
+		for name, ps := range processes(fl.UID) {
+			if leaving[name] {
+				for _, m := range ps {
+					_ = syscall.Kill(m.pid, sig)
+				}
+			}
+		}
+	}
+	stopAll(syscall.SIGSTOP)
 	if _, err := suite.kube.AppsV1().StatefulSets(f.ns).Patch(f.ctx, fl.Name, types.MergePatchType,
 		[]byte(`{"spec":{"replicas":3}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("lower the StatefulSet by two: %v", err)
 	}
 	waitFor(t, f.ctx, "two members gone at once", converge, func() bool {
+		// A frozen member whose Pod is being deleted is killed rather than waited on for its
+		// grace period; one not yet deleted stays frozen, so its container is not restarted.
+		for name := range leaving {
+			p, err := suite.kube.CoreV1().Pods(f.ns).Get(f.ctx, name, metav1.GetOptions{})
+			if err == nil && p.DeletionTimestamp != nil {
+				for _, m := range processes(fl.UID)[name] {
+					_ = syscall.Kill(m.pid, syscall.SIGKILL)
+				}
+			}
+		}
 		ps := processes(fl.UID)
 		return len(ps) == 3
 	})
