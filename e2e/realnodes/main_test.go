@@ -23,6 +23,7 @@ import (
 const (
 	celldImageV1 = "celld.local/celld:v1"
 	celldImageV2 = "celld.local/celld:v2"
+	shipperImage = "celld.local/shipper:v1"
 	operatorRepo = "ghcr.io/celld/celld-operator"
 	operatorNS   = "celld-system"
 )
@@ -172,16 +173,26 @@ func buildImages(work string) error {
 			return err
 		}
 	}
+	// The sidecar of TestMemberPodSettings.
+	shipper, shipperTar := filepath.Join(work, "shipper"), filepath.Join(work, "shipper.tar")
+	if err := command(suite.root, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", shipper, "./e2e/realnodes/shipper"); err != nil {
+		return err
+	}
+	if err := command(suite.root, nil, "go", "run", "./hack/image", "-o", shipperTar, "-ref", shipperImage,
+		"-entrypoint", "/shipper", "-user", "65532:65532", shipper+"=/shipper"); err != nil {
+		return err
+	}
 	suite.release = filepath.Join(work, "release")
 	if err := command(suite.root, nil, filepath.Join("cluster", "tools.sh"), "helm", "cyclonedx-gomod"); err != nil {
 		return err
 	}
+	// The nodes run linux/amd64: the release's other platforms are TestReleaseInstall's to build.
 	if err := command(suite.root, nil, "go", "run", "./hack/release", "-version", operatorVersion,
-		"-out", suite.release); err != nil {
+		"-platforms", "amd64", "-plugin-systems", "linux", "-out", suite.release); err != nil {
 		return err
 	}
 	oci := filepath.Join(suite.release, "celld-operator-"+operatorVersion+".oci.tar")
-	if _, err := suite.cp.Script("real.sh", "import", v1, v2); err != nil {
+	if _, err := suite.cp.Script("real.sh", "import", v1, v2, shipperTar); err != nil {
 		return fmt.Errorf("importing the celld images: %w", err)
 	}
 	if _, err := suite.cp.Script("real.sh", "import-oci", operatorRepo, oci); err != nil {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,6 +52,16 @@ func main() {
 	flag.StringVar(&r.caBundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "the CA certificates (PEM) the image's base carries")
 	flag.StringVar(&r.cosignKey, "cosign-key", "", "the cosign private key that signs SHA256SUMS and the provenance (its password in COSIGN_PASSWORD); none: an unsigned release")
 	flag.StringVar(&r.cosign, "cosign", "", "cosign (default .cache/cluster/bin/cosign, from cluster/tools.sh)")
+	flag.Func("platforms", "the architectures of the image and the binaries, comma-separated (default amd64,arm64: what a release ships; a test that runs one may build only it)", func(v string) error {
+		list, err := oneOf(v, "amd64", "arm64")
+		platforms = list
+		return err
+	})
+	flag.Func("plugin-systems", "the systems the kubectl plugin is built for, comma-separated (default linux,darwin)", func(v string) error {
+		list, err := oneOf(v, "linux", "darwin")
+		pluginSystems = list
+		return err
+	})
 	flag.StringVar(&r.downloads, "downloads", "https://github.com/celld/celld-operator/releases/download", "where the release's files are published: the krew manifest names each plugin archive at DOWNLOADS/VERSION/FILE")
 	flag.Parse()
 	if err := r.run(); err != nil {
@@ -192,4 +203,16 @@ func output(dir, name string, args ...string) (string, error) {
 		return "", fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// oneOf splits a comma-separated list whose every item is one of allowed, without repeats.
+func oneOf(v string, allowed ...string) ([]string, error) {
+	var out []string
+	for _, x := range strings.Split(v, ",") {
+		if !slices.Contains(allowed, x) || slices.Contains(out, x) {
+			return nil, fmt.Errorf("%q: want some of %s, each once", x, strings.Join(allowed, ", "))
+		}
+		out = append(out, x)
+	}
+	return out, nil
 }
