@@ -538,8 +538,8 @@ var Table = []Mutant{
 	},
 	{
 		Name: "user-env-shadows-operator", File: "render/podsettings.go",
-		Original:    "if strings.HasPrefix(e.Name, reservedEnvPrefix) {\n\t\t\tcontinue",
-		Replacement: "if false {\n\t\t\tcontinue",
+		Original:    "if !strings.HasPrefix(e.Name, reservedEnvPrefix) {\n\t\t\tkeep = append(keep, e)",
+		Replacement: "if true {\n\t\t\tkeep = append(keep, e)",
 		Mistake:     "a user's CELLD_ variable is added after the operator's and wins (the last duplicate does)",
 		Threatens:   "members keep their bucket and ports whatever spec.pod says; clause 9 (one bucket per fleet)",
 	},
