@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -71,6 +72,8 @@ type judging struct {
 	podSince map[types.UID]uint64
 	claims   map[types.UID]*corev1.PersistentVolumeClaim
 	nodes    map[string]*corev1.Node
+	// lostAt is when a member was deleted because its node was lost, by fleet UID and Pod name.
+	lostAt map[string]time.Time
 }
 
 type fleetSeen struct {
@@ -126,7 +129,7 @@ func Judge(history []Entry) Verdict {
 	j := &judging{
 		Verdict: Verdict{Explained: map[string]int{}, ByClause: map[string]int{}},
 		fleets:  map[types.UID]*fleetSeen{}, workloads: map[types.UID]*workload{}, sets: map[types.UID]*appsv1.ReplicaSet{},
-		pods: map[types.UID]*corev1.Pod{}, podSince: map[types.UID]uint64{}, claims: map[types.UID]*corev1.PersistentVolumeClaim{},
+		pods: map[types.UID]*corev1.Pod{}, podSince: map[types.UID]uint64{}, lostAt: map[string]time.Time{}, claims: map[types.UID]*corev1.PersistentVolumeClaim{},
 		nodes: map[string]*corev1.Node{},
 	}
 	for _, e := range h {
@@ -295,6 +298,7 @@ func (j *judging) podDeleted(p *corev1.Pod) {
 	}
 	j.Explained["Pod: "+why]++
 	if why == "node lost" {
+		j.lostAt[string(fleet)+"/"+p.Name] = j.e.At
 		// The heal of one member that cannot come back: every other member must be ready, except
 		// one lost the same way (a node taken away by someone else), whose eviction is the node
 		// lifecycle controller's.
@@ -360,8 +364,19 @@ func (j *judging) podDeletionReason(p *corev1.Pod, fleet types.UID) string {
 	if j.nodeLost(p.Spec.NodeName) {
 		return "node lost"
 	}
+	if at, ok := j.lostAt[string(fleet)+"/"+p.Name]; ok && p.Spec.NodeName == "" && j.e.At.Sub(at) < evictionRace {
+		// The node lifecycle controller evicts a Pod from a fenced node by name, with no UID
+		// precondition: when the member's heal wins that race, the eviction lands on the
+		// replacement its StatefulSet has just created. That Pod never had a node: no member
+		// ran in it, and its controller creates it again.
+		return "unscheduled replacement evicted by name"
+	}
 	return ""
 }
+
+// evictionRace bounds how long after a member's heal the node lifecycle controller's eviction by
+// name may land on the replacement.
+const evictionRace = 10 * time.Second
 
 // nodeLost: the node is gone, NotReady, or tainted as unreachable or not ready.
 func (j *judging) nodeLost(name string) bool {

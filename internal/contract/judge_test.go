@@ -21,7 +21,9 @@ import (
 // the contract and flags each way of breaking it: a step of two members, a scale-in before the
 // rollout or with a member not ready, growth in two writes, a Pod or a claim deleted with nothing
 // to explain it, a heal while another member is not ready, a member forced away from a node that
-// may be alive.
+// may be alive. A healed member's replacement that the node lifecycle controller evicts by name
+// before it has a node is no member taken away; the same deletion later, or once it has a node,
+// or of a Pod no heal replaced, is.
 func TestContractJudge(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -66,6 +68,26 @@ func TestContractJudge(t *testing.T) {
 		{"a member forced away from a node that is NotReady but not fenced", func(h *history) {
 			h.forceOnUnfenced(2, "n9")
 		}, [][]string{{"clause 3: Pod pf-2", "force-deleted on node n2, which is neither gone nor tainted out-of-service"}}},
+		{"a healed member's replacement evicted by name before it had a node", func(h *history) {
+			h.heal(0, "")
+			h.deletePod(0, true)
+		}, nil},
+		{"a healed member's unscheduled replacement deleted long after the heal", func(h *history) {
+			h.heal(0, "")
+			h.at = h.at.Add(evictionRace)
+			h.deletePod(0, true)
+		}, [][]string{{"clause 3: Pod pf-0", "deleted with its fleet live"}}},
+		{"a healed member's replacement deleted once it has a node", func(h *history) {
+			h.heal(0, "n9")
+			h.deletePod(0, true)
+		}, [][]string{{"clause 3: Pod pf-0", "deleted with its fleet live"}}},
+		{"an unscheduled member deleted that no heal replaced", func(h *history) {
+			h.heal(0, "")
+			p := h.pods[3].DeepCopy()
+			p.Spec.NodeName = ""
+			h.pods[3] = h.write(watch.Modified, p).(*corev1.Pod)
+			h.deletePod(3, true)
+		}, [][]string{{"clause 3: Pod pf-3", "deleted with its fleet live"}}},
 		{"a claim deleted while its fleet is live", func(h *history) {
 			h.deleteClaim(8)
 		}, [][]string{
