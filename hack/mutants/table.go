@@ -300,6 +300,21 @@ var Table = []Mutant{
 		Mistake:     "a disk of another fleet under this one's name treated as its own",
 		Threatens:   "disk filter: fleet UID (ForeignDisks hold, status.disks)",
 	},
+	// Someone else's object under a fleet's names (Degraded NameTaken).
+	{
+		Name: "name-taken-only-workload", File: "machine/facts.go",
+		Original:    "for _, d := range events.DerivedObjects(f) {",
+		Replacement: "for _, d := range events.DerivedObjects(f)[len(events.DerivedObjects(f))-1:] {",
+		Mistake:     "only the workload's name is looked up for a foreign owner: a Service, PodDisruptionBudget or NetworkPolicy of someone else is applied over",
+		Threatens:   "someone else's object is never patched, adopted or deleted (§6 NameTaken)",
+	},
+	{
+		Name: "name-taken-below-member-state", File: "machine/facts.go",
+		Original:    "case len(fx.taken) > 0:\n\t\tfx.holdReason = ReasonNameTaken",
+		Replacement: "case len(fx.taken) > 0 && fx.allReady:\n\t\tfx.holdReason = ReasonNameTaken",
+		Mistake:     "a name taken is only reported once every member is ready: a fleet still provisioning applies over someone else's object",
+		Threatens:   "someone else's object is never patched, adopted or deleted (§6 NameTaken)",
+	},
 	// Premise checks on fresh reads.
 	{
 		Name: "premise-newer-fleet-passes", File: "machine/premise.go",

@@ -97,7 +97,7 @@ func (k *Checker) After(passes []Pass) error {
 		if o.PriorityClassMissing {
 			missing = append(missing, "priority class "+o.Fleet.Spec.Pod.PriorityClassName)
 		}
-		if err := k.J.Held(o.Fleet, o.PVCs, missing, p.Sent); err != nil {
+		if err := k.J.Held(o.Fleet, o.PVCs, missing, o.Unowned, p.Sent); err != nil {
 			return err
 		}
 	}

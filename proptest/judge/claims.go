@@ -18,6 +18,7 @@ import (
 const (
 	UninstallRequests  = "requests for fleets deleted with their CRD, judged to change nothing but the finalizer"
 	ForeignClaimPasses = "passes that saw a claim of no or another fleet under a fleet's disk name, judged held"
+	NameTakenPasses    = "passes that saw someone else's object under a fleet's names, judged held"
 )
 
 // S6Held names the promise of SPEC section 6 a hold keeps when the cause is not a claim: what
@@ -25,7 +26,7 @@ const (
 const S6Held = "§6 bad input holds the workload"
 
 // Extras lists what the judges count besides the clauses, in the order a run prints them.
-var Extras = []string{ForceDeletes, PartitionedTimes, UninstallRequests, ForeignClaimPasses}
+var Extras = []string{ForceDeletes, PartitionedTimes, UninstallRequests, ForeignClaimPasses, NameTakenPasses}
 
 // The Degraded reasons that hold a fleet's workload where it is (SPEC section 6): the first one
 // found is the one the status names, so a foreign claim may be held under another.
@@ -98,10 +99,12 @@ func (j *Judge) uninstalls() error {
 // class provisions), and a status it writes must say Degraded with a reason that holds the
 // workload (the one the cause names, or one found first) and list every foreign claim among the
 // foreign disks. The same holds for a fleet of any profile whose observation says an input it
-// names does not exist (missing: "storage class standard", "service account x"). A foreign
-// claim is never deleted: the disk deletions' judge (diskDeletions)
-// refuses every claim not under its own fleet's name and UID.
-func (j *Judge) Held(f *v1alpha1.CelldFleet, claims []*corev1.PersistentVolumeClaim, missing []string, sent []sim.Request) error {
+// names does not exist (missing: "storage class standard", "service account x"), or an object
+// under a name the fleet would give one of its own that exists and is not the fleet's (taken:
+// "Service/a-peers", "CelldReservation/celld-bucket-..."): that object is never written or
+// deleted either, by any request of the pass. A foreign claim is never deleted: the disk
+// deletions' judge (diskDeletions) refuses every claim not under its own fleet's name and UID.
+func (j *Judge) Held(f *v1alpha1.CelldFleet, claims []*corev1.PersistentVolumeClaim, missing, taken []string, sent []sim.Request) error {
 	if f == nil || f.DeletionTimestamp != nil {
 		return nil
 	}
@@ -120,6 +123,30 @@ func (j *Judge) Held(f *v1alpha1.CelldFleet, claims []*corev1.PersistentVolumeCl
 	}
 	for _, m := range missing {
 		causes = append(causes, m+" missing")
+	}
+	// The other workload kind under the fleet's name is in the way of nothing the fleet creates:
+	// it is never written, but it holds nothing.
+	other := "Deployment/" + f.Name
+	if f.Spec.Profile != v1alpha1.ProfilePersistentFleet && f.Spec.Workload != v1alpha1.WorkloadOrderedStatefulSet {
+		other = "StatefulSet/" + f.Name
+	}
+	var holding []string
+	for _, t := range taken {
+		if t != other {
+			holding = append(holding, t)
+		}
+	}
+	if len(holding) > 0 {
+		j.Extra[NameTakenPasses]++
+		j.judged(S6Held)
+		causes = append(causes, fmt.Sprintf("%v of someone else under its names", holding))
+	}
+	for _, r := range sent {
+		if r.Namespace == f.Namespace && r.Verb != "create" && slices.Contains(taken, takenName(r)) {
+			// A create of a name that exists changes nothing; anything else would take it over.
+			return fail(S6Held, "fleet %s saw %v of someone else under its names, and the operator sent %s %s %s (%s) in the same pass: someone else's object is never patched, adopted or deleted",
+				f.Name, taken, r.Verb, r.Resource, r.Name, r.Action)
+		}
 	}
 	if len(causes) == 0 {
 		return nil
@@ -149,6 +176,18 @@ func (j *Judge) Held(f *v1alpha1.CelldFleet, claims []*corev1.PersistentVolumeCl
 		}
 	}
 	return nil
+}
+
+// takenName names the object a request reached as the operator's observation names an object
+// under the fleet's names that is not the fleet's (Kind/name), empty for kinds it never names.
+func takenName(r sim.Request) string {
+	kind, ok := map[string]string{"services": "Service", "poddisruptionbudgets": "PodDisruptionBudget",
+		"networkpolicies": "NetworkPolicy", "statefulsets": "StatefulSet", "deployments": "Deployment",
+		"celldreservations": "CelldReservation"}[r.Resource]
+	if !ok {
+		return ""
+	}
+	return kind + "/" + r.Name
 }
 
 func heldStatus(clause, fleet, cause string, st *v1alpha1.CelldFleetStatus, foreign []string) error {
