@@ -1,6 +1,8 @@
 package proptest
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -103,6 +105,60 @@ func TestMissingInputHoldsTheFleet(t *testing.T) {
 				}
 				if got := w.C.Fleet(harness.Namespace, "alpha"); got.Status.State != v1alpha1.StateSteady || got.Status.Members.Ready != want {
 					t.Errorf("once the input exists: %s with %d ready; want Steady with %d", got.Status.State, got.Status.Members.Ready, want)
+				}
+			})
+		}
+	}
+}
+
+// A workload the API server refuses as rendered from the spec holds the fleet with
+// Degraded=SpecRefused, on every profile: a new fleet gets no workload, a running one keeps its
+// workload as it is after the refused scale-up, and no member or disk is lost. The refused spec
+// is not sent again: every pass is judged by the hold judge, which refuses a workload write on a
+// view that holds the refusal of the current generation. A new spec is tried, and converges.
+func TestRefusedSpecHoldsTheFleet(t *testing.T) {
+	for _, base := range profiles {
+		for _, running := range []bool{false, true} {
+			name := fmt.Sprintf("%s-%s/new", base.Profile, base.Workload)
+			if running {
+				name = fmt.Sprintf("%s-%s/running", base.Profile, base.Workload)
+			}
+			t.Run(name, func(t *testing.T) {
+				w := harness.NewWorld(8, 1)
+				if running {
+					must(t, w.CreateFleet(fleetSpec(base, "alpha", 3)))
+					must(t, w.Converge())
+				}
+				workload := workloadOf(w)
+				kept, pods := claimsOf(w), podUIDs(w)
+				w.C.InjectRefusals(1)
+				if running {
+					must(t, w.Scale("alpha", 5))
+				} else {
+					must(t, w.CreateFleet(fleetSpec(base, "alpha", 3)))
+				}
+				must(t, w.Step(30))
+				got := w.C.Fleet(harness.Namespace, "alpha")
+				if c := degraded(got); c == nil || c.Reason != "SpecRefused" || !strings.Contains(c.Message, "injected") {
+					t.Errorf("Degraded %+v: want SpecRefused quoting the API server", c)
+				}
+				if now := workloadOf(w); now != workload {
+					t.Errorf("the workload after the refusal: %s, want %s", now, workload)
+				}
+				if now := claimsOf(w); fmt.Sprint(now) != fmt.Sprint(kept) {
+					t.Errorf("claims %v while held; want %v", now, kept)
+				}
+				if now := podUIDs(w); fmt.Sprint(now) != fmt.Sprint(pods) {
+					t.Errorf("member Pods %v while held; want %v", now, pods)
+				}
+				must(t, w.SetImage("alpha", "celld:v2"))
+				must(t, w.Converge())
+				want := int32(3)
+				if running {
+					want = 5
+				}
+				if got := w.C.Fleet(harness.Namespace, "alpha"); got.Status.State != v1alpha1.StateSteady || got.Status.Members.Ready != want {
+					t.Errorf("once the spec changed: %s with %d ready; want Steady with %d", got.Status.State, got.Status.Members.Ready, want)
 				}
 			})
 		}

@@ -315,6 +315,13 @@ var Table = []Mutant{
 		Mistake:     "a name taken is only reported once every member is ready: a fleet still provisioning applies over someone else's object",
 		Threatens:   "someone else's object is never patched, adopted or deleted (§6 NameTaken)",
 	},
+	{
+		Name: "spec-refused-only-new", File: "machine/facts.go",
+		Original:    "case v.Refused != nil:",
+		Replacement: "case v.Refused != nil && !v.Workload.Exists:",
+		Mistake:     "a refused spec holds only a fleet with no workload yet: a running fleet's refused workload is sent again every pass",
+		Threatens:   "bad input holds the workload (§6 SpecRefused); a write per pass the API server refuses",
+	},
 	// Premise checks on fresh reads.
 	{
 		Name: "premise-newer-fleet-passes", File: "machine/premise.go",

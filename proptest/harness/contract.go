@@ -87,17 +87,21 @@ func (k *Checker) After(passes []Pass) error {
 			continue
 		}
 		o := p.Obs
-		var missing []string
+		var inputs []string
 		if o.Fleet != nil && o.Fleet.Spec.Storage != nil && o.StorageClassKnown && o.StorageClass == nil {
-			missing = append(missing, "storage class "+o.Fleet.Spec.Storage.StorageClassName)
+			inputs = append(inputs, "storage class "+o.Fleet.Spec.Storage.StorageClassName+" missing")
 		}
 		if o.ServiceAccountMissing {
-			missing = append(missing, "service account "+o.Fleet.Spec.ServiceAccountName)
+			inputs = append(inputs, "service account "+o.Fleet.Spec.ServiceAccountName+" missing")
 		}
 		if o.PriorityClassMissing {
-			missing = append(missing, "priority class "+o.Fleet.Spec.Pod.PriorityClassName)
+			inputs = append(inputs, "priority class "+o.Fleet.Spec.Pod.PriorityClassName+" missing")
 		}
-		if err := k.J.Held(o.Fleet, o.PVCs, missing, o.Unowned, p.Sent); err != nil {
+		// A refusal is of one generation of the spec: a new spec is tried.
+		if r := o.Refused; r != nil && o.Fleet != nil && r.Generation == o.Fleet.Generation {
+			inputs = append(inputs, "a spec the API server refused ("+r.Object+")")
+		}
+		if err := k.J.Held(o.Fleet, o.PVCs, inputs, o.Unowned, p.Sent); err != nil {
 			return err
 		}
 	}

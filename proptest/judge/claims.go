@@ -19,6 +19,7 @@ const (
 	UninstallRequests  = "requests for fleets deleted with their CRD, judged to change nothing but the finalizer"
 	ForeignClaimPasses = "passes that saw a claim of no or another fleet under a fleet's disk name, judged held"
 	NameTakenPasses    = "passes that saw someone else's object under a fleet's names, judged held"
+	BadInputPasses     = "passes that saw a missing input or a refused spec, judged held"
 )
 
 // S6Held names the promise of SPEC section 6 a hold keeps when the cause is not a claim: what
@@ -26,7 +27,7 @@ const (
 const S6Held = "§6 bad input holds the workload"
 
 // Extras lists what the judges count besides the clauses, in the order a run prints them.
-var Extras = []string{ForceDeletes, PartitionedTimes, UninstallRequests, ForeignClaimPasses, NameTakenPasses}
+var Extras = []string{ForceDeletes, PartitionedTimes, UninstallRequests, ForeignClaimPasses, NameTakenPasses, BadInputPasses}
 
 // The Degraded reasons that hold a fleet's workload where it is (SPEC section 6): the first one
 // found is the one the status names, so a foreign claim may be held under another.
@@ -99,12 +100,13 @@ func (j *Judge) uninstalls() error {
 // class provisions), and a status it writes must say Degraded with a reason that holds the
 // workload (the one the cause names, or one found first) and list every foreign claim among the
 // foreign disks. The same holds for a fleet of any profile whose observation says an input it
-// names does not exist (missing: "storage class standard", "service account x"), or an object
+// names does not exist or the API server refused what was rendered from its spec (inputs:
+// "storage class standard missing", "a spec the API server refused (StatefulSet/a)"), or an object
 // under a name the fleet would give one of its own that exists and is not the fleet's (taken:
 // "Service/a-peers", "CelldReservation/celld-bucket-..."): that object is never written or
 // deleted either, by any request of the pass. A foreign claim is never deleted: the disk
 // deletions' judge (diskDeletions) refuses every claim not under its own fleet's name and UID.
-func (j *Judge) Held(f *v1alpha1.CelldFleet, claims []*corev1.PersistentVolumeClaim, missing, taken []string, sent []sim.Request) error {
+func (j *Judge) Held(f *v1alpha1.CelldFleet, claims []*corev1.PersistentVolumeClaim, inputs, taken []string, sent []sim.Request) error {
 	if f == nil || f.DeletionTimestamp != nil {
 		return nil
 	}
@@ -121,8 +123,10 @@ func (j *Judge) Held(f *v1alpha1.CelldFleet, claims []*corev1.PersistentVolumeCl
 		j.judged(C4DiskDeletedOnDelete)
 		causes = append(causes, fmt.Sprintf("claims %v of no or another fleet under its disk names", foreign))
 	}
-	for _, m := range missing {
-		causes = append(causes, m+" missing")
+	if len(inputs) > 0 {
+		j.Extra[BadInputPasses]++
+		j.judged(S6Held)
+		causes = append(causes, inputs...)
 	}
 	// The other workload kind under the fleet's name is in the way of nothing the fleet creates:
 	// it is never written, but it holds nothing.
