@@ -12,6 +12,7 @@ import (
 	"github.com/celld/celld-operator/drivers/sim"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/proptest/harness"
+	"github.com/celld/celld-operator/render"
 )
 
 // An input a fleet names that does not exist (its storage class, ServiceAccount or
@@ -159,6 +160,58 @@ func TestRefusedSpecHoldsTheFleet(t *testing.T) {
 				}
 				if got := w.C.Fleet(harness.Namespace, "alpha"); got.Status.State != v1alpha1.StateSteady || got.Status.Members.Ready != want {
 					t.Errorf("once the spec changed: %s with %d ready; want Steady with %d", got.Status.State, got.Status.Members.Ready, want)
+				}
+			})
+		}
+	}
+}
+
+// A fleet whose bucket another fleet holds is held, on every profile and whether the holder
+// runs in its namespace or another: Degraded=BucketReserved, no workload, no claim. Every pass
+// is judged by the hold judge, which refuses a workload write and a status that does not hold
+// the fleet on a view whose operator-made reservation binds another fleet. The holder deleted,
+// its reservation still keeps the bucket; once a person deletes that, the waiting fleet binds it
+// and converges.
+func TestReservedBucketHoldsTheFleet(t *testing.T) {
+	for _, base := range profiles {
+		for _, ns := range []string{harness.Namespace, "tenant-b"} {
+			t.Run(fmt.Sprintf("%s-%s/holder-in-%s", base.Profile, base.Workload, ns), func(t *testing.T) {
+				w := harness.NewWorld(8, 1)
+				holder := harness.NewFleet(fleetSpec(base, "alpha", 3))
+				holder.Namespace = ns
+				_, err := w.C.CreateFleet(holder)
+				must(t, err)
+				must(t, w.Converge())
+				spec := fleetSpec(base, "beta", 3)
+				spec.Bucket = "bucket-alpha"
+				must(t, w.CreateFleet(spec))
+				must(t, w.Step(30))
+				beta := w.C.Fleet(harness.Namespace, "beta")
+				if c := degraded(beta); c == nil || c.Reason != "BucketReserved" {
+					t.Errorf("Degraded %+v: want BucketReserved", c)
+				}
+				if w.C.StatefulSet(harness.Namespace, "beta") != nil || w.C.Deployment(harness.Namespace, "beta") != nil {
+					t.Errorf("a workload was created for a fleet whose bucket another fleet holds")
+				}
+				for c := range claimsOf(w) {
+					if strings.HasPrefix(c, "data-beta-") {
+						t.Errorf("claim %s of the held fleet", c)
+					}
+				}
+
+				name := render.ReservationName(beta.Spec.Bucket)
+				must(t, w.C.DeleteFleet(ns, "alpha"))
+				must(t, w.Step(30))
+				if r := w.C.Reservation(ns, name); r == nil || r.Spec.FleetUID == beta.UID {
+					t.Errorf("the deleted holder's reservation: %+v; want it kept for the holder", r)
+				}
+				if c := degraded(w.C.Fleet(harness.Namespace, "beta")); c == nil || c.Reason != "BucketReserved" {
+					t.Errorf("with the holder deleted, Degraded %+v: want BucketReserved", c)
+				}
+				must(t, w.C.DeleteReservation(ns, name))
+				must(t, w.Converge())
+				if got := w.C.Fleet(harness.Namespace, "beta"); got.Status.State != v1alpha1.StateSteady || got.Status.Members.Ready != 3 {
+					t.Errorf("once the reservation is released: %s with %d ready; want Steady with 3", got.Status.State, got.Status.Members.Ready)
 				}
 			})
 		}

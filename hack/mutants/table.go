@@ -322,6 +322,13 @@ var Table = []Mutant{
 		Mistake:     "a refused spec holds only a fleet with no workload yet: a running fleet's refused workload is sent again every pass",
 		Threatens:   "bad input holds the workload (§6 SpecRefused); a write per pass the API server refuses",
 	},
+	{
+		Name: "bucket-reserved-not-degraded-while-new", File: "machine/status.go",
+		Original:    "\tcase refused:\n\t\tdegraded = ",
+		Replacement: "\tcase refused && v.Workload.Exists:\n\t\tdegraded = ",
+		Mistake:     "a fleet waiting for a bucket another fleet holds says Degraded only once it has a workload: a new one says nothing is wrong",
+		Threatens:   "bad input is reported in the status (§6 BucketReserved)",
+	},
 	// Premise checks on fresh reads.
 	{
 		Name: "premise-newer-fleet-passes", File: "machine/premise.go",

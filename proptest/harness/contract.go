@@ -101,11 +101,34 @@ func (k *Checker) After(passes []Pass) error {
 		if r := o.Refused; r != nil && o.Fleet != nil && r.Generation == o.Fleet.Generation {
 			inputs = append(inputs, "a spec the API server refused ("+r.Object+")")
 		}
+		if other := reservedToAnother(o); other != "" {
+			inputs = append(inputs, "its bucket reserved to fleet uid "+other)
+		}
 		if err := k.J.Held(o.Fleet, o.PVCs, inputs, o.Unowned, p.Sent); err != nil {
 			return err
 		}
 	}
 	return k.twins(passes)
+}
+
+// reservedToAnother is the fleet UID an operator-made reservation of the fleet's bucket binds
+// when none binds this fleet: the bucket is another fleet's, which holds this one. Empty
+// otherwise.
+func reservedToAnother(o *events.Observation) string {
+	if o.Fleet == nil {
+		return ""
+	}
+	other := ""
+	for _, r := range o.Reservations {
+		if r.Labels["app.kubernetes.io/managed-by"] == "" || r.DeletionTimestamp != nil {
+			continue // made by hand, or going: not the operator's word
+		}
+		if r.Spec.FleetUID == o.Fleet.UID {
+			return ""
+		}
+		other = string(r.Spec.FleetUID)
+	}
+	return other
 }
 
 // twins decides each view the operator decided on again with fresh machines: with the status

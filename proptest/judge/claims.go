@@ -19,7 +19,7 @@ const (
 	UninstallRequests  = "requests for fleets deleted with their CRD, judged to change nothing but the finalizer"
 	ForeignClaimPasses = "passes that saw a claim of no or another fleet under a fleet's disk name, judged held"
 	NameTakenPasses    = "passes that saw someone else's object under a fleet's names, judged held"
-	BadInputPasses     = "passes that saw a missing input or a refused spec, judged held"
+	BadInputPasses     = "passes that saw a missing input, a refused spec or a bucket another fleet holds, judged held"
 )
 
 // S6Held names the promise of SPEC section 6 a hold keeps when the cause is not a claim: what
