@@ -329,6 +329,13 @@ var Table = []Mutant{
 		Mistake:     "a fleet waiting for a bucket another fleet holds says Degraded only once it has a workload: a new one says nothing is wrong",
 		Threatens:   "bad input is reported in the status (§6 BucketReserved)",
 	},
+	{
+		Name: "unfenced-reported-only-steady", File: "machine/status.go",
+		Original:    "\tcase len(fx.unfenced) > 0:\n\t\tdegraded = ",
+		Replacement: "\tcase len(fx.unfenced) > 0 && p.to == v1alpha1.StateSteady:\n\t\tdegraded = ",
+		Mistake:     "a member only fencing can replace is reported only while the fleet is Steady, as the Progressing condition is: a fleet growing or rolling out says nothing is wrong",
+		Threatens:   "what only a person can unblock is reported (§6 MemberUnreachable)",
+	},
 	// Premise checks on fresh reads.
 	{
 		Name: "premise-newer-fleet-passes", File: "machine/premise.go",

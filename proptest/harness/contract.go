@@ -107,6 +107,9 @@ func (k *Checker) After(passes []Pass) error {
 		if err := k.J.Held(o.Fleet, o.PVCs, inputs, o.Unowned, p.Sent); err != nil {
 			return err
 		}
+		if err := k.J.Unfenced(o.Fleet, o.Now, o.Pods, o.Nodes, o.NodesSynced, p.Sent); err != nil {
+			return err
+		}
 	}
 	return k.twins(passes)
 }

@@ -1,0 +1,91 @@
+package judge_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/drivers/sim"
+	"github.com/celld/celld-operator/proptest/judge"
+)
+
+// TestUnfencedIsReported: a pass past the grace period, with a member of a StatefulSet fleet
+// (or a terminating one of any) on an unhealthy node nobody fenced, must write a Degraded status
+// that, as MemberUnreachable, names the member and its node. Within the grace period, on a
+// fenced or gone node, or for a Deployment's running member, nothing is required.
+func TestUnfencedIsReported(t *testing.T) {
+	now := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
+	fleet := func(profile v1alpha1.Profile, workload v1alpha1.WorkloadKind) *v1alpha1.CelldFleet {
+		return &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "uid-a"},
+			Spec: v1alpha1.CelldFleetSpec{Profile: profile, Workload: workload,
+				Healing: v1alpha1.HealingSpec{UnreachableGracePeriod: &metav1.Duration{Duration: time.Minute}}}}
+	}
+	pod := func(terminating bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-1", Namespace: "ns", Labels: map[string]string{"celld.io/fleet-uid": "uid-a"}},
+			Spec: corev1.PodSpec{NodeName: "n1"}}
+		if terminating {
+			p.DeletionTimestamp = &metav1.Time{Time: now}
+		}
+		return p
+	}
+	node := func(badFor time.Duration, taints ...corev1.Taint) map[string]*corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{Taints: taints},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown,
+				LastTransitionTime: metav1.Time{Time: now.Add(-badFor)}}}}}
+		return map[string]*corev1.Node{"n1": n}
+	}
+	status := func(degraded metav1.ConditionStatus, reason, message string) []sim.Request {
+		st := &v1alpha1.CelldFleetStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionDegraded, Status: degraded, Reason: reason, Message: message}}}
+		return []sim.Request{{Verb: "update", Resource: "celldfleets/status", Namespace: "ns", Name: "a", Status: st}}
+	}
+	persistent := fleet(v1alpha1.ProfilePersistentFleet, "")
+	deployment := fleet(v1alpha1.ProfileBucket, v1alpha1.WorkloadDeployment)
+	ordered := fleet(v1alpha1.ProfileBucket, v1alpha1.WorkloadOrderedStatefulSet)
+	healthy := status(metav1.ConditionFalse, "Healthy", "")
+	cases := []struct {
+		name  string
+		f     *v1alpha1.CelldFleet
+		pod   *corev1.Pod
+		nodes map[string]*corev1.Node
+		sent  []sim.Request
+		want  string
+	}{
+		{"reported", persistent, pod(false), node(2 * time.Minute), status("True", "MemberUnreachable", "member a-1 is on node n1"), ""},
+		{"another Degraded reason", persistent, pod(false), node(2 * time.Minute), status("True", "NameTaken", "Service/a"), ""},
+		{"not reported", persistent, pod(false), node(2 * time.Minute), healthy, "wrote Degraded False"},
+		{"an ordered StatefulSet's member not reported", ordered, pod(false), node(2 * time.Minute), healthy, "wrote Degraded False"},
+		{"a Deployment's terminating member not reported", deployment, pod(true), node(2 * time.Minute), healthy, "wrote Degraded False"},
+		{"reported without the member's name", persistent, pod(false), node(2 * time.Minute), status("True", "MemberUnreachable", "a member is on node n1"), "does not name member a-1"},
+		{"reported without the node's name", persistent, pod(false), node(2 * time.Minute), status("True", "MemberUnreachable", "member a-1 is unreachable"), "does not name"},
+		{"within the grace period", persistent, pod(false), node(30 * time.Second), healthy, ""},
+		{"the unreachable taint is recent", persistent, pod(false),
+			node(2*time.Minute, corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: now.Add(-10 * time.Second)}}), healthy, ""},
+		{"fenced", persistent, pod(false), node(2*time.Minute, corev1.Taint{Key: corev1.TaintNodeOutOfService, Effect: corev1.TaintEffectNoExecute}), healthy, ""},
+		{"the node gone", persistent, pod(false), map[string]*corev1.Node{}, healthy, ""},
+		{"a Deployment's running member", deployment, pod(false), node(2 * time.Minute), healthy, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			j := judge.New(sim.New(sim.Options{}))
+			err := j.Unfenced(c.f, now, []*corev1.Pod{c.pod}, c.nodes, true, c.sent)
+			var v *judge.Violation
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("want nothing to report, got %v", err)
+			case c.want != "" && (!errors.As(err, &v) || v.Clause != judge.S6Reported || !strings.Contains(v.Detail, c.want)):
+				t.Errorf("want a violation of %q saying %q, got %v", judge.S6Reported, c.want, err)
+			}
+		})
+	}
+	t.Run("the node cache not synced", func(t *testing.T) {
+		j := judge.New(sim.New(sim.Options{}))
+		if err := j.Unfenced(persistent, now, []*corev1.Pod{pod(false)}, node(2*time.Minute), false, healthy); err != nil {
+			t.Errorf("a view whose nodes are not synced says nothing of them: %v", err)
+		}
+	})
+}

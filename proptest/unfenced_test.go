@@ -1,0 +1,58 @@
+package proptest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/proptest/harness"
+)
+
+// A member whose node stops answering, on a fleet whose members have identities (a
+// StatefulSet's), is never forced away from a node that may be alive: past the grace period the
+// fleet says Degraded=MemberUnreachable naming the member and the node, whatever the fleet is
+// doing (at rest, growing, rolling out), until a person fences the node; then the member is
+// replaced and the fleet converges. Every pass is judged by the reporting judge (a status
+// written past the grace period must be Degraded and, as MemberUnreachable, name both) and by
+// clause 3's judges (no deletion but a heal, no force-delete on a node not fenced, never two
+// copies of a member).
+func TestUnfencedMemberIsReported(t *testing.T) {
+	for _, base := range profiles {
+		if base.Profile != v1alpha1.ProfilePersistentFleet && base.Workload != v1alpha1.WorkloadOrderedStatefulSet {
+			continue // a Deployment's member is deleted gracefully and replaced: nothing to report
+		}
+		for _, doing := range []string{"at-rest", "growing", "rolling-out"} {
+			t.Run(fmt.Sprintf("%s-%s/%s", base.Profile, base.Workload, doing), func(t *testing.T) {
+				w := harness.NewWorld(8, 1)
+				must(t, w.CreateFleet(fleetSpec(base, "alpha", 3)))
+				must(t, w.Converge())
+				p := w.C.Pod(harness.Namespace, "alpha-1")
+				node := p.Spec.NodeName
+				must(t, w.C.SetNodeUnreachable(node))
+				switch doing {
+				case "growing":
+					must(t, w.Scale("alpha", 5))
+				case "rolling-out":
+					must(t, w.SetImage("alpha", "celld:v2"))
+				}
+				must(t, w.Step(40))
+				c := degraded(w.C.Fleet(harness.Namespace, "alpha"))
+				if c == nil || c.Reason != "MemberUnreachable" || !strings.Contains(c.Message, "alpha-1") || !strings.Contains(c.Message, node) {
+					t.Errorf("Degraded %+v: want MemberUnreachable naming alpha-1 and %s", c, node)
+				}
+				if q := w.C.Pod(harness.Namespace, "alpha-1"); q == nil || q.UID != p.UID {
+					t.Errorf("member alpha-1 on the unfenced node %s was replaced: %v", node, q)
+				}
+				must(t, w.C.FenceNode(node))
+				must(t, w.Converge())
+				if q := w.C.Pod(harness.Namespace, "alpha-1"); q == nil || q.UID == p.UID {
+					t.Errorf("member alpha-1 was not replaced once its node was fenced")
+				}
+				if c := degraded(w.C.Fleet(harness.Namespace, "alpha")); c != nil && c.Status == "True" {
+					t.Errorf("still Degraded once fenced and converged: %+v", c)
+				}
+			})
+		}
+	}
+}
