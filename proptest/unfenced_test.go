@@ -56,3 +56,49 @@ func TestUnfencedMemberIsReported(t *testing.T) {
 		}
 	}
 }
+
+// A member that never becomes ready with nothing healing can do about it (an image that never
+// starts: replacing the member brings back the same template) leaves the fleet saying
+// Degraded=MemberStuck, naming it, past the grace period, whatever the fleet is doing: a new
+// fleet provisioning, or a running one after a rollout to a broken image whose broken member
+// healing already replaced once. No member is deleted again and again, nothing is scaled in.
+// Every pass is judged by the reporting judge (a status written then must be Degraded and, as
+// MemberStuck, name the member). Once spec.image names an image that starts, the fleet
+// converges.
+func TestStuckMemberIsReported(t *testing.T) {
+	for _, base := range profiles {
+		if base.Profile != v1alpha1.ProfilePersistentFleet && base.Workload != v1alpha1.WorkloadOrderedStatefulSet {
+			continue // a Deployment's rollout keeps its old members while the new one is stuck
+		}
+		for _, when := range []string{"provisioning", "rolled-out"} {
+			t.Run(fmt.Sprintf("%s-%s/%s", base.Profile, base.Workload, when), func(t *testing.T) {
+				w := harness.NewWorld(8, 1)
+				image := "celld:broken"
+				if when == "provisioning" {
+					w.C.BreakImage(image)
+					f := harness.NewFleet(fleetSpec(base, "alpha", 3))
+					f.Spec.Image = image
+					_, err := w.C.CreateFleet(f)
+					must(t, err)
+				} else {
+					must(t, w.CreateFleet(fleetSpec(base, "alpha", 3)))
+					must(t, w.Converge())
+					must(t, w.C.StartBrokenRollout(harness.Namespace, "alpha", image))
+				}
+				must(t, w.Step(60))
+				c := degraded(w.C.Fleet(harness.Namespace, "alpha"))
+				if c == nil || c.Reason != "MemberStuck" || !strings.Contains(c.Message, "alpha-") {
+					t.Errorf("Degraded %+v: want MemberStuck naming the member", c)
+				}
+				if s := w.C.StatefulSet(harness.Namespace, "alpha"); s == nil || *s.Spec.Replicas != 3 {
+					t.Errorf("the workload of a fleet with a stuck member: %v; want it kept at 3", s)
+				}
+				must(t, w.SetImage("alpha", "celld:v3"))
+				must(t, w.Converge())
+				if got := w.C.Fleet(harness.Namespace, "alpha"); got.Status.State != v1alpha1.StateSteady || got.Status.Members.Ready != 3 {
+					t.Errorf("once spec.image names one that starts: %s with %d ready; want Steady with 3", got.Status.State, got.Status.Members.Ready)
+				}
+			})
+		}
+	}
+}

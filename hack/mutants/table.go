@@ -336,6 +336,13 @@ var Table = []Mutant{
 		Mistake:     "a member only fencing can replace is reported only while the fleet is Steady, as the Progressing condition is: a fleet growing or rolling out says nothing is wrong",
 		Threatens:   "what only a person can unblock is reported (§6 MemberUnreachable)",
 	},
+	{
+		Name: "member-stuck-only-steady", File: "machine/status.go",
+		Original:    "if m := fx.stuck; m != nil && p.to != v1alpha1.StateDeleting {",
+		Replacement: "if m := fx.stuck; m != nil && p.to == v1alpha1.StateSteady {",
+		Mistake:     "a member that never becomes ready is reported only once the fleet is Steady: a new fleet whose image never starts provisions in silence",
+		Threatens:   "what only a person can unblock is reported (§6 MemberStuck)",
+	},
 	// Premise checks on fresh reads.
 	{
 		Name: "premise-newer-fleet-passes", File: "machine/premise.go",

@@ -110,6 +110,9 @@ func (k *Checker) After(passes []Pass) error {
 		if err := k.J.Unfenced(o.Fleet, o.Now, o.Pods, o.Nodes, o.NodesSynced, p.Sent); err != nil {
 			return err
 		}
+		if err := k.J.Stuck(o.Fleet, o.Now, o.StatefulSet, o.Pods, o.PVCs, o.Nodes, o.NodesSynced, p.Sent); err != nil {
+			return err
+		}
 	}
 	return k.twins(passes)
 }

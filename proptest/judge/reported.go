@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -63,14 +64,7 @@ func (j *Judge) Unfenced(f *v1alpha1.CelldFleet, now time.Time, pods []*corev1.P
 		if r.Resource != "celldfleets/status" || r.Namespace != f.Namespace || r.Name != f.Name || r.Err != nil || r.Status == nil {
 			continue
 		}
-		var degraded *string
-		reason, message := "", ""
-		for i := range r.Status.Conditions {
-			if c := &r.Status.Conditions[i]; c.Type == v1alpha1.ConditionDegraded {
-				s := string(c.Status)
-				degraded, reason, message = &s, c.Reason, c.Message
-			}
-		}
+		degraded, reason, message := degradedOf(r.Status)
 		if degraded == nil || *degraded != "True" {
 			return fail(S6Reported, "fleet %s: member %s has been on node %s, unhealthy past the grace period %s and not fenced, and the operator wrote Degraded %s: only a person fencing the node replaces it, and the status must say so",
 				f.Name, member, node, grace, orNone(degraded))
@@ -108,4 +102,116 @@ func unhealthySince(n *corev1.Node) (time.Time, bool) {
 		since = n.CreationTimestamp.Time
 	}
 	return since, bad
+}
+
+// StuckPasses counts the passes judged for a member that never becomes ready.
+const StuckPasses = "passes that saw a member not ready past the grace period with nothing to heal, judged reported"
+
+// Stuck judges one pass on one fleet against what the operator observed: a member of a
+// StatefulSet fleet that is not ready and not terminating, of its StatefulSet's update revision
+// (replacing it would bring back the same template), on a healthy node or
+// none yet, whose disk (if it mounts one) is in the view and neither Lost nor being deleted, and
+// that has not been ready for longer than the grace period by every account (its Ready
+// condition's last transition, its creation), is stuck: nothing the operator does unblocks it
+// (a member of an older revision is a broken rollout's, which healing replaces).
+// A status written in that pass must say Degraded=True, and when its reason is MemberStuck, name
+// the member.
+func (j *Judge) Stuck(f *v1alpha1.CelldFleet, now time.Time, set *appsv1.StatefulSet, pods []*corev1.Pod, claims []*corev1.PersistentVolumeClaim, nodes map[string]*corev1.Node, synced bool, sent []sim.Request) error {
+	if f == nil || f.DeletionTimestamp != nil || !synced || set == nil || set.Status.UpdateRevision == "" {
+		return nil
+	}
+	grace := defaultGrace
+	if g := f.Spec.Healing.UnreachableGracePeriod; g != nil {
+		grace = g.Duration
+	}
+	member := ""
+	for _, p := range pods {
+		if types.UID(p.Labels["celld.io/fleet-uid"]) != f.UID || p.DeletionTimestamp != nil || p.Labels[appsv1.StatefulSetRevisionLabel] != set.Status.UpdateRevision {
+			continue
+		}
+		if n := p.Spec.NodeName; n != "" {
+			node, ok := nodes[n]
+			if !ok {
+				continue
+			}
+			if _, bad := unhealthySince(node); bad {
+				continue
+			}
+			if fenced(node) {
+				continue
+			}
+		}
+		since, ready := p.CreationTimestamp.Time, false
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				ready = c.Status == corev1.ConditionTrue
+				if c.LastTransitionTime.After(since) {
+					since = c.LastTransitionTime.Time
+				}
+			}
+		}
+		if ready || now.Sub(since) <= grace || !diskUsable(p, claims) {
+			continue
+		}
+		member = p.Name
+		break
+	}
+	if member == "" {
+		return nil
+	}
+	j.Extra[StuckPasses]++
+	j.judged(S6Reported)
+	for _, r := range sent {
+		if r.Resource != "celldfleets/status" || r.Namespace != f.Namespace || r.Name != f.Name || r.Err != nil || r.Status == nil {
+			continue
+		}
+		degraded, reason, message := degradedOf(r.Status)
+		if degraded == nil || *degraded != "True" {
+			return fail(S6Reported, "fleet %s: member %s has not been ready for longer than the grace period %s, with nothing healing can do, and the operator wrote Degraded %s: the status must say so",
+				f.Name, member, grace, orNone(degraded))
+		}
+		if reason == "MemberStuck" && !strings.Contains(message, member) {
+			return fail(S6Reported, "fleet %s: Degraded MemberStuck %q does not name member %s", f.Name, message, member)
+		}
+	}
+	return nil
+}
+
+func fenced(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeOutOfService {
+			return true
+		}
+	}
+	return false
+}
+
+// diskUsable: the member mounts no claim, or its claim is in the view, not Lost and not being
+// deleted (a lost or missing disk is healing's, or a person's, not a stuck member's).
+func diskUsable(p *corev1.Pod, claims []*corev1.PersistentVolumeClaim) bool {
+	name := ""
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			name = v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	if name == "" {
+		return true
+	}
+	for _, c := range claims {
+		if c.Name == name && c.Namespace == p.Namespace {
+			return c.DeletionTimestamp == nil && c.Status.Phase != corev1.ClaimLost
+		}
+	}
+	return false
+}
+
+func degradedOf(st *v1alpha1.CelldFleetStatus) (degraded *string, reason, message string) {
+	for i := range st.Conditions {
+		if c := &st.Conditions[i]; c.Type == v1alpha1.ConditionDegraded {
+			s := string(c.Status)
+			degraded, reason, message = &s, c.Reason, c.Message
+		}
+	}
+	return degraded, reason, message
 }

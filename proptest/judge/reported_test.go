@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -88,4 +89,87 @@ func TestUnfencedIsReported(t *testing.T) {
 			t.Errorf("a view whose nodes are not synced says nothing of them: %v", err)
 		}
 	})
+}
+
+// TestStuckIsReported: a pass with a StatefulSet fleet's member of the update revision, not
+// ready past the grace period on a healthy node (or none yet) with its disk usable, must write a
+// Degraded status that, as MemberStuck, names the member. A ready, recent, terminating or older
+// member, one on an unhealthy node, or one whose disk is lost, missing or being deleted, is
+// healing's or a person's, not stuck.
+func TestStuckIsReported(t *testing.T) {
+	now := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
+	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "uid-a"},
+		Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet,
+			Healing: v1alpha1.HealingSpec{UnreachableGracePeriod: &metav1.Duration{Duration: time.Minute}}}}
+	set := &appsv1.StatefulSet{Status: appsv1.StatefulSetStatus{UpdateRevision: "a-2", CurrentRevision: "a-1"}}
+	type podOpt func(*corev1.Pod)
+	pod := func(opts ...podOpt) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-1", Namespace: "ns", CreationTimestamp: metav1.Time{Time: now.Add(-time.Hour)},
+			Labels: map[string]string{"celld.io/fleet-uid": "uid-a", appsv1.StatefulSetRevisionLabel: "a-2"}},
+			Spec: corev1.PodSpec{NodeName: "n1", Volumes: []corev1.Volume{{Name: "data",
+				VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-a-1"}}}}},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse,
+				LastTransitionTime: metav1.Time{Time: now.Add(-2 * time.Minute)}}}}}
+		for _, o := range opts {
+			o(p)
+		}
+		return p
+	}
+	claim := func(phase corev1.PersistentVolumeClaimPhase, deleting bool) []*corev1.PersistentVolumeClaim {
+		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-a-1", Namespace: "ns"}, Status: corev1.PersistentVolumeClaimStatus{Phase: phase}}
+		if deleting {
+			c.DeletionTimestamp = &metav1.Time{Time: now}
+		}
+		return []*corev1.PersistentVolumeClaim{c}
+	}
+	readyNode := func(status corev1.ConditionStatus) map[string]*corev1.Node {
+		return map[string]*corev1.Node{"n1": {ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastTransitionTime: metav1.Time{Time: now.Add(-time.Hour)}}}}}}
+	}
+	status := func(degraded metav1.ConditionStatus, reason, message string) []sim.Request {
+		st := &v1alpha1.CelldFleetStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionDegraded, Status: degraded, Reason: reason, Message: message}}}
+		return []sim.Request{{Verb: "update", Resource: "celldfleets/status", Namespace: "ns", Name: "a", Status: st}}
+	}
+	healthy := status("False", "Healthy", "")
+	bound := claim(corev1.ClaimBound, false)
+	cases := []struct {
+		name   string
+		pod    *corev1.Pod
+		claims []*corev1.PersistentVolumeClaim
+		nodes  map[string]*corev1.Node
+		sent   []sim.Request
+		want   string
+	}{
+		{"reported", pod(), bound, readyNode("True"), status("True", "MemberStuck", "member a-1 has not been ready"), ""},
+		{"another Degraded reason", pod(), bound, readyNode("True"), status("True", "NameTaken", "Service/a"), ""},
+		{"not reported", pod(), bound, readyNode("True"), healthy, "wrote Degraded False"},
+		{"not reported, never scheduled", pod(func(p *corev1.Pod) { p.Spec.NodeName = "" }), bound, readyNode("True"), healthy, "wrote Degraded False"},
+		{"not reported, its claim pending", pod(), claim(corev1.ClaimPending, false), readyNode("True"), healthy, "wrote Degraded False"},
+		{"reported without the member's name", pod(), bound, readyNode("True"), status("True", "MemberStuck", "a member is stuck"), "does not name member a-1"},
+		{"ready", pod(func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionTrue }), bound, readyNode("True"), healthy, ""},
+		{"within the grace period", pod(func(p *corev1.Pod) {
+			p.Status.Conditions[0].LastTransitionTime = metav1.Time{Time: now.Add(-30 * time.Second)}
+		}), bound, readyNode("True"), healthy, ""},
+		{"created within the grace period", pod(func(p *corev1.Pod) { p.CreationTimestamp = metav1.Time{Time: now.Add(-30 * time.Second)} }), bound, readyNode("True"), healthy, ""},
+		{"terminating", pod(func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now} }), bound, readyNode("True"), healthy, ""},
+		{"of an older revision", pod(func(p *corev1.Pod) { p.Labels[appsv1.StatefulSetRevisionLabel] = "a-1" }), bound, readyNode("True"), healthy, ""},
+		{"on an unhealthy node", pod(), bound, readyNode("Unknown"), healthy, ""},
+		{"on a node gone", pod(), bound, map[string]*corev1.Node{}, healthy, ""},
+		{"its claim lost", pod(), claim(corev1.ClaimLost, false), readyNode("True"), healthy, ""},
+		{"its claim being deleted", pod(), claim(corev1.ClaimBound, true), readyNode("True"), healthy, ""},
+		{"its claim missing", pod(), nil, readyNode("True"), healthy, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			j := judge.New(sim.New(sim.Options{}))
+			err := j.Stuck(f, now, set, []*corev1.Pod{c.pod}, c.claims, c.nodes, true, c.sent)
+			var v *judge.Violation
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("want nothing to report, got %v", err)
+			case c.want != "" && (!errors.As(err, &v) || v.Clause != judge.S6Reported || !strings.Contains(v.Detail, c.want)):
+				t.Errorf("want a violation of %q saying %q, got %v", judge.S6Reported, c.want, err)
+			}
+		})
+	}
 }
