@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/drivers/sim"
 	"github.com/celld/celld-operator/proptest/harness"
 )
 
@@ -100,5 +101,46 @@ func TestStuckMemberIsReported(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A running member's disk deleted by hand (kept by the claim's protection while the member
+// runs) or lost leaves the fleet saying Degraded=DiskLost, naming the claim, while the member
+// keeps running on it: the operator does not replace a member for its disk while it runs. Every
+// pass is judged by the reporting judge (a status written then must be Degraded and, as
+// DiskLost, name the claim). A Lost claim never binds again: once a person deletes it, as the
+// status says to, the member starts again on a new disk and the fleet converges.
+func TestGoingDiskIsReported(t *testing.T) {
+	for _, how := range []string{"deleted", "lost"} {
+		t.Run(how, func(t *testing.T) {
+			w := harness.NewWorld(8, 1)
+			must(t, w.CreateFleet(fleetSpec(profiles[0], "alpha", 3)))
+			must(t, w.Converge())
+			p := w.C.Pod(harness.Namespace, "alpha-1")
+			if how == "deleted" {
+				must(t, w.C.Delete(sim.KindPVC, harness.Namespace, "data-alpha-1"))
+			} else {
+				must(t, w.C.LoseDisk(harness.Namespace, "data-alpha-1"))
+			}
+			must(t, w.Step(20))
+			c := degraded(w.C.Fleet(harness.Namespace, "alpha"))
+			if c == nil || c.Reason != "DiskLost" || !strings.Contains(c.Message, "data-alpha-1") {
+				t.Errorf("Degraded %+v: want DiskLost naming data-alpha-1", c)
+			}
+			if q := w.C.Pod(harness.Namespace, "alpha-1"); q == nil || q.UID != p.UID {
+				t.Errorf("member alpha-1 was replaced while it ran on its going disk: %v", q)
+			}
+			if how == "lost" {
+				if !strings.Contains(c.Message, "kubectl delete pvc data-alpha-1") {
+					t.Errorf("DiskLost %q does not give the command that frees the member", c.Message)
+				}
+				must(t, w.C.Delete(sim.KindPVC, harness.Namespace, "data-alpha-1"))
+			}
+			must(t, w.C.CrashMember(harness.Namespace, "alpha-1"))
+			must(t, w.Converge())
+			if got := w.C.Fleet(harness.Namespace, "alpha"); got.Status.State != v1alpha1.StateSteady || got.Status.Members.Ready != 3 {
+				t.Errorf("once the member stopped: %s with %d ready; want Steady with 3", got.Status.State, got.Status.Members.Ready)
+			}
+		})
 	}
 }

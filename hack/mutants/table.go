@@ -343,6 +343,13 @@ var Table = []Mutant{
 		Mistake:     "a member that never becomes ready is reported only once the fleet is Steady: a new fleet whose image never starts provisions in silence",
 		Threatens:   "what only a person can unblock is reported (§6 MemberStuck)",
 	},
+	{
+		Name: "disk-deleted-under-member-not-reported", File: "machine/facts.go",
+		Original:    "if d := fx.disk(m.ClaimName); d != nil && (d.Terminating || d.Lost) {",
+		Replacement: "if d := fx.disk(m.ClaimName); d != nil && d.Lost {",
+		Mistake:     "only a Lost volume is reported: a running member's claim deleted by hand goes unsaid until the member stops and starts on an empty disk",
+		Threatens:   "what only a person can act on is reported (§6 DiskLost): data to copy off before it is gone",
+	},
 	// Premise checks on fresh reads.
 	{
 		Name: "premise-newer-fleet-passes", File: "machine/premise.go",

@@ -113,6 +113,9 @@ func (k *Checker) After(passes []Pass) error {
 		if err := k.J.Stuck(o.Fleet, o.Now, o.StatefulSet, o.Pods, o.PVCs, o.Nodes, o.NodesSynced, p.Sent); err != nil {
 			return err
 		}
+		if err := k.J.DiskGoing(o.Fleet, o.Pods, o.PVCs, p.Sent); err != nil {
+			return err
+		}
 	}
 	return k.twins(passes)
 }

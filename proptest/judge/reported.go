@@ -189,12 +189,7 @@ func fenced(n *corev1.Node) bool {
 // diskUsable: the member mounts no claim, or its claim is in the view, not Lost and not being
 // deleted (a lost or missing disk is healing's, or a person's, not a stuck member's).
 func diskUsable(p *corev1.Pod, claims []*corev1.PersistentVolumeClaim) bool {
-	name := ""
-	for _, v := range p.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil {
-			name = v.PersistentVolumeClaim.ClaimName
-		}
-	}
+	name := claimOf(p)
 	if name == "" {
 		return true
 	}
@@ -214,4 +209,61 @@ func degradedOf(st *v1alpha1.CelldFleetStatus) (degraded *string, reason, messag
 		}
 	}
 	return degraded, reason, message
+}
+
+// DiskGoingPasses counts the passes judged for a running member whose disk is going away.
+const DiskGoingPasses = "passes that saw a running member's disk deleted by hand or lost, judged reported"
+
+// DiskGoing judges one pass on one fleet against what the operator observed: a member that is
+// not terminating and mounts a claim that is being deleted (not by the operator: its fleet is
+// not being deleted) or whose volume is Lost keeps running on it only until it stops, then
+// starts on an empty disk, or never; the data on it is the person's to copy off now. A status
+// written in that pass must say Degraded=True, and when its reason is DiskLost, name the claim.
+func (j *Judge) DiskGoing(f *v1alpha1.CelldFleet, pods []*corev1.Pod, claims []*corev1.PersistentVolumeClaim, sent []sim.Request) error {
+	if f == nil || f.DeletionTimestamp != nil {
+		return nil
+	}
+	going := ""
+	for _, p := range pods {
+		if types.UID(p.Labels["celld.io/fleet-uid"]) != f.UID || p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, c := range claims {
+			if c.Namespace == p.Namespace && c.Name == claimOf(p) && (c.DeletionTimestamp != nil || c.Status.Phase == corev1.ClaimLost) {
+				going = c.Name
+			}
+		}
+		if going != "" {
+			break
+		}
+	}
+	if going == "" {
+		return nil
+	}
+	j.Extra[DiskGoingPasses]++
+	j.judged(S6Reported)
+	for _, r := range sent {
+		if r.Resource != "celldfleets/status" || r.Namespace != f.Namespace || r.Name != f.Name || r.Err != nil || r.Status == nil {
+			continue
+		}
+		degraded, reason, message := degradedOf(r.Status)
+		if degraded == nil || *degraded != "True" {
+			return fail(S6Reported, "fleet %s: claim %s of a running member is being deleted or lost, and the operator wrote Degraded %s: the data on it is a person's to copy off, and the status must say so",
+				f.Name, going, orNone(degraded))
+		}
+		if reason == "DiskLost" && !strings.Contains(message, going) {
+			return fail(S6Reported, "fleet %s: Degraded DiskLost %q does not name claim %s", f.Name, message, going)
+		}
+	}
+	return nil
+}
+
+// claimOf is the claim a Pod mounts, empty when none.
+func claimOf(p *corev1.Pod) string {
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			return v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	return ""
 }

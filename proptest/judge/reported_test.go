@@ -173,3 +173,66 @@ func TestStuckIsReported(t *testing.T) {
 		})
 	}
 }
+
+// TestDiskGoingIsReported: a pass with a running member whose claim is being deleted or Lost
+// must write a Degraded status that, as DiskLost, names the claim; a terminating member's claim,
+// another claim, or a fleet being deleted asks for nothing.
+func TestDiskGoingIsReported(t *testing.T) {
+	now := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
+	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "uid-a"},
+		Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet}}
+	deleting := f.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: now}
+	pod := func(terminating bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-1", Namespace: "ns", Labels: map[string]string{"celld.io/fleet-uid": "uid-a"}},
+			Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "data",
+				VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-a-1"}}}}}}
+		if terminating {
+			p.DeletionTimestamp = &metav1.Time{Time: now}
+		}
+		return p
+	}
+	claim := func(name string, phase corev1.PersistentVolumeClaimPhase, deleted bool) *corev1.PersistentVolumeClaim {
+		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Status: corev1.PersistentVolumeClaimStatus{Phase: phase}}
+		if deleted {
+			c.DeletionTimestamp = &metav1.Time{Time: now}
+		}
+		return c
+	}
+	status := func(degraded metav1.ConditionStatus, reason, message string) []sim.Request {
+		st := &v1alpha1.CelldFleetStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionDegraded, Status: degraded, Reason: reason, Message: message}}}
+		return []sim.Request{{Verb: "update", Resource: "celldfleets/status", Namespace: "ns", Name: "a", Status: st}}
+	}
+	healthy := status("False", "Healthy", "")
+	cases := []struct {
+		name  string
+		f     *v1alpha1.CelldFleet
+		pod   *corev1.Pod
+		claim *corev1.PersistentVolumeClaim
+		sent  []sim.Request
+		want  string
+	}{
+		{"reported", f, pod(false), claim("data-a-1", corev1.ClaimBound, true), status("True", "DiskLost", "disks data-a-1 (member a-1) are being deleted"), ""},
+		{"deleted, not reported", f, pod(false), claim("data-a-1", corev1.ClaimBound, true), healthy, "wrote Degraded False"},
+		{"lost, not reported", f, pod(false), claim("data-a-1", corev1.ClaimLost, false), healthy, "wrote Degraded False"},
+		{"reported without the claim's name", f, pod(false), claim("data-a-1", corev1.ClaimLost, false), status("True", "DiskLost", "a disk is lost"), "does not name claim data-a-1"},
+		{"another Degraded reason", f, pod(false), claim("data-a-1", corev1.ClaimLost, false), status("True", "MemberUnreachable", "member a-1 on n1"), ""},
+		{"a terminating member's claim", f, pod(true), claim("data-a-1", corev1.ClaimBound, true), healthy, ""},
+		{"a claim no member mounts", f, pod(false), claim("data-a-7", corev1.ClaimBound, true), healthy, ""},
+		{"a bound claim", f, pod(false), claim("data-a-1", corev1.ClaimBound, false), healthy, ""},
+		{"the fleet being deleted", deleting, pod(false), claim("data-a-1", corev1.ClaimBound, true), healthy, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			j := judge.New(sim.New(sim.Options{}))
+			err := j.DiskGoing(c.f, []*corev1.Pod{c.pod}, []*corev1.PersistentVolumeClaim{c.claim}, c.sent)
+			var v *judge.Violation
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("want nothing to report, got %v", err)
+			case c.want != "" && (!errors.As(err, &v) || v.Clause != judge.S6Reported || !strings.Contains(v.Detail, c.want)):
+				t.Errorf("want a violation of %q saying %q, got %v", judge.S6Reported, c.want, err)
+			}
+		})
+	}
+}
