@@ -350,6 +350,13 @@ var Table = []Mutant{
 		Mistake:     "only a Lost volume is reported: a running member's claim deleted by hand goes unsaid until the member stops and starts on an empty disk",
 		Threatens:   "what only a person can act on is reported (§6 DiskLost): data to copy off before it is gone",
 	},
+	{
+		Name: "deletion-blocked-negated", File: "machine/deletion.go",
+		Original:    "case m == first || first.Terminating:",
+		Replacement: "case m == first || !first.Terminating:",
+		Mistake:     "the lower member not ready is read as already going: a deletion the ordered scale-down blocks for good waits in silence",
+		Threatens:   "what only a person can unblock is reported (§6 DeletionBlocked)",
+	},
 	// Premise checks on fresh reads.
 	{
 		Name: "premise-newer-fleet-passes", File: "machine/premise.go",

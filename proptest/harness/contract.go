@@ -116,6 +116,9 @@ func (k *Checker) After(passes []Pass) error {
 		if err := k.J.DiskGoing(o.Fleet, o.Pods, o.PVCs, p.Sent); err != nil {
 			return err
 		}
+		if err := k.J.DeletionBlocked(o.Fleet, o.StatefulSet, o.Pods, p.Sent); err != nil {
+			return err
+		}
 	}
 	return k.twins(passes)
 }

@@ -1,6 +1,8 @@
 package judge
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -266,4 +268,80 @@ func claimOf(p *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// DeletionBlockedPasses counts the passes judged for a deletion the ordered scale-down blocks.
+// The random sequences seldom make two members not ready under a deletion; the scenario
+// delete-blocked-scale-down does, so it is not among the Extras whose coverage they must show.
+const DeletionBlockedPasses = "passes that saw a deleting fleet's ordered scale-down blocked, judged reported"
+
+// DeletionBlocked judges one pass on a fleet being deleted against what the operator observed:
+// its StatefulSet (OrderedReady) stopped at zero removes the highest member first, and a member
+// that is not ready is removed only when it is the lowest one not ready. With no member
+// terminating and two or more not ready, the highest of those waits on the lowest for good: the
+// operator deletes no member Pod while deleting, so only a person unblocks it. A status written
+// in that pass must say Degraded=True, and when its reason is DeletionBlocked, name both.
+func (j *Judge) DeletionBlocked(f *v1alpha1.CelldFleet, set *appsv1.StatefulSet, pods []*corev1.Pod, sent []sim.Request) error {
+	if f == nil || f.DeletionTimestamp == nil || set == nil || set.Spec.Replicas == nil || *set.Spec.Replicas != 0 {
+		return nil
+	}
+	lowest, highest := -1, -1
+	members := 0
+	for _, p := range pods {
+		if types.UID(p.Labels["celld.io/fleet-uid"]) != f.UID {
+			continue
+		}
+		n, ok := ordinalOf(p.Name, set.Name)
+		if !ok || p.DeletionTimestamp != nil {
+			return nil
+		}
+		members++
+		if podReady(p) {
+			continue
+		}
+		if lowest < 0 || n < lowest {
+			lowest = n
+		}
+		if n > highest {
+			highest = n
+		}
+	}
+	if members < 2 || lowest == highest {
+		return nil
+	}
+	blocked, blocker := fmt.Sprintf("%s-%d", set.Name, highest), fmt.Sprintf("%s-%d", set.Name, lowest)
+	j.Extra[DeletionBlockedPasses]++
+	j.judged(S6Reported)
+	for _, r := range sent {
+		if r.Resource != "celldfleets/status" || r.Namespace != f.Namespace || r.Name != f.Name || r.Err != nil || r.Status == nil {
+			continue
+		}
+		degraded, reason, message := degradedOf(r.Status)
+		if degraded == nil || *degraded != "True" {
+			return fail(S6Reported, "fleet %s is being deleted and its ordered scale-down cannot remove %s while %s is not ready, and the operator wrote Degraded %s: only a person unblocks it, and the status must say so",
+				f.Name, blocked, blocker, orNone(degraded))
+		}
+		if reason == "DeletionBlocked" && (!strings.Contains(message, blocked) || !strings.Contains(message, blocker)) {
+			return fail(S6Reported, "fleet %s: Degraded DeletionBlocked %q does not name %s and %s", f.Name, message, blocked, blocker)
+		}
+	}
+	return nil
+}
+
+func ordinalOf(pod, set string) (int, bool) {
+	rest, ok := strings.CutPrefix(pod, set+"-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n >= 0 && strconv.Itoa(n) == rest
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

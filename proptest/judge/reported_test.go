@@ -2,6 +2,7 @@ package judge_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -226,6 +227,72 @@ func TestDiskGoingIsReported(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			j := judge.New(sim.New(sim.Options{}))
 			err := j.DiskGoing(c.f, []*corev1.Pod{c.pod}, []*corev1.PersistentVolumeClaim{c.claim}, c.sent)
+			var v *judge.Violation
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("want nothing to report, got %v", err)
+			case c.want != "" && (!errors.As(err, &v) || v.Clause != judge.S6Reported || !strings.Contains(v.Detail, c.want)):
+				t.Errorf("want a violation of %q saying %q, got %v", judge.S6Reported, c.want, err)
+			}
+		})
+	}
+}
+
+// TestDeletionBlockedIsReported: a deleting fleet whose StatefulSet is at zero, no member
+// terminating and two or more not ready, must write a Degraded status that, as DeletionBlocked,
+// names the highest not ready and the lowest; one not ready, one terminating, or a workload not
+// yet stopped asks for nothing.
+func TestDeletionBlockedIsReported(t *testing.T) {
+	now := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
+	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "uid-a", DeletionTimestamp: &metav1.Time{Time: now}},
+		Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet}}
+	live := f.DeepCopy()
+	live.DeletionTimestamp = nil
+	zero, three := int32(0), int32(3)
+	stopped := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: appsv1.StatefulSetSpec{Replicas: &zero}}
+	running := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: appsv1.StatefulSetSpec{Replicas: &three}}
+	pods := func(states string) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i, s := range states {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("a-%d", i), Namespace: "ns", Labels: map[string]string{"celld.io/fleet-uid": "uid-a"}},
+				Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+			switch s {
+			case 'n':
+				p.Status.Conditions[0].Status = corev1.ConditionFalse
+			case 't':
+				p.DeletionTimestamp = &metav1.Time{Time: now}
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	status := func(degraded metav1.ConditionStatus, reason, message string) []sim.Request {
+		st := &v1alpha1.CelldFleetStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionDegraded, Status: degraded, Reason: reason, Message: message}}}
+		return []sim.Request{{Verb: "update", Resource: "celldfleets/status", Namespace: "ns", Name: "a", Status: st}}
+	}
+	healthy := status("False", "Healthy", "")
+	cases := []struct {
+		name string
+		f    *v1alpha1.CelldFleet
+		set  *appsv1.StatefulSet
+		pods string // per ordinal: r ready, n not ready, t terminating
+		sent []sim.Request
+		want string
+	}{
+		{"reported", f, stopped, "rnrn", status("True", "DeletionBlocked", "member a-3 waits on a-1"), ""},
+		{"not reported", f, stopped, "rnrn", healthy, "cannot remove a-3 while a-1 is not ready"},
+		{"not reported, the ready ones above still there", f, stopped, "nnrr", healthy, "cannot remove a-1 while a-0"},
+		{"reported without the blocker", f, stopped, "rnrn", status("True", "DeletionBlocked", "member a-3 is blocked"), "does not name a-3 and a-1"},
+		{"another Degraded reason", f, stopped, "rnrn", status("True", "MemberUnreachable", "member a-1 on n1"), ""},
+		{"one not ready", f, stopped, "rrnr", healthy, ""},
+		{"a member terminating", f, stopped, "nnrt", healthy, ""},
+		{"the workload not stopped yet", f, running, "rnrn", healthy, ""},
+		{"a live fleet", live, stopped, "rnrn", healthy, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			j := judge.New(sim.New(sim.Options{}))
+			err := j.DeletionBlocked(c.f, c.set, pods(c.pods), c.sent)
 			var v *judge.Violation
 			switch {
 			case c.want == "" && err != nil:
