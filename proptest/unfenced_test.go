@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/drivers/sim"
@@ -142,5 +143,41 @@ func TestGoingDiskIsReported(t *testing.T) {
 				t.Errorf("once the member stopped: %s with %d ready; want Steady with 3", got.Status.State, got.Status.Members.Ready)
 			}
 		})
+	}
+}
+
+// A member whose node is gone cannot come back where it is, and healing replaces one member at
+// a time: while another member is not ready (here on a node that stopped answering, within the
+// grace period), the one of the gone node waits, and the fleet says Degraded=MemberCannotComeBack
+// naming it. Every pass is judged by the reporting judge and by clause 3's judges (no heal while
+// another member is not ready; the operator deletes no Pod). Once the other node answers again, the member of the gone node
+// is replaced and the fleet converges.
+func TestMemberThatCannotComeBackIsReported(t *testing.T) {
+	w := harness.NewWorld(8, 1)
+	spec := fleetSpec(profiles[0], "alpha", 3)
+	spec.Grace = time.Hour
+	must(t, w.CreateFleet(spec))
+	must(t, w.Converge())
+	p, other := w.C.Pod(harness.Namespace, "alpha-0"), w.C.Pod(harness.Namespace, "alpha-2")
+	must(t, w.C.SetNodeUnreachable(other.Spec.NodeName))
+	must(t, w.C.LoseNode(p.Spec.NodeName))
+	// Before the orphan Pod collector removes alpha-0 on its own.
+	must(t, w.Step(2))
+	c := degraded(w.C.Fleet(harness.Namespace, "alpha"))
+	if c == nil || c.Reason != "MemberCannotComeBack" || !strings.Contains(c.Message, "alpha-0") || !strings.Contains(c.Message, "alpha-2") {
+		t.Errorf("Degraded %+v: want MemberCannotComeBack naming alpha-0 and alpha-2", c)
+	}
+	for _, r := range w.C.Requests() {
+		if r.Verb == "delete" && r.Resource == "pods" {
+			t.Errorf("the operator deleted Pod %s while a member was not ready", r.Name)
+		}
+	}
+	must(t, w.C.SetNodeReady(other.Spec.NodeName))
+	must(t, w.Converge())
+	if got := w.C.Fleet(harness.Namespace, "alpha"); got.Status.State != v1alpha1.StateSteady || got.Status.Members.Ready != 3 {
+		t.Errorf("once the other node answers: %s with %d ready; want Steady with 3", got.Status.State, got.Status.Members.Ready)
+	}
+	if q := w.C.Pod(harness.Namespace, "alpha-0"); q == nil || q.UID == p.UID {
+		t.Errorf("member alpha-0 of the gone node was not replaced")
 	}
 }

@@ -357,6 +357,13 @@ var Table = []Mutant{
 		Mistake:     "the lower member not ready is read as already going: a deletion the ordered scale-down blocks for good waits in silence",
 		Threatens:   "what only a person can unblock is reported (§6 DeletionBlocked)",
 	},
+	{
+		Name: "cannot-come-back-negated", File: "machine/status.go",
+		Original:    "\tcase fx.candidate != nil && !fx.othersReady:\n\t\tdegraded = ",
+		Replacement: "\tcase fx.candidate != nil && fx.othersReady:\n\t\tdegraded = ",
+		Mistake:     "the member that cannot come back is reported when the others are ready (and healing replaces it at once), not while it waits on one that is not",
+		Threatens:   "what only a person can unblock is reported (§6 MemberCannotComeBack)",
+	},
 	// Premise checks on fresh reads.
 	{
 		Name: "premise-newer-fleet-passes", File: "machine/premise.go",

@@ -119,6 +119,9 @@ func (k *Checker) After(passes []Pass) error {
 		if err := k.J.DeletionBlocked(o.Fleet, o.StatefulSet, o.Pods, p.Sent); err != nil {
 			return err
 		}
+		if err := k.J.CannotComeBack(o.Fleet, o.Pods, o.Nodes, o.NodesSynced, p.Sent); err != nil {
+			return err
+		}
 	}
 	return k.twins(passes)
 }

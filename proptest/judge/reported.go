@@ -43,6 +43,7 @@ func (j *Judge) Unfenced(f *v1alpha1.CelldFleet, now time.Time, pods []*corev1.P
 		grace = g.Duration
 	}
 	identities := f.Spec.Profile == v1alpha1.ProfilePersistentFleet || f.Spec.Workload == v1alpha1.WorkloadOrderedStatefulSet
+	var members, where []string
 	var member, node string
 	for _, p := range pods {
 		if types.UID(p.Labels["celld.io/fleet-uid"]) != f.UID || p.Spec.NodeName == "" || (!identities && p.DeletionTimestamp == nil) {
@@ -52,9 +53,14 @@ func (j *Judge) Unfenced(f *v1alpha1.CelldFleet, now time.Time, pods []*corev1.P
 		if !ok {
 			continue // gone: replaced at once, nothing to report
 		}
-		if since, bad := unhealthySince(n); bad && now.Sub(since) > grace {
+		// The status may name any member on a node gone bad: one at its grace period's very end
+		// is past it to the operator, not yet to this judge.
+		since, bad := unhealthySince(n)
+		if bad {
+			members, where = append(members, p.Name), append(where, n.Name)
+		}
+		if bad && now.Sub(since) > grace && member == "" {
 			member, node = p.Name, n.Name
-			break
 		}
 	}
 	if member == "" {
@@ -71,8 +77,12 @@ func (j *Judge) Unfenced(f *v1alpha1.CelldFleet, now time.Time, pods []*corev1.P
 			return fail(S6Reported, "fleet %s: member %s has been on node %s, unhealthy past the grace period %s and not fenced, and the operator wrote Degraded %s: only a person fencing the node replaces it, and the status must say so",
 				f.Name, member, node, grace, orNone(degraded))
 		}
-		if reason == "MemberUnreachable" && (!strings.Contains(message, member) || !strings.Contains(message, node)) {
-			return fail(S6Reported, "fleet %s: Degraded MemberUnreachable %q does not name member %s and node %s", f.Name, message, member, node)
+		named := false
+		for i := range members {
+			named = named || (strings.Contains(message, members[i]) && strings.Contains(message, where[i]))
+		}
+		if reason == "MemberUnreachable" && !named {
+			return fail(S6Reported, "fleet %s: Degraded MemberUnreachable %q names none of the members %v with its node %v", f.Name, message, members, where)
 		}
 	}
 	return nil
@@ -126,7 +136,7 @@ func (j *Judge) Stuck(f *v1alpha1.CelldFleet, now time.Time, set *appsv1.Statefu
 	if g := f.Spec.Healing.UnreachableGracePeriod; g != nil {
 		grace = g.Duration
 	}
-	member := ""
+	var stuck, nameable []string
 	for _, p := range pods {
 		if types.UID(p.Labels["celld.io/fleet-uid"]) != f.UID || p.DeletionTimestamp != nil || p.Labels[appsv1.StatefulSetRevisionLabel] != set.Status.UpdateRevision {
 			continue
@@ -152,13 +162,18 @@ func (j *Judge) Stuck(f *v1alpha1.CelldFleet, now time.Time, set *appsv1.Statefu
 				}
 			}
 		}
-		if ready || now.Sub(since) <= grace || !diskUsable(p, claims) {
+		if ready || !diskUsable(p, claims) {
 			continue
 		}
-		member = p.Name
-		break
+		// The status may name any of them: one at its grace period's very end is stuck to the
+		// operator, not yet to this judge.
+		nameable = append(nameable, p.Name)
+		if now.Sub(since) <= grace {
+			continue
+		}
+		stuck = append(stuck, p.Name)
 	}
-	if member == "" {
+	if len(stuck) == 0 {
 		return nil
 	}
 	j.Extra[StuckPasses]++
@@ -169,11 +184,11 @@ func (j *Judge) Stuck(f *v1alpha1.CelldFleet, now time.Time, set *appsv1.Statefu
 		}
 		degraded, reason, message := degradedOf(r.Status)
 		if degraded == nil || *degraded != "True" {
-			return fail(S6Reported, "fleet %s: member %s has not been ready for longer than the grace period %s, with nothing healing can do, and the operator wrote Degraded %s: the status must say so",
-				f.Name, member, grace, orNone(degraded))
+			return fail(S6Reported, "fleet %s: members %v have not been ready for longer than the grace period %s, with nothing healing can do, and the operator wrote Degraded %s: the status must say so",
+				f.Name, stuck, grace, orNone(degraded))
 		}
-		if reason == "MemberStuck" && !strings.Contains(message, member) {
-			return fail(S6Reported, "fleet %s: Degraded MemberStuck %q does not name member %s", f.Name, message, member)
+		if reason == "MemberStuck" && !namesAny(message, nameable) {
+			return fail(S6Reported, "fleet %s: Degraded MemberStuck %q names none of the members not ready %v", f.Name, message, nameable)
 		}
 	}
 	return nil
@@ -225,21 +240,18 @@ func (j *Judge) DiskGoing(f *v1alpha1.CelldFleet, pods []*corev1.Pod, claims []*
 	if f == nil || f.DeletionTimestamp != nil {
 		return nil
 	}
-	going := ""
+	var going []string
 	for _, p := range pods {
 		if types.UID(p.Labels["celld.io/fleet-uid"]) != f.UID || p.DeletionTimestamp != nil {
 			continue
 		}
 		for _, c := range claims {
 			if c.Namespace == p.Namespace && c.Name == claimOf(p) && (c.DeletionTimestamp != nil || c.Status.Phase == corev1.ClaimLost) {
-				going = c.Name
+				going = append(going, c.Name)
 			}
 		}
-		if going != "" {
-			break
-		}
 	}
-	if going == "" {
+	if len(going) == 0 {
 		return nil
 	}
 	j.Extra[DiskGoingPasses]++
@@ -250,11 +262,11 @@ func (j *Judge) DiskGoing(f *v1alpha1.CelldFleet, pods []*corev1.Pod, claims []*
 		}
 		degraded, reason, message := degradedOf(r.Status)
 		if degraded == nil || *degraded != "True" {
-			return fail(S6Reported, "fleet %s: claim %s of a running member is being deleted or lost, and the operator wrote Degraded %s: the data on it is a person's to copy off, and the status must say so",
+			return fail(S6Reported, "fleet %s: claims %v of running members are being deleted or lost, and the operator wrote Degraded %s: the data on them is a person's to copy off, and the status must say so",
 				f.Name, going, orNone(degraded))
 		}
-		if reason == "DiskLost" && !strings.Contains(message, going) {
-			return fail(S6Reported, "fleet %s: Degraded DiskLost %q does not name claim %s", f.Name, message, going)
+		if reason == "DiskLost" && !namesAny(message, going) {
+			return fail(S6Reported, "fleet %s: Degraded DiskLost %q names none of the claims %v", f.Name, message, going)
 		}
 	}
 	return nil
@@ -341,6 +353,67 @@ func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// CannotComeBackPasses counts the passes judged for a member that cannot come back while
+// another is not ready.
+const CannotComeBackPasses = "passes that saw a member that cannot come back while another is not ready, judged reported"
+
+// CannotComeBack judges one pass on a live fleet against what the operator observed: a member
+// whose node is gone or fenced cannot come back where it is, and healing replaces it only while
+// every other member is ready (one member away at a time). With another member not ready or
+// terminating, it waits on that one, which may never come back on its own either: a status
+// written in that pass must say Degraded=True, and when its reason is MemberCannotComeBack,
+// name the member.
+func (j *Judge) CannotComeBack(f *v1alpha1.CelldFleet, pods []*corev1.Pod, nodes map[string]*corev1.Node, synced bool, sent []sim.Request) error {
+	if f == nil || f.DeletionTimestamp != nil || !synced {
+		return nil
+	}
+	var lost, notReady []string
+	for _, p := range pods {
+		if types.UID(p.Labels["celld.io/fleet-uid"]) != f.UID {
+			continue
+		}
+		if n, ok := nodes[p.Spec.NodeName]; p.Spec.NodeName != "" && (!ok || fenced(n)) {
+			lost = append(lost, p.Name)
+		}
+		if p.DeletionTimestamp != nil || !podReady(p) {
+			notReady = append(notReady, p.Name)
+		}
+	}
+	// A lost member waits on any other one not ready, or lost too.
+	waits := len(lost) > 1
+	for _, n := range notReady {
+		waits = waits || len(lost) == 1 && n != lost[0]
+	}
+	if !waits {
+		return nil
+	}
+	j.Extra[CannotComeBackPasses]++
+	j.judged(S6Reported)
+	for _, r := range sent {
+		if r.Resource != "celldfleets/status" || r.Namespace != f.Namespace || r.Name != f.Name || r.Err != nil || r.Status == nil {
+			continue
+		}
+		degraded, reason, message := degradedOf(r.Status)
+		if degraded == nil || *degraded != "True" {
+			return fail(S6Reported, "fleet %s: members %v cannot come back where they are (their nodes gone or fenced) and wait on members not ready %v, and the operator wrote Degraded %s: the status must say so",
+				f.Name, lost, notReady, orNone(degraded))
+		}
+		if reason == "MemberCannotComeBack" && !namesAny(message, lost) {
+			return fail(S6Reported, "fleet %s: Degraded MemberCannotComeBack %q names none of the members %v", f.Name, message, lost)
+		}
+	}
+	return nil
+}
+
+func namesAny(message string, names []string) bool {
+	for _, n := range names {
+		if strings.Contains(message, n) {
+			return true
 		}
 	}
 	return false

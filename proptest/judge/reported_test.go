@@ -62,8 +62,8 @@ func TestUnfencedIsReported(t *testing.T) {
 		{"not reported", persistent, pod(false), node(2 * time.Minute), healthy, "wrote Degraded False"},
 		{"an ordered StatefulSet's member not reported", ordered, pod(false), node(2 * time.Minute), healthy, "wrote Degraded False"},
 		{"a Deployment's terminating member not reported", deployment, pod(true), node(2 * time.Minute), healthy, "wrote Degraded False"},
-		{"reported without the member's name", persistent, pod(false), node(2 * time.Minute), status("True", "MemberUnreachable", "a member is on node n1"), "does not name member a-1"},
-		{"reported without the node's name", persistent, pod(false), node(2 * time.Minute), status("True", "MemberUnreachable", "member a-1 is unreachable"), "does not name"},
+		{"reported without the member's name", persistent, pod(false), node(2 * time.Minute), status("True", "MemberUnreachable", "a member is on node n1"), "names none of the members [a-1]"},
+		{"reported without the node's name", persistent, pod(false), node(2 * time.Minute), status("True", "MemberUnreachable", "member a-1 is unreachable"), "names none of the members"},
 		{"within the grace period", persistent, pod(false), node(30 * time.Second), healthy, ""},
 		{"the unreachable taint is recent", persistent, pod(false),
 			node(2*time.Minute, corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: now.Add(-10 * time.Second)}}), healthy, ""},
@@ -146,7 +146,7 @@ func TestStuckIsReported(t *testing.T) {
 		{"not reported", pod(), bound, readyNode("True"), healthy, "wrote Degraded False"},
 		{"not reported, never scheduled", pod(func(p *corev1.Pod) { p.Spec.NodeName = "" }), bound, readyNode("True"), healthy, "wrote Degraded False"},
 		{"not reported, its claim pending", pod(), claim(corev1.ClaimPending, false), readyNode("True"), healthy, "wrote Degraded False"},
-		{"reported without the member's name", pod(), bound, readyNode("True"), status("True", "MemberStuck", "a member is stuck"), "does not name member a-1"},
+		{"reported without the member's name", pod(), bound, readyNode("True"), status("True", "MemberStuck", "a member is stuck"), "names none of the members not ready [a-1]"},
 		{"ready", pod(func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionTrue }), bound, readyNode("True"), healthy, ""},
 		{"within the grace period", pod(func(p *corev1.Pod) {
 			p.Status.Conditions[0].LastTransitionTime = metav1.Time{Time: now.Add(-30 * time.Second)}
@@ -216,7 +216,7 @@ func TestDiskGoingIsReported(t *testing.T) {
 		{"reported", f, pod(false), claim("data-a-1", corev1.ClaimBound, true), status("True", "DiskLost", "disks data-a-1 (member a-1) are being deleted"), ""},
 		{"deleted, not reported", f, pod(false), claim("data-a-1", corev1.ClaimBound, true), healthy, "wrote Degraded False"},
 		{"lost, not reported", f, pod(false), claim("data-a-1", corev1.ClaimLost, false), healthy, "wrote Degraded False"},
-		{"reported without the claim's name", f, pod(false), claim("data-a-1", corev1.ClaimLost, false), status("True", "DiskLost", "a disk is lost"), "does not name claim data-a-1"},
+		{"reported without the claim's name", f, pod(false), claim("data-a-1", corev1.ClaimLost, false), status("True", "DiskLost", "a disk is lost"), "names none of the claims [data-a-1]"},
 		{"another Degraded reason", f, pod(false), claim("data-a-1", corev1.ClaimLost, false), status("True", "MemberUnreachable", "member a-1 on n1"), ""},
 		{"a terminating member's claim", f, pod(true), claim("data-a-1", corev1.ClaimBound, true), healthy, ""},
 		{"a claim no member mounts", f, pod(false), claim("data-a-7", corev1.ClaimBound, true), healthy, ""},
@@ -293,6 +293,71 @@ func TestDeletionBlockedIsReported(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			j := judge.New(sim.New(sim.Options{}))
 			err := j.DeletionBlocked(c.f, c.set, pods(c.pods), c.sent)
+			var v *judge.Violation
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("want nothing to report, got %v", err)
+			case c.want != "" && (!errors.As(err, &v) || v.Clause != judge.S6Reported || !strings.Contains(v.Detail, c.want)):
+				t.Errorf("want a violation of %q saying %q, got %v", judge.S6Reported, c.want, err)
+			}
+		})
+	}
+}
+
+// TestCannotComeBackIsReported: a pass with a member on a gone or fenced node and another member
+// not ready (or two such members) must write a Degraded status that, as MemberCannotComeBack,
+// names one of them; alone, or in a fleet being deleted, it asks for nothing.
+func TestCannotComeBackIsReported(t *testing.T) {
+	now := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
+	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "uid-a"},
+		Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet}}
+	deleting := f.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: now}
+	// per member: its node (n0 gone, f fenced, h healthy) and r ready or n not ready.
+	pods := func(members ...string) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i, m := range members {
+			node := map[byte]string{'g': "n0", 'f': "nf", 'h': "nh"}[m[0]]
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("a-%d", i), Namespace: "ns", Labels: map[string]string{"celld.io/fleet-uid": "uid-a"}},
+				Spec:   corev1.PodSpec{NodeName: node},
+				Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+			if m[1] == 'n' {
+				p.Status.Conditions[0].Status = corev1.ConditionFalse
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	nodes := map[string]*corev1.Node{
+		"nf": {ObjectMeta: metav1.ObjectMeta{Name: "nf"}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: corev1.TaintNodeOutOfService, Effect: corev1.TaintEffectNoExecute}}}},
+		"nh": {ObjectMeta: metav1.ObjectMeta{Name: "nh"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}},
+	}
+	status := func(degraded metav1.ConditionStatus, reason, message string) []sim.Request {
+		st := &v1alpha1.CelldFleetStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionDegraded, Status: degraded, Reason: reason, Message: message}}}
+		return []sim.Request{{Verb: "update", Resource: "celldfleets/status", Namespace: "ns", Name: "a", Status: st}}
+	}
+	healthy := status("False", "Healthy", "")
+	cases := []struct {
+		name    string
+		f       *v1alpha1.CelldFleet
+		members []string
+		sent    []sim.Request
+		want    string
+	}{
+		{"reported", f, []string{"gr", "hr", "hn"}, status("True", "MemberCannotComeBack", "member a-0 cannot come back"), ""},
+		{"not reported, node gone", f, []string{"gr", "hr", "hn"}, healthy, "wrote Degraded False"},
+		{"not reported, node fenced", f, []string{"hr", "fr", "hn"}, healthy, "wrote Degraded False"},
+		{"not reported, two lost", f, []string{"gr", "fr", "hr"}, healthy, "wrote Degraded False"},
+		{"reported without the member", f, []string{"gr", "hr", "hn"}, status("True", "MemberCannotComeBack", "member a-2 is not ready"), "names none of the members [a-0]"},
+		{"another Degraded reason", f, []string{"gr", "hr", "hn"}, status("True", "MemberUnreachable", "a-2 on nh"), ""},
+		{"the others ready", f, []string{"gn", "hr", "hr"}, healthy, ""},
+		{"nobody lost", f, []string{"hn", "hr", "hn"}, healthy, ""},
+		{"the fleet being deleted", deleting, []string{"gr", "hr", "hn"}, healthy, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			j := judge.New(sim.New(sim.Options{}))
+			err := j.CannotComeBack(c.f, pods(c.members...), nodes, true, c.sent)
 			var v *judge.Violation
 			switch {
 			case c.want == "" && err != nil:
