@@ -104,9 +104,7 @@ func TestMissingInputHoldsTheFleet(t *testing.T) {
 				if running {
 					want = 5
 				}
-				if got := w.C.Fleet(harness.Namespace, "alpha"); got.Status.State != v1alpha1.StateSteady || got.Status.Members.Ready != want {
-					t.Errorf("once the input exists: %s with %d ready; want Steady with %d", got.Status.State, got.Status.Members.Ready, want)
-				}
+				wantSteady(t, w, want, "once the input exists")
 			})
 		}
 	}
@@ -143,24 +141,14 @@ func TestRefusedSpecHoldsTheFleet(t *testing.T) {
 				if c := degraded(got); c == nil || c.Reason != "SpecRefused" || !strings.Contains(c.Message, "injected") {
 					t.Errorf("Degraded %+v: want SpecRefused quoting the API server", c)
 				}
-				if now := workloadOf(w); now != workload {
-					t.Errorf("the workload after the refusal: %s, want %s", now, workload)
-				}
-				if now := claimsOf(w); fmt.Sprint(now) != fmt.Sprint(kept) {
-					t.Errorf("claims %v while held; want %v", now, kept)
-				}
-				if now := podUIDs(w); fmt.Sprint(now) != fmt.Sprint(pods) {
-					t.Errorf("member Pods %v while held; want %v", now, pods)
-				}
+				wantKept(t, w, workload, kept, pods)
 				must(t, w.SetImage("alpha", "celld:v2"))
 				must(t, w.Converge())
 				want := int32(3)
 				if running {
 					want = 5
 				}
-				if got := w.C.Fleet(harness.Namespace, "alpha"); got.Status.State != v1alpha1.StateSteady || got.Status.Members.Ready != want {
-					t.Errorf("once the spec changed: %s with %d ready; want Steady with %d", got.Status.State, got.Status.Members.Ready, want)
-				}
+				wantSteady(t, w, want, "once the spec changed")
 			})
 		}
 	}

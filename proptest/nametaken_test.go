@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/drivers/sim"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/proptest/harness"
@@ -92,9 +91,7 @@ func TestNameTakenHoldsTheFleet(t *testing.T) {
 					if running {
 						want = 5
 					}
-					if got := w.C.Fleet(harness.Namespace, "alpha"); got.Status.State != v1alpha1.StateSteady || got.Status.Members.Ready != want {
-						t.Errorf("once the object is gone: %s with %d ready; want Steady with %d", got.Status.State, got.Status.Members.Ready, want)
-					}
+					wantSteady(t, w, want, "once the object is gone")
 				})
 			}
 		}

@@ -187,3 +187,27 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// wantSteady wants the fleet alpha Steady with that many members ready, after what the story
+// names.
+func wantSteady(t *testing.T, w *harness.World, ready int32, after string) {
+	t.Helper()
+	if got := w.C.Fleet(harness.Namespace, "alpha"); got.Status.State != v1alpha1.StateSteady || got.Status.Members.Ready != ready {
+		t.Errorf("%s: %s with %d ready; want Steady with %d", after, got.Status.State, got.Status.Members.Ready, ready)
+	}
+}
+
+// wantKept wants the fleet alpha's workload, claims and member Pods as they were: a held fleet
+// changes none of them.
+func wantKept(t *testing.T, w *harness.World, workload string, claims, pods map[string]types.UID) {
+	t.Helper()
+	if now := workloadOf(w); now != workload {
+		t.Errorf("the workload while held: %s, want %s", now, workload)
+	}
+	if now := claimsOf(w); fmt.Sprint(now) != fmt.Sprint(claims) {
+		t.Errorf("claims %v while held; want %v", now, claims)
+	}
+	if now := podUIDs(w); fmt.Sprint(now) != fmt.Sprint(pods) {
+		t.Errorf("member Pods %v while held; want %v", now, pods)
+	}
+}

@@ -97,9 +97,7 @@ func TestStuckMemberIsReported(t *testing.T) {
 				}
 				must(t, w.SetImage("alpha", "celld:v3"))
 				must(t, w.Converge())
-				if got := w.C.Fleet(harness.Namespace, "alpha"); got.Status.State != v1alpha1.StateSteady || got.Status.Members.Ready != 3 {
-					t.Errorf("once spec.image names one that starts: %s with %d ready; want Steady with 3", got.Status.State, got.Status.Members.Ready)
-				}
+				wantSteady(t, w, 3, "once spec.image names one that starts")
 			})
 		}
 	}
@@ -139,9 +137,7 @@ func TestGoingDiskIsReported(t *testing.T) {
 			}
 			must(t, w.C.CrashMember(harness.Namespace, "alpha-1"))
 			must(t, w.Converge())
-			if got := w.C.Fleet(harness.Namespace, "alpha"); got.Status.State != v1alpha1.StateSteady || got.Status.Members.Ready != 3 {
-				t.Errorf("once the member stopped: %s with %d ready; want Steady with 3", got.Status.State, got.Status.Members.Ready)
-			}
+			wantSteady(t, w, 3, "once the member stopped")
 		})
 	}
 }
@@ -174,9 +170,7 @@ func TestMemberThatCannotComeBackIsReported(t *testing.T) {
 	}
 	must(t, w.C.SetNodeReady(other.Spec.NodeName))
 	must(t, w.Converge())
-	if got := w.C.Fleet(harness.Namespace, "alpha"); got.Status.State != v1alpha1.StateSteady || got.Status.Members.Ready != 3 {
-		t.Errorf("once the other node answers: %s with %d ready; want Steady with 3", got.Status.State, got.Status.Members.Ready)
-	}
+	wantSteady(t, w, 3, "once the other node answers")
 	if q := w.C.Pod(harness.Namespace, "alpha-0"); q == nil || q.UID == p.UID {
 		t.Errorf("member alpha-0 of the gone node was not replaced")
 	}

@@ -68,24 +68,15 @@ func (j *Judge) Unfenced(f *v1alpha1.CelldFleet, now time.Time, pods []*corev1.P
 	}
 	j.Extra[UnfencedPasses]++
 	j.judged(S6Reported)
-	for _, r := range sent {
-		if r.Resource != "celldfleets/status" || r.Namespace != f.Namespace || r.Name != f.Name || r.Err != nil || r.Status == nil {
-			continue
-		}
-		degraded, reason, message := degradedOf(r.Status)
-		if degraded == nil || *degraded != "True" {
-			return fail(S6Reported, "fleet %s: member %s has been on node %s, unhealthy past the grace period %s and not fenced, and the operator wrote Degraded %s: only a person fencing the node replaces it, and the status must say so",
-				f.Name, member, node, grace, orNone(degraded))
-		}
-		named := false
+	problem := fmt.Sprintf("member %s has been on node %s, unhealthy past the grace period %s and not fenced: only a person fencing the node replaces it", member, node, grace)
+	return mustSay(f, sent, problem, "MemberUnreachable", func(m string) bool {
 		for i := range members {
-			named = named || (strings.Contains(message, members[i]) && strings.Contains(message, where[i]))
+			if strings.Contains(m, members[i]) && strings.Contains(m, where[i]) {
+				return true
+			}
 		}
-		if reason == "MemberUnreachable" && !named {
-			return fail(S6Reported, "fleet %s: Degraded MemberUnreachable %q names none of the members %v with its node %v", f.Name, message, members, where)
-		}
-	}
-	return nil
+		return false
+	}, fmt.Sprintf("one of the members %v with its node %v", members, where))
 }
 
 // unhealthySince says whether a node is unhealthy (not Ready, or tainted unreachable), and
@@ -178,20 +169,8 @@ func (j *Judge) Stuck(f *v1alpha1.CelldFleet, now time.Time, set *appsv1.Statefu
 	}
 	j.Extra[StuckPasses]++
 	j.judged(S6Reported)
-	for _, r := range sent {
-		if r.Resource != "celldfleets/status" || r.Namespace != f.Namespace || r.Name != f.Name || r.Err != nil || r.Status == nil {
-			continue
-		}
-		degraded, reason, message := degradedOf(r.Status)
-		if degraded == nil || *degraded != "True" {
-			return fail(S6Reported, "fleet %s: members %v have not been ready for longer than the grace period %s, with nothing healing can do, and the operator wrote Degraded %s: the status must say so",
-				f.Name, stuck, grace, orNone(degraded))
-		}
-		if reason == "MemberStuck" && !namesAny(message, nameable) {
-			return fail(S6Reported, "fleet %s: Degraded MemberStuck %q names none of the members not ready %v", f.Name, message, nameable)
-		}
-	}
-	return nil
+	problem := fmt.Sprintf("members %v have not been ready for longer than the grace period %s, with nothing healing can do", stuck, grace)
+	return mustSay(f, sent, problem, "MemberStuck", namesAnyOf(nameable), fmt.Sprintf("one of the members not ready %v", nameable))
 }
 
 func fenced(n *corev1.Node) bool {
@@ -256,20 +235,8 @@ func (j *Judge) DiskGoing(f *v1alpha1.CelldFleet, pods []*corev1.Pod, claims []*
 	}
 	j.Extra[DiskGoingPasses]++
 	j.judged(S6Reported)
-	for _, r := range sent {
-		if r.Resource != "celldfleets/status" || r.Namespace != f.Namespace || r.Name != f.Name || r.Err != nil || r.Status == nil {
-			continue
-		}
-		degraded, reason, message := degradedOf(r.Status)
-		if degraded == nil || *degraded != "True" {
-			return fail(S6Reported, "fleet %s: claims %v of running members are being deleted or lost, and the operator wrote Degraded %s: the data on them is a person's to copy off, and the status must say so",
-				f.Name, going, orNone(degraded))
-		}
-		if reason == "DiskLost" && !namesAny(message, going) {
-			return fail(S6Reported, "fleet %s: Degraded DiskLost %q names none of the claims %v", f.Name, message, going)
-		}
-	}
-	return nil
+	problem := fmt.Sprintf("claims %v of running members are being deleted or lost: the data on them is a person's to copy off", going)
+	return mustSay(f, sent, problem, "DiskLost", namesAnyOf(going), fmt.Sprintf("one of the claims %v", going))
 }
 
 // claimOf is the claim a Pod mounts, empty when none.
@@ -324,20 +291,9 @@ func (j *Judge) DeletionBlocked(f *v1alpha1.CelldFleet, set *appsv1.StatefulSet,
 	blocked, blocker := fmt.Sprintf("%s-%d", set.Name, highest), fmt.Sprintf("%s-%d", set.Name, lowest)
 	j.Extra[DeletionBlockedPasses]++
 	j.judged(S6Reported)
-	for _, r := range sent {
-		if r.Resource != "celldfleets/status" || r.Namespace != f.Namespace || r.Name != f.Name || r.Err != nil || r.Status == nil {
-			continue
-		}
-		degraded, reason, message := degradedOf(r.Status)
-		if degraded == nil || *degraded != "True" {
-			return fail(S6Reported, "fleet %s is being deleted and its ordered scale-down cannot remove %s while %s is not ready, and the operator wrote Degraded %s: only a person unblocks it, and the status must say so",
-				f.Name, blocked, blocker, orNone(degraded))
-		}
-		if reason == "DeletionBlocked" && (!strings.Contains(message, blocked) || !strings.Contains(message, blocker)) {
-			return fail(S6Reported, "fleet %s: Degraded DeletionBlocked %q does not name %s and %s", f.Name, message, blocked, blocker)
-		}
-	}
-	return nil
+	problem := fmt.Sprintf("it is being deleted and its ordered scale-down cannot remove %s while %s is not ready: only a person unblocks it", blocked, blocker)
+	return mustSay(f, sent, problem, "DeletionBlocked",
+		func(m string) bool { return strings.Contains(m, blocked) && strings.Contains(m, blocker) }, blocked+" and "+blocker)
 }
 
 func ordinalOf(pod, set string) (int, bool) {
@@ -394,27 +350,36 @@ func (j *Judge) CannotComeBack(f *v1alpha1.CelldFleet, pods []*corev1.Pod, nodes
 	}
 	j.Extra[CannotComeBackPasses]++
 	j.judged(S6Reported)
+	problem := fmt.Sprintf("members %v cannot come back where they are (their nodes gone or fenced) and wait on members not ready %v", lost, notReady)
+	return mustSay(f, sent, problem, "MemberCannotComeBack", namesAnyOf(lost), fmt.Sprintf("one of the members %v", lost))
+}
+
+// mustSay judges the statuses a pass wrote for the fleet: each must say Degraded=True (problem
+// is what it must report), and one with that reason must name what named looks for (unnamed
+// says what that is).
+func mustSay(f *v1alpha1.CelldFleet, sent []sim.Request, problem, reason string, named func(message string) bool, unnamed string) error {
 	for _, r := range sent {
 		if r.Resource != "celldfleets/status" || r.Namespace != f.Namespace || r.Name != f.Name || r.Err != nil || r.Status == nil {
 			continue
 		}
-		degraded, reason, message := degradedOf(r.Status)
+		degraded, got, message := degradedOf(r.Status)
 		if degraded == nil || *degraded != "True" {
-			return fail(S6Reported, "fleet %s: members %v cannot come back where they are (their nodes gone or fenced) and wait on members not ready %v, and the operator wrote Degraded %s: the status must say so",
-				f.Name, lost, notReady, orNone(degraded))
+			return fail(S6Reported, "fleet %s: %s, and the operator wrote Degraded %s: the status must say so", f.Name, problem, orNone(degraded))
 		}
-		if reason == "MemberCannotComeBack" && !namesAny(message, lost) {
-			return fail(S6Reported, "fleet %s: Degraded MemberCannotComeBack %q names none of the members %v", f.Name, message, lost)
+		if got == reason && !named(message) {
+			return fail(S6Reported, "fleet %s: Degraded %s %q does not name %s", f.Name, reason, message, unnamed)
 		}
 	}
 	return nil
 }
 
-func namesAny(message string, names []string) bool {
-	for _, n := range names {
-		if strings.Contains(message, n) {
-			return true
+func namesAnyOf(names []string) func(string) bool {
+	return func(message string) bool {
+		for _, n := range names {
+			if strings.Contains(message, n) {
+				return true
+			}
 		}
+		return false
 	}
-	return false
 }

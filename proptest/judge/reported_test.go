@@ -41,14 +41,10 @@ func TestUnfencedIsReported(t *testing.T) {
 				LastTransitionTime: metav1.Time{Time: now.Add(-badFor)}}}}}
 		return map[string]*corev1.Node{"n1": n}
 	}
-	status := func(degraded metav1.ConditionStatus, reason, message string) []sim.Request {
-		st := &v1alpha1.CelldFleetStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionDegraded, Status: degraded, Reason: reason, Message: message}}}
-		return []sim.Request{{Verb: "update", Resource: "celldfleets/status", Namespace: "ns", Name: "a", Status: st}}
-	}
 	persistent := fleet(v1alpha1.ProfilePersistentFleet, "")
 	deployment := fleet(v1alpha1.ProfileBucket, v1alpha1.WorkloadDeployment)
 	ordered := fleet(v1alpha1.ProfileBucket, v1alpha1.WorkloadOrderedStatefulSet)
-	healthy := status(metav1.ConditionFalse, "Healthy", "")
+	healthy := statusWrite(metav1.ConditionFalse, "Healthy", "")
 	cases := []struct {
 		name  string
 		f     *v1alpha1.CelldFleet
@@ -57,13 +53,13 @@ func TestUnfencedIsReported(t *testing.T) {
 		sent  []sim.Request
 		want  string
 	}{
-		{"reported", persistent, pod(false), node(2 * time.Minute), status("True", "MemberUnreachable", "member a-1 is on node n1"), ""},
-		{"another Degraded reason", persistent, pod(false), node(2 * time.Minute), status("True", "NameTaken", "Service/a"), ""},
+		{"reported", persistent, pod(false), node(2 * time.Minute), statusWrite("True", "MemberUnreachable", "member a-1 is on node n1"), ""},
+		{"another Degraded reason", persistent, pod(false), node(2 * time.Minute), statusWrite("True", "NameTaken", "Service/a"), ""},
 		{"not reported", persistent, pod(false), node(2 * time.Minute), healthy, "wrote Degraded False"},
 		{"an ordered StatefulSet's member not reported", ordered, pod(false), node(2 * time.Minute), healthy, "wrote Degraded False"},
 		{"a Deployment's terminating member not reported", deployment, pod(true), node(2 * time.Minute), healthy, "wrote Degraded False"},
-		{"reported without the member's name", persistent, pod(false), node(2 * time.Minute), status("True", "MemberUnreachable", "a member is on node n1"), "names none of the members [a-1]"},
-		{"reported without the node's name", persistent, pod(false), node(2 * time.Minute), status("True", "MemberUnreachable", "member a-1 is unreachable"), "names none of the members"},
+		{"reported without the member's name", persistent, pod(false), node(2 * time.Minute), statusWrite("True", "MemberUnreachable", "a member is on node n1"), "does not name one of the members [a-1]"},
+		{"reported without the node's name", persistent, pod(false), node(2 * time.Minute), statusWrite("True", "MemberUnreachable", "member a-1 is unreachable"), "does not name one of the members"},
 		{"within the grace period", persistent, pod(false), node(30 * time.Second), healthy, ""},
 		{"the unreachable taint is recent", persistent, pod(false),
 			node(2*time.Minute, corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: now.Add(-10 * time.Second)}}), healthy, ""},
@@ -75,13 +71,7 @@ func TestUnfencedIsReported(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			j := judge.New(sim.New(sim.Options{}))
 			err := j.Unfenced(c.f, now, []*corev1.Pod{c.pod}, c.nodes, true, c.sent)
-			var v *judge.Violation
-			switch {
-			case c.want == "" && err != nil:
-				t.Errorf("want nothing to report, got %v", err)
-			case c.want != "" && (!errors.As(err, &v) || v.Clause != judge.S6Reported || !strings.Contains(v.Detail, c.want)):
-				t.Errorf("want a violation of %q saying %q, got %v", judge.S6Reported, c.want, err)
-			}
+			wantReported(t, err, c.want)
 		})
 	}
 	t.Run("the node cache not synced", func(t *testing.T) {
@@ -127,11 +117,7 @@ func TestStuckIsReported(t *testing.T) {
 		return map[string]*corev1.Node{"n1": {ObjectMeta: metav1.ObjectMeta{Name: "n1"},
 			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastTransitionTime: metav1.Time{Time: now.Add(-time.Hour)}}}}}}
 	}
-	status := func(degraded metav1.ConditionStatus, reason, message string) []sim.Request {
-		st := &v1alpha1.CelldFleetStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionDegraded, Status: degraded, Reason: reason, Message: message}}}
-		return []sim.Request{{Verb: "update", Resource: "celldfleets/status", Namespace: "ns", Name: "a", Status: st}}
-	}
-	healthy := status("False", "Healthy", "")
+	healthy := statusWrite("False", "Healthy", "")
 	bound := claim(corev1.ClaimBound, false)
 	cases := []struct {
 		name   string
@@ -141,12 +127,12 @@ func TestStuckIsReported(t *testing.T) {
 		sent   []sim.Request
 		want   string
 	}{
-		{"reported", pod(), bound, readyNode("True"), status("True", "MemberStuck", "member a-1 has not been ready"), ""},
-		{"another Degraded reason", pod(), bound, readyNode("True"), status("True", "NameTaken", "Service/a"), ""},
+		{"reported", pod(), bound, readyNode("True"), statusWrite("True", "MemberStuck", "member a-1 has not been ready"), ""},
+		{"another Degraded reason", pod(), bound, readyNode("True"), statusWrite("True", "NameTaken", "Service/a"), ""},
 		{"not reported", pod(), bound, readyNode("True"), healthy, "wrote Degraded False"},
 		{"not reported, never scheduled", pod(func(p *corev1.Pod) { p.Spec.NodeName = "" }), bound, readyNode("True"), healthy, "wrote Degraded False"},
 		{"not reported, its claim pending", pod(), claim(corev1.ClaimPending, false), readyNode("True"), healthy, "wrote Degraded False"},
-		{"reported without the member's name", pod(), bound, readyNode("True"), status("True", "MemberStuck", "a member is stuck"), "names none of the members not ready [a-1]"},
+		{"reported without the member's name", pod(), bound, readyNode("True"), statusWrite("True", "MemberStuck", "a member is stuck"), "does not name one of the members not ready [a-1]"},
 		{"ready", pod(func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionTrue }), bound, readyNode("True"), healthy, ""},
 		{"within the grace period", pod(func(p *corev1.Pod) {
 			p.Status.Conditions[0].LastTransitionTime = metav1.Time{Time: now.Add(-30 * time.Second)}
@@ -164,13 +150,7 @@ func TestStuckIsReported(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			j := judge.New(sim.New(sim.Options{}))
 			err := j.Stuck(f, now, set, []*corev1.Pod{c.pod}, c.claims, c.nodes, true, c.sent)
-			var v *judge.Violation
-			switch {
-			case c.want == "" && err != nil:
-				t.Errorf("want nothing to report, got %v", err)
-			case c.want != "" && (!errors.As(err, &v) || v.Clause != judge.S6Reported || !strings.Contains(v.Detail, c.want)):
-				t.Errorf("want a violation of %q saying %q, got %v", judge.S6Reported, c.want, err)
-			}
+			wantReported(t, err, c.want)
 		})
 	}
 }
@@ -200,11 +180,7 @@ func TestDiskGoingIsReported(t *testing.T) {
 		}
 		return c
 	}
-	status := func(degraded metav1.ConditionStatus, reason, message string) []sim.Request {
-		st := &v1alpha1.CelldFleetStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionDegraded, Status: degraded, Reason: reason, Message: message}}}
-		return []sim.Request{{Verb: "update", Resource: "celldfleets/status", Namespace: "ns", Name: "a", Status: st}}
-	}
-	healthy := status("False", "Healthy", "")
+	healthy := statusWrite("False", "Healthy", "")
 	cases := []struct {
 		name  string
 		f     *v1alpha1.CelldFleet
@@ -213,11 +189,11 @@ func TestDiskGoingIsReported(t *testing.T) {
 		sent  []sim.Request
 		want  string
 	}{
-		{"reported", f, pod(false), claim("data-a-1", corev1.ClaimBound, true), status("True", "DiskLost", "disks data-a-1 (member a-1) are being deleted"), ""},
+		{"reported", f, pod(false), claim("data-a-1", corev1.ClaimBound, true), statusWrite("True", "DiskLost", "disks data-a-1 (member a-1) are being deleted"), ""},
 		{"deleted, not reported", f, pod(false), claim("data-a-1", corev1.ClaimBound, true), healthy, "wrote Degraded False"},
 		{"lost, not reported", f, pod(false), claim("data-a-1", corev1.ClaimLost, false), healthy, "wrote Degraded False"},
-		{"reported without the claim's name", f, pod(false), claim("data-a-1", corev1.ClaimLost, false), status("True", "DiskLost", "a disk is lost"), "names none of the claims [data-a-1]"},
-		{"another Degraded reason", f, pod(false), claim("data-a-1", corev1.ClaimLost, false), status("True", "MemberUnreachable", "member a-1 on n1"), ""},
+		{"reported without the claim's name", f, pod(false), claim("data-a-1", corev1.ClaimLost, false), statusWrite("True", "DiskLost", "a disk is lost"), "does not name one of the claims [data-a-1]"},
+		{"another Degraded reason", f, pod(false), claim("data-a-1", corev1.ClaimLost, false), statusWrite("True", "MemberUnreachable", "member a-1 on n1"), ""},
 		{"a terminating member's claim", f, pod(true), claim("data-a-1", corev1.ClaimBound, true), healthy, ""},
 		{"a claim no member mounts", f, pod(false), claim("data-a-7", corev1.ClaimBound, true), healthy, ""},
 		{"a bound claim", f, pod(false), claim("data-a-1", corev1.ClaimBound, false), healthy, ""},
@@ -227,13 +203,7 @@ func TestDiskGoingIsReported(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			j := judge.New(sim.New(sim.Options{}))
 			err := j.DiskGoing(c.f, []*corev1.Pod{c.pod}, []*corev1.PersistentVolumeClaim{c.claim}, c.sent)
-			var v *judge.Violation
-			switch {
-			case c.want == "" && err != nil:
-				t.Errorf("want nothing to report, got %v", err)
-			case c.want != "" && (!errors.As(err, &v) || v.Clause != judge.S6Reported || !strings.Contains(v.Detail, c.want)):
-				t.Errorf("want a violation of %q saying %q, got %v", judge.S6Reported, c.want, err)
-			}
+			wantReported(t, err, c.want)
 		})
 	}
 }
@@ -266,11 +236,7 @@ func TestDeletionBlockedIsReported(t *testing.T) {
 		}
 		return out
 	}
-	status := func(degraded metav1.ConditionStatus, reason, message string) []sim.Request {
-		st := &v1alpha1.CelldFleetStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionDegraded, Status: degraded, Reason: reason, Message: message}}}
-		return []sim.Request{{Verb: "update", Resource: "celldfleets/status", Namespace: "ns", Name: "a", Status: st}}
-	}
-	healthy := status("False", "Healthy", "")
+	healthy := statusWrite("False", "Healthy", "")
 	cases := []struct {
 		name string
 		f    *v1alpha1.CelldFleet
@@ -279,11 +245,11 @@ func TestDeletionBlockedIsReported(t *testing.T) {
 		sent []sim.Request
 		want string
 	}{
-		{"reported", f, stopped, "rnrn", status("True", "DeletionBlocked", "member a-3 waits on a-1"), ""},
+		{"reported", f, stopped, "rnrn", statusWrite("True", "DeletionBlocked", "member a-3 waits on a-1"), ""},
 		{"not reported", f, stopped, "rnrn", healthy, "cannot remove a-3 while a-1 is not ready"},
 		{"not reported, the ready ones above still there", f, stopped, "nnrr", healthy, "cannot remove a-1 while a-0"},
-		{"reported without the blocker", f, stopped, "rnrn", status("True", "DeletionBlocked", "member a-3 is blocked"), "does not name a-3 and a-1"},
-		{"another Degraded reason", f, stopped, "rnrn", status("True", "MemberUnreachable", "member a-1 on n1"), ""},
+		{"reported without the blocker", f, stopped, "rnrn", statusWrite("True", "DeletionBlocked", "member a-3 is blocked"), "does not name a-3 and a-1"},
+		{"another Degraded reason", f, stopped, "rnrn", statusWrite("True", "MemberUnreachable", "member a-1 on n1"), ""},
 		{"one not ready", f, stopped, "rrnr", healthy, ""},
 		{"a member terminating", f, stopped, "nnrt", healthy, ""},
 		{"the workload not stopped yet", f, running, "rnrn", healthy, ""},
@@ -293,13 +259,7 @@ func TestDeletionBlockedIsReported(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			j := judge.New(sim.New(sim.Options{}))
 			err := j.DeletionBlocked(c.f, c.set, pods(c.pods), c.sent)
-			var v *judge.Violation
-			switch {
-			case c.want == "" && err != nil:
-				t.Errorf("want nothing to report, got %v", err)
-			case c.want != "" && (!errors.As(err, &v) || v.Clause != judge.S6Reported || !strings.Contains(v.Detail, c.want)):
-				t.Errorf("want a violation of %q saying %q, got %v", judge.S6Reported, c.want, err)
-			}
+			wantReported(t, err, c.want)
 		})
 	}
 }
@@ -332,11 +292,7 @@ func TestCannotComeBackIsReported(t *testing.T) {
 		"nf": {ObjectMeta: metav1.ObjectMeta{Name: "nf"}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: corev1.TaintNodeOutOfService, Effect: corev1.TaintEffectNoExecute}}}},
 		"nh": {ObjectMeta: metav1.ObjectMeta{Name: "nh"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}},
 	}
-	status := func(degraded metav1.ConditionStatus, reason, message string) []sim.Request {
-		st := &v1alpha1.CelldFleetStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionDegraded, Status: degraded, Reason: reason, Message: message}}}
-		return []sim.Request{{Verb: "update", Resource: "celldfleets/status", Namespace: "ns", Name: "a", Status: st}}
-	}
-	healthy := status("False", "Healthy", "")
+	healthy := statusWrite("False", "Healthy", "")
 	cases := []struct {
 		name    string
 		f       *v1alpha1.CelldFleet
@@ -344,12 +300,12 @@ func TestCannotComeBackIsReported(t *testing.T) {
 		sent    []sim.Request
 		want    string
 	}{
-		{"reported", f, []string{"gr", "hr", "hn"}, status("True", "MemberCannotComeBack", "member a-0 cannot come back"), ""},
+		{"reported", f, []string{"gr", "hr", "hn"}, statusWrite("True", "MemberCannotComeBack", "member a-0 cannot come back"), ""},
 		{"not reported, node gone", f, []string{"gr", "hr", "hn"}, healthy, "wrote Degraded False"},
 		{"not reported, node fenced", f, []string{"hr", "fr", "hn"}, healthy, "wrote Degraded False"},
 		{"not reported, two lost", f, []string{"gr", "fr", "hr"}, healthy, "wrote Degraded False"},
-		{"reported without the member", f, []string{"gr", "hr", "hn"}, status("True", "MemberCannotComeBack", "member a-2 is not ready"), "names none of the members [a-0]"},
-		{"another Degraded reason", f, []string{"gr", "hr", "hn"}, status("True", "MemberUnreachable", "a-2 on nh"), ""},
+		{"reported without the member", f, []string{"gr", "hr", "hn"}, statusWrite("True", "MemberCannotComeBack", "member a-2 is not ready"), "does not name one of the members [a-0]"},
+		{"another Degraded reason", f, []string{"gr", "hr", "hn"}, statusWrite("True", "MemberUnreachable", "a-2 on nh"), ""},
 		{"the others ready", f, []string{"gn", "hr", "hr"}, healthy, ""},
 		{"nobody lost", f, []string{"hn", "hr", "hn"}, healthy, ""},
 		{"the fleet being deleted", deleting, []string{"gr", "hr", "hn"}, healthy, ""},
@@ -358,13 +314,26 @@ func TestCannotComeBackIsReported(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			j := judge.New(sim.New(sim.Options{}))
 			err := j.CannotComeBack(c.f, pods(c.members...), nodes, true, c.sent)
-			var v *judge.Violation
-			switch {
-			case c.want == "" && err != nil:
-				t.Errorf("want nothing to report, got %v", err)
-			case c.want != "" && (!errors.As(err, &v) || v.Clause != judge.S6Reported || !strings.Contains(v.Detail, c.want)):
-				t.Errorf("want a violation of %q saying %q, got %v", judge.S6Reported, c.want, err)
-			}
+			wantReported(t, err, c.want)
 		})
+	}
+}
+
+// statusWrite is a pass's write of the fleet's status with that Degraded condition.
+func statusWrite(degraded metav1.ConditionStatus, reason, message string) []sim.Request {
+	st := &v1alpha1.CelldFleetStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionDegraded, Status: degraded, Reason: reason, Message: message}}}
+	return []sim.Request{{Verb: "update", Resource: "celldfleets/status", Namespace: "ns", Name: "a", Status: st}}
+}
+
+// wantReported wants no violation when want is empty, else one of the reporting promise that
+// says want.
+func wantReported(t *testing.T, err error, want string) {
+	t.Helper()
+	var v *judge.Violation
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("want nothing to report, got %v", err)
+	case want != "" && (!errors.As(err, &v) || v.Clause != judge.S6Reported || !strings.Contains(v.Detail, want)):
+		t.Errorf("want a violation of %q saying %q, got %v", judge.S6Reported, want, err)
 	}
 }
