@@ -460,14 +460,8 @@ func (j *Judge) serving(p *corev1.Pod, image string) bool {
 	if len(p.Spec.Containers) == 0 || p.Spec.Containers[0].Image != image {
 		return false
 	}
-	ready := false
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			ready = c.Status == corev1.ConditionTrue
-		}
-	}
 	n := j.c.Node(p.Spec.NodeName)
-	if !ready || n == nil {
+	if !podReady(p) || n == nil {
 		return false
 	}
 	for _, c := range n.Status.Conditions {
