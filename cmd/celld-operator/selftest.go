@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -150,12 +152,23 @@ func sameVersions(installed, release map[string]any) error {
 		return out
 	}
 	have, want := jsonValue(versions(installed)), jsonValue(versions(release))
-	for name, w := range want {
-		h, ok := have[name]
-		if !ok {
-			return fmt.Errorf("the installed CelldFleet CRD has no version %s: apply this release's CRDs (celld-operator-crds.yaml) before its operator", name)
+	// Sorted, so that the message names every missing version and is the same on every run.
+	names := make([]string, 0, len(want))
+	for name := range want {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var missing []string
+	for _, name := range names {
+		if _, ok := have[name]; !ok {
+			missing = append(missing, name)
 		}
-		if !reflect.DeepEqual(h, w) {
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the installed CelldFleet CRD has no version %s: apply this release's CRDs (celld-operator-crds.yaml) before its operator", strings.Join(missing, ", "))
+	}
+	for _, name := range names {
+		if !reflect.DeepEqual(have[name], want[name]) {
 			return fmt.Errorf("the installed CelldFleet CRD's version %s is not this release's: apply this release's CRDs (celld-operator-crds.yaml) before its operator", name)
 		}
 	}

@@ -82,7 +82,19 @@ func TestSameVersions(t *testing.T) {
 	}
 	older := installed()
 	older["spec"].(map[string]any)["versions"] = []any{}
-	if err := sameVersions(older, release); err == nil || !strings.Contains(err.Error(), "has no version v1alpha1") {
-		t.Errorf("a CRD without the version: %v", err)
+	if err := sameVersions(older, release); err == nil || !strings.Contains(err.Error(), "has no version v1alpha1, v1beta1:") {
+		t.Errorf("a CRD without either version: %v", err)
+	}
+	// An older release's CRD: v1alpha1 alone, exactly as this release writes it.
+	alphaOnly := installed()
+	var kept []any
+	for _, v := range alphaOnly["spec"].(map[string]any)["versions"].([]any) {
+		if v.(map[string]any)["name"] == "v1alpha1" {
+			kept = append(kept, v)
+		}
+	}
+	alphaOnly["spec"].(map[string]any)["versions"] = kept
+	if err := sameVersions(alphaOnly, release); err == nil || !strings.Contains(err.Error(), "has no version v1beta1:") {
+		t.Errorf("a CRD without v1beta1: %v", err)
 	}
 }
