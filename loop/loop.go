@@ -160,6 +160,7 @@ func (l *Loop) Sync(ctx context.Context, key string, now time.Time) (Result, err
 		log.Info().Str("from", string(t.From)).Str("to", string(t.To)).Str("trigger", string(t.Trigger)).Msg("state changed")
 	}
 	target := &Target{Fleet: obs.Fleet, Decided: decided}
+	times := syncTimes{trace: TraceFrom(ctx), start: start, decided: decided}
 	defer func() {
 		if target.Fleet != obs.Fleet {
 			l.answered(key, target.Fleet, cachedRV)
@@ -203,11 +204,14 @@ func (l *Loop) Sync(ctx context.Context, key string, now time.Time) (Result, err
 				// A cache behind the API server: the next sync sees the newer object.
 				ev = alog.Info()
 			}
+			times.fields(ev, sent, took)
 			ev.Err(err).Dur("took", took).Msg("action failed; requeued")
 			return res, err
 		}
 		res.Applied++
-		alog.Info().Dur("took", took).Msg(a.String())
+		ev := alog.Info()
+		times.fields(ev, sent, took)
+		ev.Dur("took", took).Msg(a.String())
 	}
 	log.Debug().Dur("took", time.Since(start)).Int("actions", len(d.Actions)).Msg("synced")
 	return res, nil

@@ -83,6 +83,8 @@ func (ap *Applier) Do(ctx context.Context, t *Target, a machine.Action) error {
 type applierSender struct{ ap *Applier }
 
 func (s applierSender) Fresh(ctx context.Context, t *Target, a machine.Action) (machine.Fresh, error) {
+	start := time.Now()
+	defer func() { loop.TraceFrom(ctx).Fresh(time.Since(start)) }()
 	return s.ap.fresh(ctx, t, a)
 }
 

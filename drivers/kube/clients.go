@@ -1,7 +1,9 @@
 package kube
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
 	celldscheme "github.com/celld/celld-operator/api/generated/clientset/versioned/scheme"
+	"github.com/celld/celld-operator/loop"
 )
 
 // NewClients builds every client from one config, and an event recorder whose broadcaster the
@@ -87,8 +90,19 @@ func limited(cfg *rest.Config) *rest.Config {
 	if burst <= 0 {
 		burst = rest.DefaultBurst
 	}
-	c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
+	c.RateLimiter = tracedLimiter{flowcontrol.NewTokenBucketRateLimiter(qps, burst)}
 	return c
+}
+
+// tracedLimiter adds each wait to the trace of the sync that waited (loop.Trace), so that a slow
+// step's log line says how much of it was spent at this limiter.
+type tracedLimiter struct{ flowcontrol.RateLimiter }
+
+func (l tracedLimiter) Wait(ctx context.Context) error {
+	start := time.Now()
+	err := l.RateLimiter.Wait(ctx)
+	loop.TraceFrom(ctx).Limited(time.Since(start))
+	return err
 }
 
 // ClientLimits says which of the operator's clients go without a client-side limiter.

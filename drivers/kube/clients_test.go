@@ -22,6 +22,7 @@ import (
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/kinds"
+	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/render"
 )
@@ -216,4 +217,41 @@ func reservationAt(f *v1alpha1.CelldFleet, rv string) *v1alpha1.CelldReservation
 	r := render.RenderReservation(f)
 	r.UID, r.ResourceVersion = "uid-reservation", rv
 	return r
+}
+
+// TestLimiterWaitsAreTraced: a request that waits for a token adds its wait to the trace of the
+// sync that sent it, so that a slow step's log line shows its time at the limiter; the client
+// that moves fleets, run without a limiter, adds none.
+func TestLimiterWaitsAreTraced(t *testing.T) {
+	api := newStandIn(t)
+	for _, c := range []struct {
+		name      string
+		limits    ClientLimits
+		wantWaits bool
+	}{{"limited", ClientLimits{}, true}, {"moving unlimited", ClientLimits{MovingUnlimited: true}, false}} {
+		// 10 per second, one at once: the second read waits about 100 ms for its token.
+		clients, stop, err := NewClients(&rest.Config{Host: api.URL, QPS: 10, Burst: 1}, c.limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := &loop.Trace{}
+		ctx := loop.WithTrace(context.Background(), tr)
+		for _, pod := range []string{"alpha-0", "alpha-1"} {
+			if _, err := clients.Kube.CoreV1().Pods("team").Get(ctx, pod, metav1.GetOptions{}); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+		}
+		// A request without a trace waits all the same, and records nowhere.
+		if _, err := clients.Kube.CoreV1().Pods("team").Get(context.Background(), "alpha-2", metav1.GetOptions{}); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		go stop()
+		_, waited := tr.Take()
+		if c.wantWaits && waited < 50*time.Millisecond {
+			t.Errorf("%s: %s at the limiter traced, want the second read's wait of about 100ms", c.name, waited)
+		}
+		if !c.wantWaits && waited != 0 {
+			t.Errorf("%s: %s at a limiter traced, though the client has none", c.name, waited)
+		}
+	}
 }

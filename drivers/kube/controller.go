@@ -282,12 +282,15 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		c.log.Error().Err(err).Str("key", key).Msg("dropping a malformed key")
 		return nil
 	}
+	trace := &loop.Trace{}
 	c.mu.Lock()
 	if at, ok := c.eventAt[key]; ok {
 		c.syncing[key] = at
+		trace.Event = at
 	}
 	delete(c.eventAt, key)
 	c.mu.Unlock()
+	ctx = loop.WithTrace(ctx, trace)
 	defer func() {
 		c.mu.Lock()
 		delete(c.syncing, key)

@@ -98,6 +98,13 @@ func everyFinding(t *testing.T) *report {
 			decision: hist(90, 100, 100, 100, 100, 100), e2a: hist(0, 0, 10, 60, 100, 100),
 			queueWait: hist(0, 0, 10, 60, 100, 100), work: hist(0, 0, 5, 100, 100, 100),
 			failed: map[string]float64{"PublishStatus": 5},
+			traced: []stepBreakdown{
+				{stepSample: stepSample{fleet: "f0003", replicas: 4, rolled: time.Unix(100, 0), seen: time.Unix(111, 0)}, traced: true, hasEvent: true,
+					informer: 0.01, queue: 9, decide: 0.0003, before: 1.2, fresh: 0.3, write: 0.48, limiter: 0.2, watch: 0.0097},
+				{stepSample: stepSample{fleet: "f0009", replicas: 3, rolled: time.Unix(100, 0), seen: time.Unix(107, 0)}, traced: true,
+					queue: 6.5, decide: 0.0004, before: 0.2, fresh: 0.1, write: 0.1996},
+				{stepSample: stepSample{fleet: "f0001", replicas: 3, rolled: time.Unix(100, 0), seen: time.Unix(105, 0)}},
+			},
 			writes: map[string]float64{"resource=celldfleets/status,verb=patch": 400, "resource=statefulsets,verb=apply": 1500},
 			api:    req,
 		},

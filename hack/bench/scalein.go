@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,10 +30,12 @@ type scaleInResult struct {
 	queueWait histogram
 	work      histogram
 	statusLag histogram
-	failed    map[string]float64
-	writes    map[string]float64 // the operator's writes in the walk, by verb and resource
-	api       operatorRequests   // the API server's count of the operator's requests in the walk
-	apiErr    error
+	// traced: each step joined to the operator's log line of its write (nil when none was read)
+	traced []stepBreakdown
+	failed map[string]float64
+	writes map[string]float64 // the operator's writes in the walk, by verb and resource
+	api    operatorRequests   // the API server's count of the operator's requests in the walk
+	apiErr error
 	// movingUnlimited: the operator ran the client that moves fleets without a limiter.
 	movingUnlimited bool
 }
@@ -52,6 +55,7 @@ type stepTracker struct {
 	rolledAt map[string]time.Time
 	sawFirst map[string]bool
 	steps    []float64
+	samples  []stepSample
 	first    []float64
 }
 
@@ -120,6 +124,7 @@ func (t *stepTracker) evaluate(name string) {
 	if prev, seen := t.last[name]; seen && t.armed && r < prev {
 		if at, ok := t.rolledAt[name]; ok {
 			t.steps = append(t.steps, now.Sub(at).Seconds())
+			t.samples = append(t.samples, stepSample{fleet: name, replicas: r, rolled: at, seen: now})
 		} else if p, ok := t.patched[name]; ok && !t.sawFirst[name] {
 			t.first = append(t.first, now.Sub(p).Seconds())
 		}
@@ -167,6 +172,7 @@ func (b *bench) scaleIn(ctx context.Context) (*scaleInResult, error) {
 		return ok && f.Spec.Members == 3 && fleetConverged(obj)
 	})
 	tr.arm()
+	logFrom := op.LogOffset()
 	b.logf("scale-in: shrinking %d fleets 6 -> 3 at once", n)
 	start := time.Now()
 	err = parallel(n, func(i int) error {
@@ -194,7 +200,9 @@ func (b *bench) scaleIn(ctx context.Context) (*scaleInResult, error) {
 	tr.mu.Lock()
 	res := &scaleInResult{fleets: n, total: last.Sub(start), steps: append([]float64(nil), tr.steps...),
 		first: append([]float64(nil), tr.first...), movingUnlimited: op.movingUnlimited()}
+	samples := append([]stepSample(nil), tr.samples...)
 	tr.mu.Unlock()
+	res.traced = breakdowns(samples, workloadApplies([]logSpan{{op.LogPath, logFrom, op.LogOffset()}}))
 	res.decision = m1.histogram("celld_operator_decision_duration_seconds").sub(m0.histogram("celld_operator_decision_duration_seconds"))
 	res.e2a = m1.histogram("celld_operator_event_to_action_seconds").sub(m0.histogram("celld_operator_event_to_action_seconds"))
 	res.queueWait = m1.histogram("workqueue_queue_duration_seconds").sub(m0.histogram("workqueue_queue_duration_seconds"))
@@ -210,6 +218,14 @@ func (b *bench) scaleIn(ctx context.Context) (*scaleInResult, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// steps is "1 step" or "n steps".
+func steps(n int) string {
+	if n == 1 {
+		return "1 step"
+	}
+	return fmt.Sprintf("%d steps", n)
 }
 
 // stepTargets are the p99 step latencies the operator is held to, by how many fleets scale in at
@@ -239,6 +255,18 @@ func (s *scaleInResult) section() section {
 	sec.add("3", "scale-in: decision latency, a step rolled out -> the next replicas write (bench's watches)",
 		fmt.Sprintf("p50 %s, p99 %s, max %s (%d steps)", durStr(percentile(s.steps, 0.5)), durStr(percentile(s.steps, 0.99)), durStr(maxOf(s.steps)), len(s.steps)),
 		target, verdict)
+	if len(s.traced) > 0 {
+		slow := slowest(s.traced, 0.9)
+		sec.add("3", fmt.Sprintf("scale-in: where the slowest steps' time went (the slowest 10%%: %s of %s or more; "+
+			"the operator's line of each step's write joined to the bench's watches)", steps(len(slow)), durStr(slow[len(slow)-1].seconds())),
+			shares(slow), "", "")
+		var lines []string
+		for _, b := range slow[:min(5, len(slow))] {
+			lines = append(lines, b.describe())
+		}
+		sec.note("**Scale-in: the slowest steps, one by one** (from the step rolled out, as the bench's watches saw it, to its "+
+			"next replicas write seen there; the parts in between from the operator's log line of that write): %s.", strings.Join(lines, "; "))
+	}
 	sec.add("3", "scale-in: spec change -> the first replicas write",
 		fmt.Sprintf("p50 %s, p99 %s (%d fleets)", durStr(percentile(s.first, 0.5)), durStr(percentile(s.first, 0.99)), len(s.first)), "(no target)", "")
 	if s.decision.total > 0 {
