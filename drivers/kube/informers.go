@@ -153,8 +153,11 @@ func NewInformers(kube kubernetes.Interface, celld versioned.Interface, meta met
 			return inf.Informer()
 		})
 	}
+	// The largest objects cached, and the least read of: see strip.go.
+	must(i.Pods.SetTransform(stripPod))
 	nodes := cluster.Core().V1().Nodes()
 	i.Nodes, i.nodeLister = nodes.Informer(), nodes.Lister()
+	must(i.Nodes.SetTransform(stripNode))
 	classes := cluster.Storage().V1().StorageClasses()
 	i.StorageClasses, i.classLister = classes.Informer(), classes.Lister()
 	prio := cluster.Scheduling().V1().PriorityClasses()
