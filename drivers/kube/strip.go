@@ -2,6 +2,8 @@ package kube
 
 import (
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
 )
 
 // The member Pods and the Nodes are the largest objects the operator caches, and it reads little
@@ -53,4 +55,21 @@ func stripNode(obj any) (any, error) {
 	n.ManagedFields = nil
 	n.Status = corev1.NodeStatus{Conditions: n.Status.Conditions}
 	return n, nil
+}
+
+// CacheForm is what the operator's caches keep of obj (it may be changed in place): the
+// benchmark measures its caches' size on the same form.
+func CacheForm(obj any) any {
+	var out any
+	switch obj.(type) {
+	case *corev1.Pod:
+		out, _ = stripPod(obj)
+	case *corev1.Node:
+		out, _ = stripNode(obj)
+	case *v1alpha1.CelldReservation:
+		out, _ = keepSpecWriters(obj)
+	default:
+		out, _ = dropManagedFields(obj)
+	}
+	return out
 }

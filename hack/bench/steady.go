@@ -302,8 +302,8 @@ func (b *bench) lifecycle(ctx context.Context, op *operator, ns string, w *watch
 }
 
 // cachedBytes estimates what the operator's caches hold for namespace ns: the same objects its
-// informers watch (same namespaces, same label selectors, managedFields dropped as its transform
-// does), decoded into the same Go types in this process, measured as the growth of the live heap.
+// informers watch (same namespaces, same label selectors, stripped as its transforms strip
+// them: kube.CacheForm), decoded into the same Go types in this process, measured as the growth of the live heap.
 // Index and store overhead is not in it: that counts as the operator's own. It returns the growth
 // of the live heap and of the heap in use, to compare like with like with the operator's figures.
 func (b *bench) cachedBytes(ctx context.Context, ns string) (live, inuse float64, err error) {
@@ -348,7 +348,7 @@ func (b *bench) cachedBytes(ctx context.Context, ns string) (live, inuse float64
 		}
 	}
 	for _, l := range keep {
-		dropManagedFields(l)
+		cacheForm(l)
 	}
 	runtime.GC()
 	runtime.GC()
@@ -357,21 +357,19 @@ func (b *bench) cachedBytes(ctx context.Context, ns string) (live, inuse float64
 	return float64(after.HeapAlloc) - float64(before.HeapAlloc), float64(after.HeapInuse) - float64(before.HeapInuse), nil
 }
 
-// dropManagedFields does to a list what the operator's informer transform does to each object.
-func dropManagedFields(list any) {
+// cacheForm does to a list what the operator's informers' transforms do to each object.
+func cacheForm(list any) {
 	obj, ok := list.(kruntime.Object)
 	if !ok {
 		return
 	}
-	// ExtractList gives the items in place, so clearing them clears the list's.
+	// ExtractList gives the items in place, so changing them changes the list's.
 	items, err := apimeta.ExtractList(obj)
 	if err != nil {
 		return
 	}
 	for _, it := range items {
-		if m, err := apimeta.Accessor(it); err == nil {
-			m.SetManagedFields(nil)
-		}
+		kube.CacheForm(it)
 	}
 }
 
