@@ -141,7 +141,15 @@ log "control plane: cluster/build.sh (about 8 minutes the first time), then clus
 
 log "installing the CRDs, the operator's namespace, RBAC and admission policy (deploy/; the operator itself runs here, as a process, on its ServiceAccount's token)"
 kubectl apply --server-side --force-conflicts -f "${ROOT}/deploy/crds" -f "${ROOT}/deploy/namespace.yaml" -f "${ROOT}/deploy/rbac" >/dev/null
-kubectl wait --for=condition=Established --timeout=60s crd/celldfleets.celld.io crd/celldreservations.celld.io >/dev/null
+# Polled rather than kubectl wait, which fails at once on a CRD whose status has no conditions yet.
+established=""
+for _ in $(seq 1 240); do
+	established=$(kubectl get crd celldfleets.celld.io celldreservations.celld.io \
+		-o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Established")].status}{" "}{end}' 2>/dev/null || true)
+	[[ "${established}" == "True True " ]] && break
+	sleep 0.25
+done
+[[ "${established}" == "True True " ]] || die "the CRDs were not established within 60 s: ${established}"
 
 kubectl create namespace "${NAMESPACE}" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 kubectl label namespace "${NAMESPACE}" --overwrite pod-security.kubernetes.io/enforce=restricted >/dev/null

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ControlPlane is the local control plane of cluster/, driven through its scripts with one
@@ -146,9 +147,29 @@ func (c *ControlPlane) InstallCRDs(ctx context.Context) error {
 	if _, err := c.Kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(c.Root, "deploy", "crds")); err != nil {
 		return fmt.Errorf("installing the CRDs: %w", err)
 	}
-	if _, err := c.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/celldfleets.celld.io", "crd/celldreservations.celld.io"); err != nil {
-		return fmt.Errorf("CRDs not established: %w", err)
+	return c.waitEstablished(ctx, 60*time.Second, "celldfleets.celld.io", "celldreservations.celld.io")
+}
+
+// waitEstablished polls until every named CRD has Established=True. kubectl wait is not used:
+// it fails at once ("accessor error") on a CRD whose status has no conditions yet, which is how
+// the API server first stores a CRD just applied.
+func (c *ControlPlane) waitEstablished(ctx context.Context, timeout time.Duration, names ...string) error {
+	deadline := time.Now().Add(timeout)
+	for _, name := range names {
+		for {
+			out, err := c.Kubectl(ctx, "get", "crd", name, "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+			if err == nil && strings.TrimSpace(out) == "True" {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("CRD %s not established after %s: Established=%q, %v", name, timeout, strings.TrimSpace(out), err)
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("CRD %s not established: %w", name, ctx.Err())
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakeRoot is a repository with a cluster/ of stand-in scripts: env.sh as the real one sets its
@@ -118,5 +119,38 @@ func TestControlPlaneKubectlAndDown(t *testing.T) {
 	}
 	if err := c.Down("--fail"); err == nil || !strings.Contains(err.Error(), "cluster/down.sh --fail") {
 		t.Errorf("a failing down.sh: err = %v, want it named with its arguments", err)
+	}
+}
+
+// TestWaitEstablishedPollsUntilTrue: a CRD first read with no conditions (kubectl prints nothing)
+// is read again until Established is True; one that never is fails the wait, named.
+func TestWaitEstablishedPollsUntilTrue(t *testing.T) {
+	root := t.TempDir()
+	// Three reads of each CRD answer nothing, then "True"; slow.celld.io never does.
+	kubectl := `#!/usr/bin/env bash
+name="$5"; n=$(cat "` + root + `/$name" 2>/dev/null || echo 0); echo $((n+1)) > "` + root + `/$name"
+[ "$name" = slow.celld.io ] && exit 0
+[ "$n" -ge 3 ] && printf True
+exit 0
+`
+	if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "bin", "kubectl"), []byte(kubectl), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &ControlPlane{Root: root, Bin: filepath.Join(root, "bin"), Kubeconfig: "/k/config"}
+	ctx := context.Background()
+	if err := c.waitEstablished(ctx, 10*time.Second, "a.celld.io", "b.celld.io"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a.celld.io", "b.celld.io"} {
+		if b, _ := os.ReadFile(filepath.Join(root, name)); strings.TrimSpace(string(b)) != "4" {
+			t.Errorf("%s read %s times, want 4 (three without conditions, then True)", name, b)
+		}
+	}
+	err := c.waitEstablished(ctx, 600*time.Millisecond, "slow.celld.io")
+	if err == nil || !strings.Contains(err.Error(), "CRD slow.celld.io not established") {
+		t.Errorf("a CRD never established: %v", err)
 	}
 }
