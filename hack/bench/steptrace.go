@@ -106,10 +106,14 @@ func breakdowns(steps []stepSample, applies map[string]actionTrace) []stepBreakd
 			if b.hasEvent {
 				b.informer = min(max(0, t.event.Sub(s.rolled).Seconds()), max(0, toSync))
 			}
-			b.queue = toSync - b.informer
+			// The bench's watch and the operator's informer are two connections: either may hear of
+			// the rollout (or of the write) a few milliseconds before the other. A part that comes
+			// out negative that way counts as 0, so the parts may add up to a little more than the
+			// step.
+			b.queue = max(0, toSync-b.informer)
 			b.decide, b.before, b.fresh = t.decide/1000, t.before/1000, t.fresh/1000
 			b.write, b.limiter = t.write/1000, t.limiter/1000
-			b.watch = s.seen.Sub(t.answered).Seconds()
+			b.watch = max(0, s.seen.Sub(t.answered).Seconds())
 		}
 		out = append(out, b)
 	}
