@@ -22,6 +22,16 @@ import (
 // lost nodes. The property tests prove the contract on the second; this proves it is the first.
 func TestObserveTwinsAgree(t *testing.T) {
 	compared := 0
+	eachWorld(t, func(w *harness.World, _ uint64) { compared += compareObservations(t, w) })
+	if compared < 100 {
+		t.Fatalf("only %d observations compared", compared)
+	}
+}
+
+// eachWorld walks six adversarial random lifecycle sequences of 25 operations each (seeds 1 to
+// 6, the first operation a creation) and calls visit after every operation.
+func eachWorld(t *testing.T, visit func(w *harness.World, seed uint64)) {
+	t.Helper()
 	for seed := uint64(1); seed <= 6; seed++ {
 		w := harness.NewWorld(10, seed)
 		w.Adversarial = true
@@ -34,11 +44,8 @@ func TestObserveTwinsAgree(t *testing.T) {
 			if err := op.Do(w, p); err != nil {
 				t.Fatalf("seed %d step %d %s: %v", seed, step, op.Name, err)
 			}
-			compared += compareObservations(t, w)
+			visit(w, seed)
 		}
-	}
-	if compared < 100 {
-		t.Fatalf("only %d observations compared", compared)
 	}
 }
 

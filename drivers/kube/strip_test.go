@@ -30,23 +30,14 @@ import (
 // on the other.
 func TestStrippedCachesDecideAlike(t *testing.T) {
 	compared, measured := 0, 0
-	for seed := uint64(1); seed <= 6; seed++ {
-		w := harness.NewWorld(10, seed)
-		w.Adversarial = true
-		p := harness.NewSeeded(seed)
-		fill := noiseFiller(int64(seed))
-		for step := 0; step < 25; step++ {
-			op := harness.Ops[p.Int("op", 0, len(harness.Ops)-1)]
-			if step == 0 {
-				op = harness.Ops[0]
-			}
-			if err := op.Do(w, p); err != nil {
-				t.Fatalf("seed %d step %d %s: %v", seed, step, op.Name, err)
-			}
-			c, m := compareStripped(t, w, fill)
-			compared, measured = compared+c, measured+m
+	fills := map[uint64]*randfill.Filler{}
+	eachWorld(t, func(w *harness.World, seed uint64) {
+		if fills[seed] == nil {
+			fills[seed] = noiseFiller(int64(seed))
 		}
-	}
+		c, m := compareStripped(t, w, fills[seed])
+		compared, measured = compared+c, measured+m
+	})
 	if compared < 100 || measured < 50 {
 		t.Fatalf("only %d fleets compared, %d with a utilization measured", compared, measured)
 	}
