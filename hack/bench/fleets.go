@@ -125,8 +125,17 @@ func (b *bench) deleteNamespace(ctx context.Context, ns string, timeout time.Dur
 }
 
 func (b *bench) createFleets(ctx context.Context, ns string, from, to int, members int32) error {
+	return b.createFleetsOf(ctx, ns, from, to, members, v1alpha1.ProfilePersistentFleet)
+}
+
+// createFleetsOf is createFleets with fleets of the given profile: a Bucket fleet has no claims.
+func (b *bench) createFleetsOf(ctx context.Context, ns string, from, to int, members int32, profile v1alpha1.Profile) error {
 	return parallel(to-from, func(i int) error {
-		_, err := b.cl.celld.CelldV1alpha1().CelldFleets(ns).Create(ctx, newFleet(ns, fleetName(from+i), members), metav1.CreateOptions{})
+		f := newFleet(ns, fleetName(from+i), members)
+		if profile == v1alpha1.ProfileBucket {
+			f.Spec.Profile, f.Spec.Storage = v1alpha1.ProfileBucket, nil
+		}
+		_, err := b.cl.celld.CelldV1alpha1().CelldFleets(ns).Create(ctx, f, metav1.CreateOptions{})
 		return err
 	})
 }

@@ -36,6 +36,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
 )
 
 type ports struct {
@@ -51,6 +53,7 @@ type config struct {
 	lifecycleFleets int
 	scaleFleets     int
 	scaleMembers    int
+	scaleProfile    string
 	scaleWindow     time.Duration
 	nodes           int
 	coreCount       int
@@ -122,6 +125,7 @@ func main() {
 	fs.IntVar(&c.lifecycleFleets, "lifecycle-fleets", 5, "fleets walked through a whole lifecycle to count its writes")
 	fs.IntVar(&c.scaleFleets, "scale-fleets", 2000, "fleets of the scale phase (run by the long mode, or -only scale)")
 	fs.IntVar(&c.scaleMembers, "scale-members", 1, "members per fleet of the scale phase")
+	fs.StringVar(&c.scaleProfile, "scale-profile", string(v1alpha1.ProfilePersistentFleet), "profile of the scale phase's fleets: PersistentFleet (a claim each member, which kwok provisions one at a time, about one a second) or Bucket")
 	fs.DurationVar(&c.scaleWindow, "scale-window", 5*time.Minute, "the scale phase's windows: at rest, and after the operator's restart")
 	fs.IntVar(&c.nodes, "nodes", envInt("BENCH_NODES", 20), "fake nodes of the bench's control plane")
 	fs.IntVar(&c.coreCount, "core-count", 3, "go test -count of the machine benchmarks")
@@ -143,6 +147,9 @@ func main() {
 	c.operatorFlags = strings.Fields(opFlags)
 	if c.fleets < 1 || c.repeats < 1 || c.scaleFleets < 1 || c.scaleMembers < 1 || c.scaleWindow <= 0 {
 		fatal(fmt.Errorf("-fleets, -repeats, -scale-fleets, -scale-members and -scale-window must be positive"))
+	}
+	if p := v1alpha1.Profile(c.scaleProfile); p != v1alpha1.ProfilePersistentFleet && p != v1alpha1.ProfileBucket {
+		fatal(fmt.Errorf("-scale-profile %q: want PersistentFleet or Bucket", c.scaleProfile))
 	}
 	c.memLevels = []int{0, c.fleets, 2 * c.fleets}
 	if longMode(c.fleets) {

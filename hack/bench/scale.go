@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/drivers/kube"
 	"github.com/celld/celld-operator/internal/testenv"
 )
@@ -15,6 +16,7 @@ import (
 
 type scaleResult struct {
 	fleets, members int
+	profile         string
 	window          time.Duration
 	resync          time.Duration // the operator's default --resync-period, which this phase runs
 	created         time.Duration // first create to the last fleet seen converged
@@ -46,7 +48,7 @@ type restartResult struct {
 // writes in its first cfg.scaleWindow. It returns what it measured up to a failure.
 func (b *bench) scale(ctx context.Context) (*scaleResult, error) {
 	n, window := b.cfg.scaleFleets, b.cfg.scaleWindow
-	res := &scaleResult{fleets: n, members: b.cfg.scaleMembers, window: window, resync: kube.DefaultResync}
+	res := &scaleResult{fleets: n, members: b.cfg.scaleMembers, profile: b.cfg.scaleProfile, window: window, resync: kube.DefaultResync}
 	ns, err := b.createNamespace(ctx, "bench-scale")
 	if err != nil {
 		return nil, err
@@ -69,9 +71,9 @@ func (b *bench) scale(ctx context.Context) (*scaleResult, error) {
 	b.logf("scale: 0 fleets: heap live %s, RSS %s, cached objects ~%s", bytesStr(med(base.samples, heapAlloc)),
 		bytesStr(med(base.samples, rss)), bytesStr(median(base.cached)))
 
-	b.logf("scale: creating %d fleets of %d at once", n, res.members)
+	b.logf("scale: creating %d %s fleets of %d at once", n, res.profile, res.members)
 	start := time.Now()
-	if err := b.createFleets(ctx, ns, 0, n, int32(res.members)); err != nil {
+	if err := b.createFleetsOf(ctx, ns, 0, n, int32(res.members), v1alpha1.Profile(res.profile)); err != nil {
 		return res, err
 	}
 	last, err := fl.wait(ctx, n, runTimeout(n))
@@ -174,6 +176,9 @@ func (b *bench) restart(ctx context.Context, ns string, n int, window time.Durat
 func (s *scaleResult) section() section {
 	var sec section
 	fleets := fleetsOf(s.fleets, s.members)
+	if s.profile != "" && s.profile != string(v1alpha1.ProfilePersistentFleet) {
+		fleets += " (" + s.profile + ")"
+	}
 	if s.created > 0 {
 		sec.add("8", fmt.Sprintf("scale: %s created at once through the operator (default flags), until all converged", fleets),
 			fmt.Sprintf("%s (%.1f fleets/s)", durStr(s.created.Seconds()), float64(s.fleets)/s.created.Seconds()), "", "")
