@@ -25,9 +25,9 @@ NODE_MONITOR_GRACE_PERIOD="${NODE_MONITOR_GRACE_PERIOD:-20s}"
 DEFAULT_TOLERATION_SECONDS="${DEFAULT_TOLERATION_SECONDS:-30}"
 KCM_CONTROLLERS="${KCM_CONTROLLERS:-*}"
 # The controllers' own client-side limit (--kube-api-qps, and twice that as the burst): empty
-# keeps Kubernetes' default of 20 per controller, at which the StatefulSet controller creates
-# about 1.4 fleets of one member per second. The bench's scale phase raises it
-# (KCM_KUBE_API_QPS=200) to create thousands of fleets in minutes rather than an hour.
+# keeps Kubernetes' default of 20 requests a second per controller, which paces the workload
+# controllers when thousands of workloads are created at once. The bench's scale phase raises
+# it (KCM_KUBE_API_QPS=200), so that the operator rather than the controllers is measured.
 KCM_KUBE_API_QPS="${KCM_KUBE_API_QPS:-}"
 UP_TIMEOUT="${UP_TIMEOUT:-120}"
 # The HPA controller's sync period and scale-down stabilization, and the
