@@ -1,16 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/celld/celld-operator/internal/testenv"
@@ -128,32 +127,37 @@ var (
 func failures(spans []logSpan) map[string]float64 {
 	out := map[string]float64{}
 	for _, sp := range spans {
-		f, err := os.Open(sp.path)
-		if err != nil {
-			continue
-		}
-		b := make([]byte, max(sp.to-sp.from, 0))
-		_, err = f.ReadAt(b, sp.from)
-		f.Close()
-		if err != nil && !errors.Is(err, io.EOF) {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if !strings.Contains(line, `"action failed; requeued"`) {
-				continue
+		sp.eachLine(func(line []byte) {
+			if !bytes.Contains(line, []byte(`"action failed; requeued"`)) {
+				return
 			}
 			var e struct{ Action, Error string }
-			if json.Unmarshal([]byte(line), &e) != nil {
-				continue
+			if json.Unmarshal(line, &e) != nil {
+				return
 			}
 			msg := nameRe.ReplaceAllString(nsRe.ReplaceAllString(uidRe.ReplaceAllString(e.Error, "UID"), "NS"), "FLEET")
 			if len(msg) > 200 {
 				msg = msg[:200] + "..."
 			}
 			out[e.Action+": "+msg]++
-		}
+		})
 	}
 	return out
+}
+
+// eachLine calls f with every line of the span (the slice is f's only until it returns); a log
+// that cannot be read has none.
+func (sp logSpan) eachLine(f func(line []byte)) {
+	file, err := os.Open(sp.path)
+	if err != nil {
+		return
+	}
+	defer file.Close()
+	sc := bufio.NewScanner(io.NewSectionReader(file, sp.from, max(sp.to-sp.from, 0)))
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		f(sc.Bytes())
+	}
 }
 
 // profiler takes back-to-back CPU profiles of 5 s from /debug/pprof/profile until stopped: one

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,31 +52,25 @@ func traceKey(fleet string, replicas int32) string {
 func workloadApplies(spans []logSpan) map[string]actionTrace {
 	out := map[string]actionTrace{}
 	for _, sp := range spans {
-		f, err := os.Open(sp.path)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(io.NewSectionReader(f, sp.from, max(sp.to-sp.from, 0)))
-		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-		for sc.Scan() {
+		sp.eachLine(func(line []byte) {
 			var l struct {
 				Fleet, Action, Key, Error    string
 				Event, SyncStart, Answered   string
 				QueuedMs, DecideMs, BeforeMs float64
 				FreshMs, LimiterMs, WriteMs  float64
 			}
-			if json.Unmarshal(sc.Bytes(), &l) != nil || l.Action != "Apply" || l.Error != "" || l.SyncStart == "" ||
+			if json.Unmarshal(line, &l) != nil || l.Action != "Apply" || l.Error != "" || l.SyncStart == "" ||
 				!strings.HasPrefix(l.Key, "apply/StatefulSet/") {
-				continue
+				return
 			}
 			_, size, ok := strings.Cut(l.Key, "/replicas=")
 			r, err := strconv.Atoi(size)
 			if !ok || err != nil {
-				continue
+				return
 			}
 			k := traceKey(l.Fleet, int32(r))
 			if _, seen := out[k]; seen {
-				continue
+				return
 			}
 			t := actionTrace{queued: l.QueuedMs, decide: l.DecideMs, before: l.BeforeMs, fresh: l.FreshMs,
 				limiter: l.LimiterMs, write: l.WriteMs}
@@ -89,8 +80,7 @@ func workloadApplies(spans []logSpan) map[string]actionTrace {
 				t.event, _ = time.Parse(time.RFC3339Nano, l.Event)
 			}
 			out[k] = t
-		}
-		f.Close()
+		})
 	}
 	return out
 }
