@@ -270,7 +270,11 @@ func (b *bench) run() int {
 
 	md := rep.markdown()
 	fmt.Println(md)
-	if err := b.write(md); err != nil {
+	row := ""
+	if rep.scaleIn != nil && len(rep.scaleIn.steps) > 0 {
+		row = rep.scaleIn.runRow(started, gitCommit(b.root), longMode(b.cfg.fleets))
+	}
+	if err := b.write(md, row); err != nil {
 		b.logf("write %s: %v", b.cfg.out, err)
 		return 1
 	}
@@ -281,8 +285,9 @@ func (b *bench) run() int {
 	return 0
 }
 
-// write puts the report in its mode's part of -out, keeping the other mode's part.
-func (b *bench) write(md string) error {
+// write puts the report in its mode's part of -out, keeping the other mode's part, and adds row,
+// when there is one, to the runs part.
+func (b *bench) write(md, row string) error {
 	if err := os.MkdirAll(filepath.Dir(b.cfg.out), 0o755); err != nil {
 		return err
 	}
@@ -290,16 +295,21 @@ func (b *bench) write(md string) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	return os.WriteFile(b.cfg.out, []byte(mergePart(string(old), modePart(b.cfg.fleets), md)), 0o644)
+	doc := mergePart(string(old), modePart(b.cfg.fleets), md)
+	if row != "" {
+		doc = mergePart(doc, runsPart, runsBody(doc, row))
+	}
+	return os.WriteFile(b.cfg.out, []byte(doc), 0o644)
 }
 
-// The parts of -out: the quick mode's first, then the long mode's.
+// The parts of -out: the quick mode's first, then the runs of the scale-in walk, then the long
+// mode's.
 const (
 	quickPart = "quick"
 	longPart  = "long"
 )
 
-var partOrder = []string{quickPart, longPart}
+var partOrder = []string{quickPart, runsPart, longPart}
 
 func modePart(fleets int) string {
 	if longMode(fleets) {
