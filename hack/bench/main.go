@@ -195,6 +195,8 @@ func longMode(fleets int) bool { return fleets > 100 }
 
 func (b *bench) run() int {
 	started := time.Now()
+	// The commit at the start: the tree may move while a long run lasts.
+	commit := gitCommit(b.root)
 	rep := &report{cfg: b.cfg, started: started, machine: machineInfo()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -272,7 +274,7 @@ func (b *bench) run() int {
 	fmt.Println(md)
 	row := ""
 	if rep.scaleIn != nil && len(rep.scaleIn.steps) > 0 {
-		row = rep.scaleIn.runRow(started, gitCommit(b.root), longMode(b.cfg.fleets))
+		row = rep.scaleIn.runRow(started, commit, longMode(b.cfg.fleets))
 	}
 	if err := b.write(md, row); err != nil {
 		b.logf("write %s: %v", b.cfg.out, err)
