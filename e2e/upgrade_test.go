@@ -187,7 +187,7 @@ func holdStill(t *testing.T, f *fixture, before fleetObjects, fleets []string, d
 }
 
 // upgradeSteps install the base release, upgrade it to this tree and roll it back, each the way
-// the README says for one way of installing.
+// docs/upgrade.md says for one way of installing.
 type upgradeSteps struct {
 	install, upgrade, rollback func(t *testing.T)
 }
@@ -252,7 +252,7 @@ func runUpgrade(t *testing.T, f *fixture, baseBinary string, steps upgradeSteps)
 	judge.Verify(t)
 }
 
-// migrateStorage runs kubectl celld migrate-storage, as the README's "Upgrade" says after an
+// migrateStorage runs kubectl celld migrate-storage, as docs/upgrade.md says after an
 // upgrade: made under the base's CRDs, the fleets and reservations are stored as v1alpha1 until
 // it rewrites them as v1beta1, changing nothing of them.
 func migrateStorage(t *testing.T, f *fixture, before fleetObjects, fleets []string) {
@@ -388,7 +388,7 @@ func storedAs(t *testing.T, resource, ns, name string) string {
 }
 
 // TestUpgradeAndRollback: fleets made by the base release (upgradeBase) are taken over by this
-// tree's operator and back, by Helm and by the plain manifests, each as the README's "Upgrade"
+// tree's operator and back, by Helm and by the plain manifests, each as docs/upgrade.md
 // says, with nothing of the fleets changed (see runUpgrade).
 //
 // Not parallel: it installs the base release's CRDs, which other tests' fleets live in.
@@ -453,7 +453,7 @@ func TestUpgradeAndRollback(t *testing.T) {
 				baseCRDs(t)
 				h(t, append([]string{"install", "celld-operator", filepath.Join(src, "deploy", "helm", "celld-operator"), "--create-namespace"}, values...)...)
 			},
-			// README, "Upgrade": from a chart that shipped its CRDs in crds/, --take-ownership once.
+			// docs/upgrade.md: from a chart that shipped its CRDs in crds/, --take-ownership once.
 			upgrade: func(t *testing.T) {
 				h(t, append([]string{"upgrade", "celld-operator", filepath.Join(suite.root, "deploy", "helm", "celld-operator"), "--take-ownership"}, values...)...)
 			},
@@ -501,7 +501,7 @@ func TestUpgradeAndRollback(t *testing.T) {
 				baseCRDs(t)
 				kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", base)
 			},
-			// README, "Upgrade": the CRDs first, then the operator.
+			// docs/upgrade.md: the CRDs first, then the operator.
 			upgrade: func(t *testing.T) {
 				kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(suite.root, "deploy", "crds"))
 				kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", current)

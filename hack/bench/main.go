@@ -5,7 +5,7 @@
 //	BENCH_FLEETS=500 go run ./hack/bench # long mode
 //	go run ./hack/bench -h               # every flag
 //
-// What it measures, in order (README, "Performance"):
+// What it measures, in order (docs/performance.md):
 //  1. core: the machine's Go benchmarks (machine/bench_test.go), decisions/s and allocations;
 //  2. overhead: N fleets created at once through the operator against the same N sets of
 //     objects created directly with no operator, alternating, repeated;

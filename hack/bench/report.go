@@ -122,7 +122,7 @@ func (r *report) markdown() string {
 			"but noise at error level and retries with backoff; a refused create in a terminating namespace could be "+
 			"treated as the fleet's deletion rather than an error. Deleting the namespace also deletes the fleets' "+
 			"CelldReservations, which live in it: a namespace deletion releases the buckets, whereas a fleet deleted on "+
-			"its own keeps its bucket reserved until a person deletes the reservation (README).", r.terminating)
+			"its own keeps its bucket reserved until a person deletes the reservation (docs/capacity.md).", r.terminating)
 	}
 
 	// The quick mode's part of docs/benchmarks.md comes first and carries the document's title; the

@@ -16,7 +16,7 @@ import (
 	"github.com/celld/celld-operator/render"
 )
 
-// The fault kinds of the README's Guarantees table, and the other disturbances of a sequence.
+// The fault kinds of docs/guarantees.md's table, and the other disturbances of a sequence.
 // A property run counts how often each occurred; every one must occur.
 const (
 	FaultBrokenRollout       = "broken rollout (an image that never becomes ready)"
