@@ -1,12 +1,14 @@
 // Package capacity is the capacity policy: one function turns manual requests and
 // recommendations into a target, one step policy turns a target into the next size, and the
-// capacity history (kept in the fleet's CelldReservation) drives scale-in stabilization across
+// capacity history (kept in the fleet's CelldReservation, bounded by package reservation) drives scale-in stabilization across
 // operator restarts. It is pure.
 package capacity
 
 import (
 	"fmt"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
@@ -88,6 +90,9 @@ type Facts struct {
 	Window  time.Duration
 	History []v1alpha1.CapacityDecision
 }
+
+// metav1Time is how a decision's time is stored: whole seconds, as the API server keeps it.
+func metav1Time(t time.Time) metav1.Time { return metav1.NewTime(t.UTC().Truncate(time.Second)) }
 
 // Plan is the step policy's answer.
 type Plan struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/reservation"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -36,7 +37,7 @@ func TestScaleInWaitsForWindowThenOneAtATime(t *testing.T) {
 	if p.Next != 5 {
 		t.Fatalf("after the window: next=%d, want 5", p.Next)
 	}
-	h = Append(h, p.Records[len(p.Records)-1])
+	h = reservation.Append(h, p.Records[len(p.Records)-1])
 	p = Step(Facts{Current: 5, Target: manual(3), Settled: false, Now: t0.Add(time.Minute), Window: time.Minute, History: h})
 	if p.Next != 5 || p.Blocked == "" {
 		t.Fatalf("unsettled: must not shrink: %+v", p)
@@ -80,72 +81,19 @@ func TestEmptyHistoryIsAtLeastAsConservative(t *testing.T) {
 
 func TestTrimKeepsAnchor(t *testing.T) {
 	var h []v1alpha1.CapacityDecision
-	h = Append(h, v1alpha1.CapacityDecision{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionGrow, From: 0, To: 500})
-	h = Append(h, v1alpha1.CapacityDecision{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionScaleInRequested, From: 500, To: 3})
+	h = reservation.Append(h, v1alpha1.CapacityDecision{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionGrow, From: 0, To: 500})
+	h = reservation.Append(h, v1alpha1.CapacityDecision{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionScaleInRequested, From: 500, To: 3})
 	for n := int32(500); n > 400; n-- {
-		h = Append(h, v1alpha1.CapacityDecision{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionShrinkOne, From: n, To: n - 1})
+		h = reservation.Append(h, v1alpha1.CapacityDecision{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionShrinkOne, From: n, To: n - 1})
 	}
-	if len(h) != MaxHistory {
-		t.Fatalf("history has %d entries, want %d", len(h), MaxHistory)
+	if len(h) != reservation.MaxHistory {
+		t.Fatalf("history has %d entries, want %d", len(h), reservation.MaxHistory)
 	}
 	if a, ok := ScaleInAnchor(h, 3); !ok || a.To != 3 {
 		t.Fatalf("trimming dropped the standing request's anchor: %v", h[:2])
 	}
 	if last := h[len(h)-1]; last.To != 400 {
 		t.Fatalf("newest entry lost: %+v", last)
-	}
-}
-
-func TestAppendSkipsRepeat(t *testing.T) {
-	d := v1alpha1.CapacityDecision{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionShrinkOne, From: 5, To: 4}
-	h := Append(nil, d)
-	d.Time = metav1.NewTime(t0.Add(time.Second))
-	if h2 := Append(h, d); len(h2) != 1 {
-		t.Fatalf("a repeated decision was appended twice: %v", h2)
-	}
-}
-
-// TestAppendAllIsOneWrite: the records of one step appended together; the same write repeated
-// changes nothing, a write that only partly overlaps the history's end appends what is new.
-func TestAppendAllIsOneWrite(t *testing.T) {
-	req := v1alpha1.CapacityDecision{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionScaleInRequested, From: 6, To: 3}
-	step := v1alpha1.CapacityDecision{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionShrinkOne, From: 6, To: 5}
-	grow := v1alpha1.CapacityDecision{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionGrow, From: 0, To: 6}
-	kinds := func(h []v1alpha1.CapacityDecision) []v1alpha1.DecisionKind {
-		var out []v1alpha1.DecisionKind
-		for _, d := range h {
-			out = append(out, d.Kind)
-		}
-		return out
-	}
-	h := AppendAll([]v1alpha1.CapacityDecision{grow}, []v1alpha1.CapacityDecision{req, step})
-	if got := kinds(h); !slices.Equal(got, []v1alpha1.DecisionKind{v1alpha1.DecisionGrow, v1alpha1.DecisionScaleInRequested, v1alpha1.DecisionShrinkOne}) {
-		t.Fatalf("appended: %v", got)
-	}
-	later := func(d v1alpha1.CapacityDecision) v1alpha1.CapacityDecision {
-		d.Time = metav1.NewTime(t0.Add(time.Minute))
-		return d
-	}
-	if again := AppendAll(h, []v1alpha1.CapacityDecision{later(req), later(step)}); len(again) != 3 {
-		t.Errorf("the same write repeated appended again: %v", kinds(again))
-	}
-	// The request alone was recorded before; the write that carries it and the step appends the step.
-	h = AppendAll([]v1alpha1.CapacityDecision{grow, req}, []v1alpha1.CapacityDecision{req, step})
-	if got := kinds(h); !slices.Equal(got, []v1alpha1.DecisionKind{v1alpha1.DecisionGrow, v1alpha1.DecisionScaleInRequested, v1alpha1.DecisionShrinkOne}) {
-		t.Errorf("a write overlapping the history's end: %v", got)
-	}
-	// A step that ends the history but not after the request is no repeat of the write.
-	h = AppendAll([]v1alpha1.CapacityDecision{grow, step}, []v1alpha1.CapacityDecision{req, step})
-	if got := kinds(h); !slices.Equal(got, []v1alpha1.DecisionKind{v1alpha1.DecisionGrow, v1alpha1.DecisionShrinkOne, v1alpha1.DecisionScaleInRequested, v1alpha1.DecisionShrinkOne}) {
-		t.Errorf("a write whose last record alone ends the history: %v", got)
-	}
-	// A history that is exactly the write: a repeat too.
-	exact := []v1alpha1.CapacityDecision{req, step}
-	if again := AppendAll(exact, []v1alpha1.CapacityDecision{later(req), later(step)}); len(again) != 2 {
-		t.Errorf("the same write repeated on a history of just that write appended again: %v", kinds(again))
-	}
-	if got := AppendAll(nil, nil); got != nil {
-		t.Errorf("nothing appended to nothing: %v", got)
 	}
 }
 
@@ -244,13 +192,13 @@ func TestWithdrawnRequestWaitsAWindowOfItsOwn(t *testing.T) {
 	if len(back.Records) != 1 || back.Records[0].Kind != v1alpha1.DecisionScaleInWithdrawn || back.Records[0].From != 6 || back.Records[0].To != 6 {
 		t.Fatalf("the target back to the size: want the request withdrawn, got %+v", back.Records)
 	}
-	h = AppendAll(h, back.Records)
+	h = reservation.AppendAll(h, back.Records)
 	again := Step(Facts{Current: 6, Target: manual(3), Settled: true, Now: at(61), Window: time.Minute, History: h})
 	if again.Next != 6 || again.Wait != time.Minute || len(again.Records) != 1 || again.Records[0].Kind != v1alpha1.DecisionScaleInRequested {
 		t.Fatalf("asked again after a withdrawal: want a new request and a whole window, got %+v", again)
 	}
 
-	done := AppendAll(h[:1], []v1alpha1.CapacityDecision{
+	done := reservation.AppendAll(h[:1], []v1alpha1.CapacityDecision{
 		{Time: metav1.NewTime(at(60)), Kind: v1alpha1.DecisionShrinkOne, From: 6, To: 5},
 		{Time: metav1.NewTime(at(70)), Kind: v1alpha1.DecisionShrinkOne, From: 5, To: 4},
 		{Time: metav1.NewTime(at(80)), Kind: v1alpha1.DecisionShrinkOne, From: 4, To: 3},

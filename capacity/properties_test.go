@@ -8,6 +8,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/reservation"
 )
 
 // drawHistory draws a history as the policy could have written it: requests, steps and growths
@@ -21,7 +22,7 @@ func drawHistory(t *rapid.T) []v1alpha1.CapacityDecision {
 		kind := rapid.SampledFrom([]v1alpha1.DecisionKind{v1alpha1.DecisionScaleInRequested, v1alpha1.DecisionShrinkOne, v1alpha1.DecisionGrow, v1alpha1.DecisionScaleInWithdrawn}).Draw(t, "kind")
 		from := int32(rapid.IntRange(1, 9).Draw(t, "from"))
 		to := int32(rapid.IntRange(1, 9).Draw(t, "to"))
-		h = Append(h, v1alpha1.CapacityDecision{Time: metav1Time(at), Kind: kind, From: from, To: to, Source: v1alpha1.SourceManual})
+		h = reservation.Append(h, v1alpha1.CapacityDecision{Time: metav1Time(at), Kind: kind, From: from, To: to, Source: v1alpha1.SourceManual})
 	}
 	return h
 }
@@ -96,17 +97,17 @@ func TestStepPolicyProperties(t *testing.T) {
 }
 
 // TestTrimmingKeepsTheStandingRequest: however long the history grows, trimming it to
-// MaxHistory keeps the standing request's anchor where it was.
+// reservation.MaxHistory keeps the standing request's anchor where it was.
 func TestTrimmingKeepsTheStandingRequest(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		req := v1alpha1.CapacityDecision{Time: metav1Time(t0), Kind: v1alpha1.DecisionScaleInRequested, From: 60, To: 1, Source: v1alpha1.SourceManual}
-		h := Append(drawHistory(t), req)
-		steps := rapid.IntRange(1, 2*MaxHistory).Draw(t, "steps")
+		h := reservation.Append(drawHistory(t), req)
+		steps := rapid.IntRange(1, 2*reservation.MaxHistory).Draw(t, "steps")
 		for i := 0; i < steps; i++ {
-			h = Append(h, v1alpha1.CapacityDecision{Time: metav1Time(t0.Add(time.Duration(i+1) * time.Second)), Kind: v1alpha1.DecisionShrinkOne,
+			h = reservation.Append(h, v1alpha1.CapacityDecision{Time: metav1Time(t0.Add(time.Duration(i+1) * time.Second)), Kind: v1alpha1.DecisionShrinkOne,
 				From: int32(60 - i), To: int32(59 - i), Source: v1alpha1.SourceManual})
-			if len(h) > MaxHistory {
-				t.Fatalf("history of %d entries, bound %d", len(h), MaxHistory)
+			if len(h) > reservation.MaxHistory {
+				t.Fatalf("history of %d entries, bound %d", len(h), reservation.MaxHistory)
 			}
 			a, ok := ScaleInAnchor(h, 1)
 			if !ok || !a.Time.Equal(&req.Time) {
@@ -168,7 +169,7 @@ func TestScaleInOnlyAfterARequestStoodThroughout(t *testing.T) {
 			}
 			seen = append(seen, tick{at: now, target: target.Members, current: current, kept: target.Kept})
 			p := Step(Facts{Current: current, Target: target, Settled: true, Now: now, Window: window, History: h})
-			h = AppendAll(h, p.Records)
+			h = reservation.AppendAll(h, p.Records)
 			if p.Next < current {
 				for _, s := range seen {
 					if !s.kept && !s.at.Before(now.Add(-window)) && s.target >= s.current {

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/bucket"
+	"github.com/celld/celld-operator/reservation"
 )
 
 // bucketPolicy is deploy/rbac/bucket_policy.yaml compiled and evaluated as the API server's
@@ -304,7 +304,7 @@ func endpoint(t *rapid.T, name string) string {
 }
 
 // TestBucketPolicyStoreIsTheBucketsIdentity: the admission policy tells a fleet's store as the
-// operator does (bucket.Store, by which it reserves buckets), whatever the spelling of the
+// operator does (reservation.Store, by which it reserves buckets), whatever the spelling of the
 // endpoint. A grant on that store lets the selected namespace use the bucket and keeps it from
 // every other; a grant on another store does neither. A host the policy cannot bring to that form
 // is never let through where it could be the kept store.
@@ -316,7 +316,7 @@ func TestBucketPolicyStoreIsTheBucketsIdentity(t *testing.T) {
 		if rapid.IntRange(0, 9).Draw(t, "empty") > 0 {
 			b.Endpoint = endpoint(t, name)
 		}
-		store := bucket.Of(b).Store
+		store := reservation.IdentityOf(b).Store
 		ascii := !strings.ContainsAny(strings.ToLower(b.Endpoint), "üÜ%") && !strings.Contains(b.Endpoint, "ffff")
 		on := func(s string) runtime.Object {
 			return policy(t, "p", v1alpha1.CelldBucketPolicySpec{

@@ -20,9 +20,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/bucket"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/reservation"
 )
 
 // TestBucketSpellingsOneBucket: a bucket bound to a fleet in one namespace is refused to fleets
@@ -42,7 +42,7 @@ func TestBucketSpellingsOneBucket(t *testing.T) {
 	legacy := second.bucket("legacy")
 	// It is made as the operator of the old naming made it: its managed-by label, its field manager.
 	held := &v1alpha1.CelldReservation{
-		ObjectMeta: metav1.ObjectMeta{Name: bucket.LegacyReservationName(v1alpha1.BucketSpec{Name: legacy}),
+		ObjectMeta: metav1.ObjectMeta{Name: reservation.LegacyName(v1alpha1.BucketSpec{Name: legacy}),
 			Labels: map[string]string{events.LabelManagedBy: events.ManagedBy}},
 		Spec: v1alpha1.CelldReservationSpec{FleetName: "gone", FleetUID: types.UID("00000000-0000-0000-0000-00000000cafe"),
 			Profile: v1alpha1.ProfileBucket, Bucket: v1alpha1.BucketSpec{Name: legacy, Region: "us-east-1"}},
@@ -82,7 +82,7 @@ func TestBucketSpellingsOneBucket(t *testing.T) {
 	// A bucket named like a reservation the old naming derived for another bucket (name, dash,
 	// hash of the endpoint) is another bucket: its fleet converges, on a reservation of its own.
 	atStore := v1alpha1.BucketSpec{Name: first.bucket("store"), Region: "us-east-1", Endpoint: "https://minio.example.com"}
-	oldName := bucket.LegacyReservationName(atStore)
+	oldName := reservation.LegacyName(atStore)
 	if _, err := suite.celld.CelldV1alpha1().CelldReservations(first.ns).Create(first.ctx, &v1alpha1.CelldReservation{
 		ObjectMeta: metav1.ObjectMeta{Name: oldName, Labels: map[string]string{events.LabelManagedBy: events.ManagedBy}},
 		Spec: v1alpha1.CelldReservationSpec{FleetName: "gone", FleetUID: types.UID("00000000-0000-0000-0000-00000000beef"),

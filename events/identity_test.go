@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/bucket"
+	"github.com/celld/celld-operator/reservation"
 )
 
 // TestBucketSpellingsConflict: a fleet that spells another fleet's bucket differently sees that
@@ -22,7 +22,7 @@ func TestBucketSpellingsConflict(t *testing.T) {
 			Spec: v1alpha1.CelldFleetSpec{Bucket: second}}
 		rival := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns1", UID: "u1", CreationTimestamp: metav1.NewTime(t0)},
 			Spec: v1alpha1.CelldFleetSpec{Bucket: first}}
-		for _, name := range []string{bucket.ReservationName(bucket.Of(first)), bucket.LegacyReservationName(first)} {
+		for _, name := range []string{reservation.Name(reservation.IdentityOf(first)), reservation.LegacyName(first)} {
 			r := &v1alpha1.CelldReservation{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns1", CreationTimestamp: metav1.NewTime(t0)},
 				Spec: v1alpha1.CelldReservationSpec{FleetName: "a", FleetUID: "u1", Bucket: first}}
 			v := Normalize("ns2", "b", &Observation{Now: t0, Fleet: f, Reservations: []*v1alpha1.CelldReservation{r}, Rivals: []*v1alpha1.CelldFleet{rival}})

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/bucket"
 	"github.com/celld/celld-operator/kinds"
+	"github.com/celld/celld-operator/reservation"
 )
 
 // Store folds events into the latest known state of every object: the in-memory twin of an
@@ -113,18 +113,18 @@ func (s *Store) Observe(namespace, name string) *Observation {
 	}
 	for _, r := range s.objects["CelldReservation"] {
 		res := r.(*v1alpha1.CelldReservation)
-		if bucket.Same(res.Spec.Bucket, f.Spec.Bucket) && MadeByOperator(res) {
+		if reservation.SameBucket(res.Spec.Bucket, f.Spec.Bucket) && MadeByOperator(res) {
 			o.Reservations = append(o.Reservations, res)
 		}
 	}
 	// A reservation under the name the fleet would create that the operator did not make: the
 	// fleet's own cannot be created, and this one is never trusted nor written to.
-	rname := bucket.ReservationName(bucket.Of(f.Spec.Bucket))
+	rname := reservation.Name(reservation.IdentityOf(f.Spec.Bucket))
 	if r, ok := s.objects["CelldReservation"][namespace+"/"+rname].(*v1alpha1.CelldReservation); ok && !MadeByOperator(r) {
 		o.Unowned = append(o.Unowned, "CelldReservation/"+rname)
 	}
 	for _, obj := range s.sorted("CelldFleet") {
-		if r := obj.(*v1alpha1.CelldFleet); r.UID != f.UID && bucket.Same(r.Spec.Bucket, f.Spec.Bucket) {
+		if r := obj.(*v1alpha1.CelldFleet); r.UID != f.UID && reservation.SameBucket(r.Spec.Bucket, f.Spec.Bucket) {
 			o.Rivals = append(o.Rivals, r)
 		}
 	}

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/claim"
 	"github.com/celld/celld-operator/kinds"
+	"github.com/celld/celld-operator/reservation"
 )
 
 // Labels and annotations the operator puts on what it creates.
@@ -215,7 +215,7 @@ func Normalize(namespace, name string, o *Observation) View {
 		v.Utilization = nil
 	}
 	v.Deleting = f.DeletionTimestamp != nil
-	v.HasFinalizer = claim.HasFinalizer(f)
+	v.HasFinalizer = reservation.HasFinalizer(f)
 	v.Reservation = reservationView(f, o.Reservations)
 	if !v.Reservation.Exists {
 		v.Reservation.Claimant = claimant(f, o.Rivals)
@@ -246,7 +246,7 @@ func Normalize(namespace, name string, o *Observation) View {
 
 func reservationView(f *v1alpha1.CelldFleet, rs []*v1alpha1.CelldReservation) ReservationView {
 	var rv ReservationView
-	first, others := claim.Binding(f, rs)
+	first, others := reservation.Binding(f, rs)
 	if first == nil {
 		return rv
 	}
@@ -261,7 +261,7 @@ func reservationView(f *v1alpha1.CelldFleet, rs []*v1alpha1.CelldReservation) Re
 }
 
 func claimant(f *v1alpha1.CelldFleet, rivals []*v1alpha1.CelldFleet) *Claimant {
-	best := claim.Strongest(f, rivals)
+	best := reservation.Strongest(f, rivals)
 	if best == nil {
 		return nil
 	}

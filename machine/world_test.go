@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/capacity"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
+	"github.com/celld/celld-operator/reservation"
 )
 
 // world is a small cluster, written for the machine's own tests: a StatefulSet controller with
@@ -407,7 +407,7 @@ func (w *world) apply(a Action) error {
 		}
 	case AppendHistory:
 		if w.res != nil {
-			w.res.Status.CapacityHistory = capacity.AppendAll(w.res.Status.CapacityHistory, a.Decisions)
+			w.res.Status.CapacityHistory = reservation.AppendAll(w.res.Status.CapacityHistory, a.Decisions)
 		}
 	case AddFinalizer:
 		f.Finalizers = []string{v1alpha1.FleetFinalizer}

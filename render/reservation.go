@@ -4,14 +4,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/bucket"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/reservation"
 )
 
 // ReservationName names the reservation of a bucket after its canonical identity, so every
 // spelling of one bucket names one reservation and no bucket name equals a derived one.
 func ReservationName(b v1alpha1.BucketSpec) string {
-	return bucket.ReservationName(bucket.Of(b))
+	return reservation.Name(reservation.IdentityOf(b))
 }
 
 // RenderReservation renders the reservation that binds the fleet's bucket to its UID. It has no

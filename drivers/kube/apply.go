@@ -21,12 +21,12 @@ import (
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
 	celldlisters "github.com/celld/celld-operator/api/generated/listers/celld/v1alpha1"
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/capacity"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/render"
+	"github.com/celld/celld-operator/reservation"
 )
 
 // FieldManager is the one field manager of everything the operator writes.
@@ -315,7 +315,7 @@ func (ap *Applier) appendHistory(ctx context.Context, a machine.Action) error {
 	key := a.Namespace + "/" + a.Name
 	r, cachedRV := ap.knownReservation(a.Namespace, a.Name)
 	if r != nil && r.ResourceVersion != "" {
-		h := capacity.AppendAll(r.Status.CapacityHistory, a.Decisions)
+		h := reservation.AppendAll(r.Status.CapacityHistory, a.Decisions)
 		if equality.Semantic.DeepEqual(h, r.Status.CapacityHistory) {
 			return nil
 		}
@@ -340,7 +340,7 @@ func (ap *Applier) appendHistory(ctx context.Context, a machine.Action) error {
 		if err != nil {
 			return err
 		}
-		h := capacity.AppendAll(r.Status.CapacityHistory, a.Decisions)
+		h := reservation.AppendAll(r.Status.CapacityHistory, a.Decisions)
 		if equality.Semantic.DeepEqual(h, r.Status.CapacityHistory) {
 			return nil
 		}

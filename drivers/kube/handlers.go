@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/bucket"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/reservation"
 )
 
 // handler enqueues the fleets an informer's object matters to, and nothing else: the sync reads
@@ -98,14 +98,14 @@ func (i *Informers) FleetKeys(obj any) []string {
 	case *v1alpha1.CelldFleet:
 		// Every fleet that names the bucket: one going away, or getting its finalizer, changes
 		// which of them may bind a bucket no reservation holds.
-		keys := i.indexedFleets(byBucket, bucket.Of(o.Spec.Bucket).Name)
+		keys := i.indexedFleets(byBucket, reservation.IdentityOf(o.Spec.Bucket).Name)
 		if !slices.Contains(keys, o.Namespace+"/"+o.Name) {
 			keys = append(keys, o.Namespace+"/"+o.Name)
 		}
 		return keys
 	case *v1alpha1.CelldReservation:
 		// Every fleet that names the bucket: the one it binds, and any it refuses.
-		return i.indexedFleets(byBucket, bucket.Of(o.Spec.Bucket).Name)
+		return i.indexedFleets(byBucket, reservation.IdentityOf(o.Spec.Bucket).Name)
 	case *appsv1.StatefulSet, *appsv1.Deployment:
 		m := o.(metav1.Object)
 		if k := ownerFleet(m); len(k) > 0 {

@@ -6,8 +6,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/bucket"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/reservation"
 )
 
 // Cache indexes: how a sync finds a fleet's objects without scanning a cache, and how a handler
@@ -37,7 +37,7 @@ func (i *Informers) addIndexers() {
 	must(i.Fleets.AddIndexers(cache.Indexers{
 		byBucket: func(obj any) ([]string, error) {
 			if f, ok := obj.(*v1alpha1.CelldFleet); ok {
-				return []string{bucket.Of(f.Spec.Bucket).Name}, nil
+				return []string{reservation.IdentityOf(f.Spec.Bucket).Name}, nil
 			}
 			return nil, nil
 		},
@@ -63,7 +63,7 @@ func (i *Informers) addIndexers() {
 	must(i.Reservations.AddIndexers(cache.Indexers{
 		byBucket: func(obj any) ([]string, error) {
 			if r, ok := obj.(*v1alpha1.CelldReservation); ok {
-				return []string{bucket.Of(r.Spec.Bucket).Name}, nil
+				return []string{reservation.IdentityOf(r.Spec.Bucket).Name}, nil
 			}
 			return nil, nil
 		},

@@ -13,10 +13,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/bucket"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/render"
+	"github.com/celld/celld-operator/reservation"
 )
 
 // Observe gathers what the caches hold about one fleet, the way events.Store.Observe does for the
@@ -32,7 +32,7 @@ func (i *Informers) Observe(namespace, name string, now time.Time, util *events.
 	}
 	o.Fleet = f
 
-	for _, r := range indexed[*v1alpha1.CelldReservation](i.Reservations.GetIndexer().ByIndex(byBucket, bucket.Of(f.Spec.Bucket).Name)) {
+	for _, r := range indexed[*v1alpha1.CelldReservation](i.Reservations.GetIndexer().ByIndex(byBucket, reservation.IdentityOf(f.Spec.Bucket).Name)) {
 		if madeByOperator(r) {
 			o.Reservations = append(o.Reservations, r)
 		}
@@ -47,7 +47,7 @@ func (i *Informers) Observe(namespace, name string, now time.Time, util *events.
 	}
 	// Only the fleets this operator watches: with --namespace, a rival in another namespace is
 	// unseen, and the reservation alone keeps the bucket.
-	for _, r := range indexed[*v1alpha1.CelldFleet](i.Fleets.GetIndexer().ByIndex(byBucket, bucket.Of(f.Spec.Bucket).Name)) {
+	for _, r := range indexed[*v1alpha1.CelldFleet](i.Fleets.GetIndexer().ByIndex(byBucket, reservation.IdentityOf(f.Spec.Bucket).Name)) {
 		if r.UID != f.UID {
 			o.Rivals = append(o.Rivals, r)
 		}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/celld/celld-operator/capacity"
+	"github.com/celld/celld-operator/reservation"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,7 +62,7 @@ func TestAppendHistorySkipsARepeatTrimsAndRetriesConflicts(t *testing.T) {
 		must(t, appendH(decision(v1alpha1.DecisionShrinkOne, i, i-1, c.Now())))
 	}
 	h := c.Reservation(ns, "alpha-bucket").Status.CapacityHistory
-	mustEqual(t, "trimmed length", len(h), capacity.MaxHistory)
+	mustEqual(t, "trimmed length", len(h), reservation.MaxHistory)
 	mustEqual(t, "standing request kept", h[0].Kind, v1alpha1.DecisionScaleInRequested)
 	mustEqual(t, "newest", h[len(h)-1].To, int32(0))
 

@@ -8,9 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/capacity"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
+	"github.com/celld/celld-operator/reservation"
 )
 
 // maxRetries bounds AppendHistory's re-read-and-retry loop, as client-go's RetryOnConflict
@@ -66,7 +66,7 @@ func (c *Cluster) doAppendHistory(a machine.Action, req *Request) error {
 			return apierrors.NewNotFound(row(KindReservation).Resource, a.Name)
 		}
 		next := cur.DeepCopy()
-		next.Status.CapacityHistory = capacity.AppendAll(next.Status.CapacityHistory, a.Decisions)
+		next.Status.CapacityHistory = reservation.AppendAll(next.Status.CapacityHistory, a.Decisions)
 		if equality.Semantic.DeepEqual(next.Status.CapacityHistory, cur.Status.CapacityHistory) {
 			return nil
 		}

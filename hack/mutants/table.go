@@ -214,7 +214,7 @@ var Table = []Mutant{
 		Threatens:   "history anchor; clause 6",
 	},
 	{
-		Name: "history-trim-drops-anchor", File: "capacity/history.go",
+		Name: "history-trim-drops-anchor", File: "reservation/history.go",
 		Original:    "if anchor != 0 {",
 		Replacement: "if anchor != 0 || len(h) > 0 {",
 		Mistake:     "trimming the history drops the oldest entry even when it anchors the standing request",
@@ -623,7 +623,7 @@ var Table = []Mutant{
 	},
 	// A step's capacity records in one write.
 	{
-		Name: "history-batch-repeat-newest-only", File: "capacity/history.go",
+		Name: "history-batch-repeat-newest-only", File: "reservation/history.go",
 		Original:    "if !SameDecision(history[n-k+i], ds[i]) {",
 		Replacement: "if !SameDecision(history[n-1], ds[i]) {",
 		Mistake:     "a repeated write of a scale-in request and its step taken for a new one: the request is appended again after its step",

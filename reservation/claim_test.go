@@ -1,4 +1,4 @@
-package claim
+package reservation
 
 import (
 	"testing"

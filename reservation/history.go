@@ -1,17 +1,11 @@
-package capacity
+package reservation
 
 import (
-	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/celld/celld-operator/api/v1alpha1"
 )
 
 // MaxHistory bounds the capacity history kept in a reservation.
 const MaxHistory = 32
-
-func metav1Time(t time.Time) metav1.Time { return metav1.NewTime(t.UTC().Truncate(time.Second)) }
 
 // SameDecision reports whether two entries record the same decision: a repeat of an append whose
 // effect the caches did not show yet. Times differ between repeats, so they are not compared.

@@ -1,11 +1,7 @@
-// Package claim ranks the claims to one bucket: which of its reservations binds it, and which of
-// the fleets that name it has the strongest claim while none does. Every fleet ranks from its own
-// observation and reaches the same answer, so only one of them binds the bucket.
-package claim
+package reservation
 
 import (
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/bucket"
 )
 
 // Binding is the reservation that binds f's bucket, nil when none does, and how many other
@@ -16,7 +12,7 @@ func Binding(f *v1alpha1.CelldFleet, rs []*v1alpha1.CelldReservation) (first *v1
 	for _, r := range rs {
 		// By identity, not by name: a reservation made under any naming, and any spelling of the
 		// bucket, holds it.
-		if !bucket.Same(r.Spec.Bucket, f.Spec.Bucket) {
+		if !SameBucket(r.Spec.Bucket, f.Spec.Bucket) {
 			continue
 		}
 		if first == nil || r.CreationTimestamp.Before(&first.CreationTimestamp) ||
@@ -38,7 +34,7 @@ func Binding(f *v1alpha1.CelldFleet, rs []*v1alpha1.CelldReservation) (first *v1
 func Strongest(f *v1alpha1.CelldFleet, rivals []*v1alpha1.CelldFleet) *v1alpha1.CelldFleet {
 	var best *v1alpha1.CelldFleet
 	for _, r := range rivals {
-		if r.UID == f.UID || !bucket.Same(r.Spec.Bucket, f.Spec.Bucket) {
+		if r.UID == f.UID || !SameBucket(r.Spec.Bucket, f.Spec.Bucket) {
 			continue
 		}
 		if Stronger(r, f) && (best == nil || Stronger(r, best)) {

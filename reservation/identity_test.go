@@ -1,4 +1,4 @@
-package bucket
+package reservation
 
 import (
 	"strings"
@@ -76,12 +76,12 @@ func TestSpellingsOfOneBucket(t *testing.T) {
 	}
 	ids := map[Identity]string{}
 	for group, spellings := range groups {
-		want := Of(spellings[0])
+		want := IdentityOf(spellings[0])
 		for _, s := range spellings {
-			if got := Of(s); got != want {
+			if got := IdentityOf(s); got != want {
 				t.Errorf("%s: %+v has identity %s, want %s", group, s, got, want)
 			}
-			if got, want := ReservationName(Of(s)), ReservationName(want); got != want {
+			if got, want := Name(IdentityOf(s)), Name(want); got != want {
 				t.Errorf("%s: %+v reservation %s, want %s", group, s, got, want)
 			}
 		}
@@ -107,12 +107,12 @@ func TestDistinctBuckets(t *testing.T) {
 	seen := map[Identity]v1alpha1.BucketSpec{}
 	names := map[string]v1alpha1.BucketSpec{}
 	for _, s := range distinct {
-		id := Of(s)
+		id := IdentityOf(s)
 		if prev, ok := seen[id]; ok {
 			t.Errorf("%+v and %+v have one identity %s", prev, s, id)
 		}
 		seen[id] = s
-		n := ReservationName(id)
+		n := Name(id)
 		if prev, ok := names[n]; ok {
 			t.Errorf("%+v and %+v have one reservation name %s", prev, s, n)
 		}
@@ -127,11 +127,11 @@ func TestReservationNamesNeverCollide(t *testing.T) {
 		name := rapid.StringMatching(`[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]`).Draw(t, "name")
 		other := rapid.StringMatching(`[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]`).Draw(t, "other")
 		endpoint := rapid.SampledFrom([]string{"", "https://s3.amazonaws.com", "https://minio.example.com:9000/", "http://[::1]"}).Draw(t, "endpoint")
-		n := ReservationName(Of(spec(name, "us-east-1", endpoint)))
-		if len(n) > 253 || !strings.HasPrefix(n, ReservationPrefix) {
+		n := Name(IdentityOf(spec(name, "us-east-1", endpoint)))
+		if len(n) > 253 || !strings.HasPrefix(n, NamePrefix) {
 			t.Fatalf("reservation name %q is not a valid, prefixed object name", n)
 		}
-		for _, legacy := range []string{other, LegacyReservationName(spec(other, "us-east-1", endpoint)), LegacyReservationName(spec(other, "us-east-1", "https://x"))} {
+		for _, legacy := range []string{other, LegacyName(spec(other, "us-east-1", endpoint)), LegacyName(spec(other, "us-east-1", "https://x"))} {
 			if n == legacy {
 				t.Fatalf("derived name %q equals the bucket name or legacy name %q", n, legacy)
 			}
