@@ -374,6 +374,7 @@ func TestReaderActsSeesStateAndConditions(t *testing.T) {
 		{"counts only", func(st *v1alpha1.CelldFleetStatus) { st.Members.Current, st.Members.Ready = 5, 4 }, false},
 		{"a condition's message only", func(st *v1alpha1.CelldFleetStatus) { st.Conditions[0].Message = "2 of 5 ready" }, false},
 		{"the state", func(st *v1alpha1.CelldFleetStatus) { st.State = v1alpha1.StateSteady }, true},
+		{"the generation observed", func(st *v1alpha1.CelldFleetStatus) { st.ObservedGeneration++ }, true},
 		{"a condition's status", func(st *v1alpha1.CelldFleetStatus) { st.Conditions[0].Status = metav1.ConditionTrue }, true},
 		{"a condition's reason", func(st *v1alpha1.CelldFleetStatus) { st.Conditions[0].Reason = "MemberStuck" }, true},
 		{"a condition's type", func(st *v1alpha1.CelldFleetStatus) { st.Conditions[0].Type = v1alpha1.ConditionDegraded }, true},

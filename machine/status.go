@@ -203,10 +203,12 @@ func statusEqual(a, b *v1alpha1.CelldFleetStatus) bool {
 }
 
 // ReaderActs reports whether st changes what a reader of published acts on rather than what it
-// watches go by: the state, or a condition's type, status or reason. A fleet that arrives
-// (Ready=True) is one. A driver that writes statuses apart from the syncs sends these first.
+// watches go by: the state, the generation observed (a rollout tool waits for its spec to be
+// seen), or a condition's type, status or reason. A fleet that arrives (Ready=True) is one. A
+// driver that writes statuses apart from the syncs sends these first.
 func ReaderActs(published, st *v1alpha1.CelldFleetStatus) bool {
-	if published == nil || published.State != st.State || len(published.Conditions) != len(st.Conditions) {
+	if published == nil || published.State != st.State || published.ObservedGeneration != st.ObservedGeneration ||
+		len(published.Conditions) != len(st.Conditions) {
 		return true
 	}
 	for i := range st.Conditions {

@@ -16,7 +16,9 @@ import (
 // the queue behind a status round trip, and a status not yet sent is replaced by a newer one:
 // under load the writes coalesce to the latest instead of piling up. A fleet has at most one
 // status write in flight. A status that changes what a reader acts on (the state, a condition's
-// status) goes ahead of one that only updates counts or messages.
+// status) goes ahead of one that only updates counts or messages, and at most pacedInFlight of
+// the latter are in flight at once: they take what the API server has to spare, not seats the
+// writes that move fleets need.
 //
 // Until the API server answers, and then until the caches show something newer than they did
 // when it answered, the fleet is observed with the status handed over (overlay): the machine
@@ -42,8 +44,11 @@ type statusWriter struct {
 	urgent, paced []string
 	queued        map[string]bool
 	busy          map[string]bool
-	entries       map[string]*statusEntry
-	stopped       bool
+	// pacedInFlight bounds the paced writes in flight (0: no bound); pacedNow counts those taken
+	// whose write has not ended.
+	pacedInFlight, pacedNow int
+	entries                 map[string]*statusEntry
+	stopped                 bool
 	// seq numbers the statuses handed over, so an overlay names the one it shows.
 	seq uint64
 }
@@ -69,7 +74,8 @@ type statusEntry struct {
 }
 
 func newStatusWriter() *statusWriter {
-	w := &statusWriter{queued: map[string]bool{}, busy: map[string]bool{}, entries: map[string]*statusEntry{}}
+	w := &statusWriter{queued: map[string]bool{}, busy: map[string]bool{}, entries: map[string]*statusEntry{},
+		pacedInFlight: pacedInFlight}
 	w.cond = sync.NewCond(&w.mu)
 	return w
 }
@@ -127,26 +133,50 @@ func (w *statusWriter) promote(key string) bool {
 	return false
 }
 
-// next takes the key a worker writes next, urgent ones first; ok is false once the writer is
-// stopped and nothing waits.
-func (w *statusWriter) take() (string, bool) {
+// pacedInFlight is how many status writes that only update counts or messages may be in flight
+// at once. They wait for one another, so their rate follows the API server's answers: under a
+// wave of fleets in motion, when every answer is slow, they slow down (and coalesce to each
+// fleet's latest) rather than take a quarter of the operator's seats from the writes that move
+// fleets; at rest they go as soon as they come.
+const pacedInFlight = 2
+
+// pacedFull reports whether the paced writes in flight are at their bound. Call with mu held.
+func (w *statusWriter) pacedFull() bool {
+	return w.pacedInFlight > 0 && w.pacedNow >= w.pacedInFlight
+}
+
+// take takes the key a worker writes next, urgent ones first, a paced one only while fewer than
+// pacedInFlight are in flight; ok is false once the writer is stopped and nothing waits. The
+// worker calls done(paced) once the write ends.
+func (w *statusWriter) take() (key string, paced, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for len(w.urgent) == 0 && len(w.paced) == 0 {
-		if w.stopped {
-			return "", false
+	for len(w.urgent) == 0 && (len(w.paced) == 0 || w.pacedFull()) {
+		if w.stopped && len(w.paced) == 0 {
+			return "", false, false
 		}
 		w.cond.Wait()
 	}
-	var key string
 	if len(w.urgent) > 0 {
 		key, w.urgent = w.urgent[0], w.urgent[1:]
 	} else {
-		key, w.paced = w.paced[0], w.paced[1:]
+		key, w.paced, paced = w.paced[0], w.paced[1:], true
+		w.pacedNow++
 	}
 	delete(w.queued, key)
 	w.busy[key] = true
-	return key, true
+	return key, paced, true
+}
+
+// done ends a write a worker took: a paced one frees its place for the next.
+func (w *statusWriter) done(paced bool) {
+	if !paced {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pacedNow--
+	w.cond.Signal()
 }
 
 // write sends the status waiting for key, if any, and keeps the answer.
@@ -262,7 +292,7 @@ func (w *statusWriter) run(workers int, bind func() (context.Context, context.Ca
 	for range workers {
 		wg.Go(func() {
 			for {
-				key, ok := w.take()
+				key, paced, ok := w.take()
 				if !ok {
 					return
 				}
@@ -272,10 +302,12 @@ func (w *statusWriter) run(workers int, bind func() (context.Context, context.Ca
 					delete(w.busy, key)
 					w.mu.Unlock()
 					cancel()
+					w.done(paced)
 					continue
 				}
 				w.write(ctx, key)
 				cancel()
+				w.done(paced)
 			}
 		})
 	}

@@ -532,8 +532,9 @@ func (w *statusWriter) drain(ctx context.Context) {
 			return
 		}
 		w.mu.Unlock()
-		key, _ := w.take()
+		key, paced, _ := w.take()
 		w.write(ctx, key)
+		w.done(paced)
 	}
 }
 
@@ -568,5 +569,58 @@ func TestStatusWriterArrivalDuringItsFleetsWrite(t *testing.T) {
 	<-done
 	if got, want := s.sentList(), "team/x=4 team/x=5 team/y=4 team/z=4"; got != want {
 		t.Errorf("sent %q; want %q: x's arrival as soon as its write in flight is answered", got, want)
+	}
+}
+
+// TestStatusWriterBoundsPacedWritesInFlight: however many workers are free, at most pacedInFlight
+// writes that only update counts are in flight at once, while the statuses readers act on take
+// the other workers; every status is still written, the paced ones as places free up.
+func TestStatusWriterBoundsPacedWritesInFlight(t *testing.T) {
+	s := newFakeStatusServer()
+	s.block = make(chan struct{})
+	w := s.writer()
+	var mu sync.Mutex
+	now, most := map[bool]int{}, map[bool]int{}
+	send := w.send
+	w.send = func(ctx context.Context, ns, name string, uid types.UID, st *v1alpha1.CelldFleetStatus) (*v1alpha1.CelldFleet, error) {
+		p := strings.HasPrefix(name, "p")
+		mu.Lock()
+		now[p]++
+		most[p] = max(most[p], now[p])
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			now[p]--
+			mu.Unlock()
+		}()
+		return send(ctx, ns, name, uid, st)
+	}
+	inFlight := func(paced bool) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return now[paced]
+	}
+	done := s.start(w, 8)
+	for i := range 6 {
+		f := fleetNamed(fmt.Sprintf("p%d", i))
+		w.put("team/"+f.Name, f, &f.Status, progress(f, 4))
+	}
+	for i := range 3 {
+		f := fleetNamed(fmt.Sprintf("u%d", i))
+		w.put("team/"+f.Name, f, &f.Status, arrival(f, 4))
+	}
+	waitFor(t, "the arrivals in flight beside the paced writes", func() bool { return inFlight(false) == 3 && inFlight(true) == pacedInFlight })
+	time.Sleep(20 * time.Millisecond) // room for a free worker to take another paced write, wrongly
+	if got := inFlight(true); got != pacedInFlight {
+		t.Errorf("%d paced writes in flight with workers free, want %d", got, pacedInFlight)
+	}
+	close(s.block)
+	w.stop()
+	<-done
+	if got := len(strings.Fields(s.sentList())); got != 9 {
+		t.Errorf("sent %d statuses, want all 9: %s", got, s.sentList())
+	}
+	if most[true] != pacedInFlight {
+		t.Errorf("at most %d paced writes were in flight at once, want %d", most[true], pacedInFlight)
 	}
 }

@@ -62,6 +62,13 @@ func init() {
 			Threatens:   "a status a reader acts on (state, conditions, arrival) is written first",
 		},
 		Mutant{
+			Name: "kube-status-writer-paced-unbounded", File: "drivers/kube/statuswriter.go",
+			Original:    "return w.pacedInFlight > 0 && w.pacedNow >= w.pacedInFlight",
+			Replacement: "return w.pacedInFlight > 0 && w.pacedNow > w.pacedInFlight",
+			Mistake:     "one more progress-only status write in flight than the bound: under a wave of fleets in motion they take seats the writes that move fleets need",
+			Threatens:   "the writes that move fleets are not slowed by member-count updates (issue 33)",
+		},
+		Mutant{
 			Name: "kube-status-writer-keeps-older", File: "drivers/kube/statuswriter.go",
 			Original:    "e.next, e.nextSeq = st.DeepCopy(), w.seq",
 			Replacement: "if e.next == nil {\n\t\te.next, e.nextSeq = st.DeepCopy(), w.seq\n\t}",
@@ -119,10 +126,17 @@ func init() {
 		},
 		Mutant{
 			Name: "status-reader-acts-ignores-state", File: "machine/status.go",
-			Original:    "if published == nil || published.State != st.State || len(published.Conditions) != len(st.Conditions) {",
-			Replacement: "if published == nil || len(published.Conditions) != len(st.Conditions) {",
+			Original:    "if published == nil || published.State != st.State || published.ObservedGeneration",
+			Replacement: "if published == nil || published.ObservedGeneration",
 			Mistake:     "a change of state alone is taken for progress: it waits behind every fleet's counts",
 			Threatens:   "a status a reader acts on (state, conditions, arrival) is written first",
+		},
+		Mutant{
+			Name: "status-reader-acts-ignores-generation", File: "machine/status.go",
+			Original:    " || published.ObservedGeneration != st.ObservedGeneration ||",
+			Replacement: " ||",
+			Mistake:     "a spec seen at last is taken for progress: a rollout tool waiting for its generation to be observed waits behind every fleet's counts",
+			Threatens:   "a status a reader acts on (state, generation observed, conditions) is written first",
 		},
 		Mutant{
 			Name: "kube-disk-delete-at-decided-version", File: "drivers/kube/apply.go",
