@@ -29,8 +29,8 @@ type Event struct {
 	Time        time.Time
 	Object      any
 	Utilization *Utilization
-	// Fleet is the namespace/name of the fleet a Utilization event is about.
-	Fleet string
+	// Fleet is the fleet a Utilization event is about.
+	Fleet FleetKey
 }
 
 // Observe turns an object seen by an informer (or the simulator) into its event. gone is true

@@ -24,13 +24,13 @@ type Store struct {
 	// seen is the newest resourceVersion folded per kind and name, deletions included: the
 	// tombstone that keeps a late event from bringing back a deleted or replaced object.
 	seen   map[string]string
-	util   map[string]*Utilization
+	util   map[FleetKey]*Utilization
 	synced bool
 }
 
 // NewStore returns an empty store. Node observations count as synced once MarkSynced is called.
 func NewStore() *Store {
-	return &Store{objects: map[string]map[string]metav1.Object{}, seen: map[string]string{}, util: map[string]*Utilization{}}
+	return &Store{objects: map[string]map[string]metav1.Object{}, seen: map[string]string{}, util: map[FleetKey]*Utilization{}}
 }
 
 // MarkSynced records that the store holds every node (the informer caches synced).
@@ -88,22 +88,22 @@ func newer(a, b string) bool {
 	return a > b
 }
 
-// Fleets lists the namespace/name keys of the fleets the store holds, sorted.
-func (s *Store) Fleets() []string {
-	keys := make([]string, 0, len(s.objects["CelldFleet"]))
-	for k := range s.objects["CelldFleet"] {
-		keys = append(keys, k)
+// Fleets lists the keys of the fleets the store holds, sorted by namespace/name.
+func (s *Store) Fleets() []FleetKey {
+	keys := make([]FleetKey, 0, len(s.objects["CelldFleet"]))
+	for _, f := range s.objects["CelldFleet"] {
+		keys = append(keys, KeyOf(f))
 	}
-	sort.Strings(keys)
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	return keys
 }
 
 // Observe gathers what the store holds about one fleet, the way the operator gathers it from its
 // informer caches.
-func (s *Store) Observe(namespace, name string) *Observation {
-	key := namespace + "/" + name
+func (s *Store) Observe(key FleetKey) *Observation {
+	namespace, name := key.Namespace, key.Name
 	o := &Observation{Now: s.now, Nodes: map[string]*corev1.Node{}, NodesSynced: s.synced, Utilization: s.util[key]}
-	f, _ := s.objects["CelldFleet"][key].(*v1alpha1.CelldFleet)
+	f, _ := s.objects["CelldFleet"][key.String()].(*v1alpha1.CelldFleet)
 	o.Fleet = f
 	for _, n := range s.objects["Node"] {
 		o.Nodes[n.GetName()] = n.(*corev1.Node)

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -25,7 +24,7 @@ import (
 type Driver interface {
 	// Observe gathers what the driver's caches hold about one fleet at now. A fleet that does not
 	// exist observes with a nil Fleet.
-	Observe(ctx context.Context, namespace, name string, now time.Time) (*events.Observation, error)
+	Observe(ctx context.Context, key events.FleetKey, now time.Time) (*events.Observation, error)
 	Sender
 }
 
@@ -45,7 +44,7 @@ type Overlayer interface {
 	// Overlay is f with what the driver has yet to write, or has written and the caches do not
 	// show yet: they show cachedRV; and a number that identifies what it overlaid (never reused
 	// for another status). f itself and 0 when nothing is.
-	Overlay(key string, f *v1alpha1.CelldFleet, cachedRV string) (*v1alpha1.CelldFleet, uint64)
+	Overlay(key events.FleetKey, f *v1alpha1.CelldFleet, cachedRV string) (*v1alpha1.CelldFleet, uint64)
 }
 
 // Target is the fleet a sync's actions are about.
@@ -64,13 +63,13 @@ type Target struct {
 // Hooks let a driver count and time what the loop does. Every field may be nil.
 type Hooks struct {
 	// Decided is called once the machine decided, before any action.
-	Decided func(key string, d machine.Decision, took time.Duration)
+	Decided func(key events.FleetKey, d machine.Decision, took time.Duration)
 	// Acted is called after every action sent, err nil when it succeeded.
-	Acted func(key string, a machine.Action, err error)
+	Acted func(key events.FleetKey, a machine.Action, err error)
 	// Requeue asks for the key to be synced again after the given delay.
-	Requeue func(key string, after time.Duration)
+	Requeue func(key events.FleetKey, after time.Duration)
 	// Forgot is called when the fleet no longer exists and the loop dropped its memory of it.
-	Forgot func(key string)
+	Forgot func(key events.FleetKey)
 }
 
 // Loop holds one machine per fleet and the API server's latest refusal of each.
@@ -80,7 +79,7 @@ type Loop struct {
 	hooks  Hooks
 
 	mu       sync.Mutex
-	machines map[string]*fleetMachine
+	machines map[events.FleetKey]*fleetMachine
 }
 
 type fleetMachine struct {
@@ -104,7 +103,7 @@ var ForbiddenRetry = time.Minute
 
 // New returns a loop with no memory: a process start or a leader change.
 func New(d Driver, log zerolog.Logger, hooks Hooks) *Loop {
-	return &Loop{driver: d, log: log, hooks: hooks, machines: map[string]*fleetMachine{}}
+	return &Loop{driver: d, log: log, hooks: hooks, machines: map[events.FleetKey]*fleetMachine{}}
 }
 
 // Result is what one sync did.
@@ -118,14 +117,14 @@ type Result struct {
 
 // Sync observes one fleet at now, steps its machine and applies the decision's actions in order,
 // stopping at the first error, which it returns.
-func (l *Loop) Sync(ctx context.Context, key string, now time.Time) (Result, error) {
+func (l *Loop) Sync(ctx context.Context, key events.FleetKey, now time.Time) (Result, error) {
 	start := time.Now()
-	ns, name, ok := strings.Cut(key, "/")
-	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		l.log.Error().Str("key", key).Msg("dropping a malformed key")
+	if !key.Valid() {
+		l.log.Error().Str("key", key.String()).Msg("dropping a malformed key")
 		return Result{}, nil
 	}
-	obs, err := l.driver.Observe(ctx, ns, name, now)
+	ns, name := key.Namespace, key.Name
+	obs, err := l.driver.Observe(ctx, key, now)
 	if err != nil {
 		l.log.Error().Err(err).Str("namespace", ns).Str("fleet", name).Msg("observe")
 		return Result{}, err
@@ -239,7 +238,7 @@ func Send(ctx context.Context, s Sender, t *Target, a machine.Action) error {
 
 // machineFor is the machine of the fleet at key, a fresh one when the fleet was recreated under
 // the same name: what the old machine remembers is about another fleet.
-func (l *Loop) machineFor(key string, f *v1alpha1.CelldFleet) *machine.Fleet {
+func (l *Loop) machineFor(key events.FleetKey, f *v1alpha1.CelldFleet) *machine.Fleet {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	fm := l.machines[key]
@@ -256,7 +255,7 @@ func (l *Loop) machineFor(key string, f *v1alpha1.CelldFleet) *machine.Fleet {
 	return fm.m
 }
 
-func (l *Loop) refusal(key string, now time.Time) *events.Refusal {
+func (l *Loop) refusal(key events.FleetKey, now time.Time) *events.Refusal {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if fm := l.machines[key]; fm != nil {
@@ -268,7 +267,7 @@ func (l *Loop) refusal(key string, now time.Time) *events.Refusal {
 	return nil
 }
 
-func (l *Loop) refuse(key string, r *events.Refusal, until time.Time) {
+func (l *Loop) refuse(key events.FleetKey, r *events.Refusal, until time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if fm := l.machines[key]; fm != nil {
@@ -279,7 +278,7 @@ func (l *Loop) refuse(key string, r *events.Refusal, until time.Time) {
 // ownAnswer is the fleet as the API server answered this loop's own last write of it, while the
 // caches still show the version that sync observed; the cached fleet otherwise, and then the
 // answer is dropped: the caches caught up with it, or someone else wrote the fleet since.
-func (l *Loop) ownAnswer(key string, cached *v1alpha1.CelldFleet) *v1alpha1.CelldFleet {
+func (l *Loop) ownAnswer(key events.FleetKey, cached *v1alpha1.CelldFleet) *v1alpha1.CelldFleet {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	fm := l.machines[key]
@@ -295,7 +294,7 @@ func (l *Loop) ownAnswer(key string, cached *v1alpha1.CelldFleet) *v1alpha1.Cell
 
 // answered keeps the API server's answer to a write of the fleet, made by a sync that observed
 // the caches at cachedRV.
-func (l *Loop) answered(key string, answer *v1alpha1.CelldFleet, cachedRV string) {
+func (l *Loop) answered(key events.FleetKey, answer *v1alpha1.CelldFleet, cachedRV string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if fm := l.machines[key]; fm != nil && answer != nil && answer.UID == fm.uid {
@@ -304,7 +303,7 @@ func (l *Loop) answered(key string, answer *v1alpha1.CelldFleet, cachedRV string
 }
 
 // forget drops what the loop keeps about a fleet that no longer exists.
-func (l *Loop) forget(key string) {
+func (l *Loop) forget(key events.FleetKey) {
 	l.mu.Lock()
 	delete(l.machines, key)
 	l.mu.Unlock()

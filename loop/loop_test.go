@@ -35,7 +35,7 @@ type fake struct {
 	decided, calledAt []time.Time
 }
 
-func (f *fake) Observe(_ context.Context, _, _ string, now time.Time) (*events.Observation, error) {
+func (f *fake) Observe(_ context.Context, _ events.FleetKey, now time.Time) (*events.Observation, error) {
 	o := &events.Observation{Now: now, Fleet: f.fleet, Nodes: map[string]*corev1.Node{}, NodesSynced: true}
 	f.observed = append(f.observed, o)
 	f.observedAt = time.Now()
@@ -62,18 +62,49 @@ func newFake() *fake {
 	}}
 }
 
+var teamAlpha = events.FleetKey{Namespace: "team", Name: "alpha"}
+
+// A key that names no fleet is dropped before anything is read: a sync of it would observe,
+// and could act on, some other object.
+func TestSyncDropsAKeyThatNamesNoFleet(t *testing.T) {
+	for _, k := range []events.FleetKey{{Namespace: "team"}, {Name: "alpha"}, {Namespace: "team", Name: "a/b"}} {
+		f := &fake{fleet: &v1alpha1.CelldFleet{}}
+		observed := false
+		d := observeSpy{fake: f, observed: &observed}
+		res, err := New(d, nopLog(), Hooks{}).Sync(context.Background(), k, time.Unix(100, 0))
+		if err != nil || observed || res.Exists {
+			t.Errorf("Sync(%+v) = %+v, %v, observed %v; want it dropped unread", k, res, err, observed)
+		}
+	}
+	observed := false
+	d := observeSpy{fake: &fake{}, observed: &observed}
+	if _, err := New(d, nopLog(), Hooks{}).Sync(context.Background(), teamAlpha, time.Unix(100, 0)); err != nil || !observed {
+		t.Errorf("Sync(%v): err %v, observed %v; want it observed", teamAlpha, err, observed)
+	}
+}
+
+type observeSpy struct {
+	*fake
+	observed *bool
+}
+
+func (s observeSpy) Observe(ctx context.Context, k events.FleetKey, now time.Time) (*events.Observation, error) {
+	*s.observed = true
+	return s.fake.Observe(ctx, k, now)
+}
+
 func TestSyncAppliesInOrderAndStopsAtTheFirstFailure(t *testing.T) {
 	f := newFake()
 	var acted []machine.ActionKind
-	l := New(f, nopLog(), Hooks{Acted: func(_ string, a machine.Action, _ error) { acted = append(acted, a.Kind) }})
-	res, err := l.Sync(context.Background(), "team/alpha", time.Unix(100, 0))
+	l := New(f, nopLog(), Hooks{Acted: func(_ events.FleetKey, a machine.Action, _ error) { acted = append(acted, a.Kind) }})
+	res, err := l.Sync(context.Background(), teamAlpha, time.Unix(100, 0))
 	if err != nil || !res.Exists || len(f.sent) == 0 || res.Applied != len(res.Decision.Actions) {
 		t.Fatalf("first sync: err %v, applied %d of %d, sent %v", err, res.Applied, len(res.Decision.Actions), f.sent)
 	}
 	boom := errors.New("boom")
 	f.fail[machine.AddFinalizer] = boom
 	f.sent = nil
-	res, err = l.Sync(context.Background(), "team/alpha", time.Unix(105, 0))
+	res, err = l.Sync(context.Background(), teamAlpha, time.Unix(105, 0))
 	if !errors.Is(err, boom) {
 		t.Fatalf("want the finalizer's error, got %v", err)
 	}
@@ -89,7 +120,7 @@ func TestSyncConfirmsPremisesOnFreshReads(t *testing.T) {
 	f := newFake()
 	f.generation = 2 // the user changed the spec after the cache saw it
 	l := New(f, nopLog(), Hooks{})
-	_, err := l.Sync(context.Background(), "team/alpha", time.Unix(100, 0))
+	_, err := l.Sync(context.Background(), teamAlpha, time.Unix(100, 0))
 	if !errors.Is(err, machine.ErrPremiseChanged) {
 		t.Fatalf("want the workload write refused by its premise, got %v", err)
 	}
@@ -107,7 +138,7 @@ func TestSyncConfirmsPremisesOnFreshReads(t *testing.T) {
 func TestSyncTellsTheDriverWhenItDecided(t *testing.T) {
 	f := newFake()
 	l := New(f, nopLog(), Hooks{})
-	res, err := l.Sync(context.Background(), "team/alpha", time.Unix(100, 0))
+	res, err := l.Sync(context.Background(), teamAlpha, time.Unix(100, 0))
 	if err != nil || len(f.decided) == 0 {
 		t.Fatalf("err %v, %d requests", err, len(f.decided))
 	}
@@ -135,7 +166,7 @@ func TestSyncTellsTheDriverWhenItDecided(t *testing.T) {
 
 	// The next sync decides again, later.
 	f.decided, f.calledAt = nil, nil
-	if _, err := l.Sync(context.Background(), "team/alpha", time.Unix(100, 0)); err != nil {
+	if _, err := l.Sync(context.Background(), teamAlpha, time.Unix(100, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.decided) > 0 && !f.decided[0].After(decided) {
@@ -145,26 +176,26 @@ func TestSyncTellsTheDriverWhenItDecided(t *testing.T) {
 
 func TestSyncRemembersRefusalsAndForgetsGoneFleets(t *testing.T) {
 	f := newFake()
-	gone := ""
-	l := New(f, nopLog(), Hooks{Forgot: func(k string) { gone = k }})
+	var gone events.FleetKey
+	l := New(f, nopLog(), Hooks{Forgot: func(k events.FleetKey) { gone = k }})
 	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "alpha",
 		field.ErrorList{field.Invalid(field.NewPath("spec"), "", "refused")})
 	f.fail[machine.Apply] = invalid
-	if _, err := l.Sync(context.Background(), "team/alpha", time.Unix(100, 0)); !apierrors.IsInvalid(err) {
+	if _, err := l.Sync(context.Background(), teamAlpha, time.Unix(100, 0)); !apierrors.IsInvalid(err) {
 		t.Fatalf("want the refusal, got %v", err)
 	}
 	f.fail = map[machine.ActionKind]error{}
-	if _, err := l.Sync(context.Background(), "team/alpha", time.Unix(105, 0)); err != nil {
+	if _, err := l.Sync(context.Background(), teamAlpha, time.Unix(105, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if r := f.observed[len(f.observed)-1].Refused; r == nil || r.Generation != 1 {
 		t.Fatalf("the next observation lacks the refusal: %+v", r)
 	}
 	f.fleet = nil
-	if res, err := l.Sync(context.Background(), "team/alpha", time.Unix(110, 0)); err != nil || res.Exists {
+	if res, err := l.Sync(context.Background(), teamAlpha, time.Unix(110, 0)); err != nil || res.Exists {
 		t.Fatalf("a gone fleet: %v %v", res.Exists, err)
 	}
-	if gone != "team/alpha" || l.Remembered() != 0 {
+	if gone != teamAlpha || l.Remembered() != 0 {
 		t.Fatalf("forgot %q, remembers %d", gone, l.Remembered())
 	}
 }
@@ -212,14 +243,14 @@ func TestSyncDecidesOnItsOwnAnswerWhileTheCacheLags(t *testing.T) {
 	f.fleet.Finalizers = []string{v1alpha1.FleetFinalizer}
 	l := New(f, nopLog(), Hooks{})
 	ctx := context.Background()
-	if _, err := l.Sync(ctx, "team/alpha", time.Unix(100, 0)); err != nil {
+	if _, err := l.Sync(ctx, teamAlpha, time.Unix(100, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if statusWrites(f.sent) != 1 {
 		t.Fatalf("first sync sent %v: want one status write", f.sent)
 	}
 	f.sent = nil
-	if _, err := l.Sync(ctx, "team/alpha", time.Unix(100, 0)); err != nil {
+	if _, err := l.Sync(ctx, teamAlpha, time.Unix(100, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if n := statusWrites(f.sent); n != 0 {
@@ -235,7 +266,7 @@ func TestSyncDecidesOnItsOwnAnswerWhileTheCacheLags(t *testing.T) {
 	f.fleet = other
 	f.sent = nil
 	later := time.Unix(100, 0).Add(machine.ProgressInterval)
-	if _, err := l.Sync(ctx, "team/alpha", later); err != nil {
+	if _, err := l.Sync(ctx, teamAlpha, later); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.observed[len(f.observed)-1].Fleet.ResourceVersion; got != "500" {
@@ -250,7 +281,7 @@ func TestSyncDecidesOnItsOwnAnswerWhileTheCacheLags(t *testing.T) {
 	again.UID, again.Status = "uid-again", v1alpha1.CelldFleetStatus{}
 	f.fleet = again
 	f.sent = nil
-	if _, err := l.Sync(ctx, "team/alpha", later); err != nil {
+	if _, err := l.Sync(ctx, teamAlpha, later); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.observed[len(f.observed)-1].Fleet.UID; got != "uid-again" {
@@ -264,12 +295,12 @@ func TestSyncWritesNothingOnceTheCacheShowsItsAnswer(t *testing.T) {
 	f.fleet.Finalizers = []string{v1alpha1.FleetFinalizer}
 	l := New(f, nopLog(), Hooks{})
 	ctx := context.Background()
-	if _, err := l.Sync(ctx, "team/alpha", time.Unix(100, 0)); err != nil {
+	if _, err := l.Sync(ctx, teamAlpha, time.Unix(100, 0)); err != nil {
 		t.Fatal(err)
 	}
 	f.catchUp()
 	f.sent = nil
-	if _, err := l.Sync(ctx, "team/alpha", time.Unix(100, 0)); err != nil {
+	if _, err := l.Sync(ctx, teamAlpha, time.Unix(100, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if statusWrites(f.sent) != 0 {

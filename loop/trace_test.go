@@ -50,7 +50,7 @@ func TestActionLinesSayWhereTheSyncsTimeWent(t *testing.T) {
 	f := newFake()
 	l := New(traced{f}, zerolog.New(&buf), Hooks{})
 	tr := &Trace{Event: time.Now().Add(-2 * time.Second)}
-	if _, err := l.Sync(WithTrace(context.Background(), tr), "team/alpha", time.Unix(100, 0)); err != nil {
+	if _, err := l.Sync(WithTrace(context.Background(), tr), teamAlpha, time.Unix(100, 0)); err != nil {
 		t.Fatal(err)
 	}
 	lines := actionLines(t, &buf)
@@ -93,7 +93,7 @@ func TestActionLinesSayWhereTheSyncsTimeWent(t *testing.T) {
 	// A resync or a requeue has no event: no queue time is claimed. A failed action says the same.
 	buf.Reset()
 	f.fail[machine.AddFinalizer] = errors.New("boom")
-	if _, err := l.Sync(WithTrace(context.Background(), &Trace{}), "team/alpha", time.Unix(105, 0)); err == nil {
+	if _, err := l.Sync(WithTrace(context.Background(), &Trace{}), teamAlpha, time.Unix(105, 0)); err == nil {
 		t.Fatal("want the finalizer's error")
 	}
 	lines = actionLines(t, &buf)
@@ -110,7 +110,7 @@ func TestActionLinesSayWhereTheSyncsTimeWent(t *testing.T) {
 	// Without a trace, a sync logs no timings it did not take.
 	buf.Reset()
 	delete(f.fail, machine.AddFinalizer)
-	if _, err := l.Sync(context.Background(), "team/alpha", time.Unix(110, 0)); err != nil {
+	if _, err := l.Sync(context.Background(), teamAlpha, time.Unix(110, 0)); err != nil {
 		t.Fatal(err)
 	}
 	lines = actionLines(t, &buf)

@@ -41,7 +41,7 @@ func simulateConverged(b *testing.B, profile v1alpha1.Profile, n int32) events.V
 		}
 		if f := w.C.Fleet(harness.Namespace, "a"); f != nil && f.Status.State == v1alpha1.StateSteady && f.Status.Members.Ready == n {
 			w.Step(2)
-			return w.Op.View(harness.Namespace + "/a")
+			return w.Op.View(harness.Key("a"))
 		}
 	}
 	b.Fatalf("fleet of %d did not converge", n)

@@ -31,7 +31,7 @@ func convergedFleet(t *testing.T, profile v1alpha1.Profile) events.View {
 			if err := w.Step(2); err != nil {
 				t.Fatal(err)
 			}
-			return w.Op.View(harness.Namespace + "/a")
+			return w.Op.View(harness.Key("a"))
 		}
 	}
 	t.Fatal("fleet did not converge")

@@ -24,12 +24,14 @@ import (
 // utilizations hold the latest sample of each fleet's member usage, for the next sync to read.
 type utilizations struct {
 	mu     sync.Mutex
-	latest map[string]events.Utilization
+	latest map[events.FleetKey]events.Utilization
 }
 
-func newUtilizations() *utilizations { return &utilizations{latest: map[string]events.Utilization{}} }
+func newUtilizations() *utilizations {
+	return &utilizations{latest: map[events.FleetKey]events.Utilization{}}
+}
 
-func (u *utilizations) get(key string) *events.Utilization {
+func (u *utilizations) get(key events.FleetKey) *events.Utilization {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if x, ok := u.latest[key]; ok {
@@ -40,7 +42,7 @@ func (u *utilizations) get(key string) *events.Utilization {
 
 // set stores a sample and reports whether it says something new. The sample time alone is not
 // news: the machine decides on the figures, and a fleet at the same usage needs no sync.
-func (u *utilizations) set(key string, x events.Utilization) bool {
+func (u *utilizations) set(key events.FleetKey, x events.Utilization) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	old, ok := u.latest[key]
@@ -48,17 +50,17 @@ func (u *utilizations) set(key string, x events.Utilization) bool {
 	return !ok || old.Percent != x.Percent || old.Members != x.Members || old.Unavailable != x.Unavailable || old.Why != x.Why
 }
 
-func (u *utilizations) drop(key string) {
+func (u *utilizations) drop(key events.FleetKey) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	delete(u.latest, key)
 }
 
 // keepOnly forgets the fleets no longer sampled.
-func (u *utilizations) keepOnly(keys map[string]bool) {
+func (u *utilizations) keepOnly(keys map[events.FleetKey]bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	maps.DeleteFunc(u.latest, func(k string, _ events.Utilization) bool { return !keys[k] })
+	maps.DeleteFunc(u.latest, func(k events.FleetKey, _ events.Utilization) bool { return !keys[k] })
 }
 
 // metricsGroupVersion is the resource metrics API (metrics-server and its alternatives).
@@ -71,7 +73,7 @@ type sampler struct {
 	discovery discovery.DiscoveryInterface
 	inf       *Informers
 	util      *utilizations
-	enqueue   func(key string)
+	enqueue   func(key events.FleetKey)
 	log       zerolog.Logger
 	counts    *prometheus.CounterVec
 	gauges    *capacityGauges
@@ -100,10 +102,10 @@ func (s *sampler) sampleAll(ctx context.Context, now time.Time) {
 	if err != nil {
 		return
 	}
-	keep := map[string]bool{}
+	keep := map[events.FleetKey]bool{}
 	for _, f := range fleets {
 		if sampled(f) {
-			keep[f.Namespace+"/"+f.Name] = true
+			keep[events.KeyOf(f)] = true
 		}
 	}
 	s.util.keepOnly(keep)
@@ -118,7 +120,7 @@ func (s *sampler) sampleAll(ctx context.Context, now time.Time) {
 		s.log.Warn().Err(err).Msg("the metrics API (metrics.k8s.io) does not answer: capacity is not observed")
 	}
 	for _, f := range fleets {
-		key := f.Namespace + "/" + f.Name
+		key := events.KeyOf(f)
 		if !keep[key] {
 			continue
 		}

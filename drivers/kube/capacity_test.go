@@ -73,12 +73,12 @@ func TestSamplerObservesNothingUnlessTheMetricsAPIAnswers(t *testing.T) {
 			})
 			enqueued := 0
 			s := &sampler{metrics: metrics, discovery: c.disc, inf: testInformers(t, fl, pod), util: newUtilizations(),
-				enqueue: func(string) { enqueued++ }, log: zerolog.Nop(), counts: NewMetrics().utilizationGet, gauges: NewMetrics().capacity}
+				enqueue: func(events.FleetKey) { enqueued++ }, log: zerolog.Nop(), counts: NewMetrics().utilizationGet, gauges: NewMetrics().capacity}
 			// The last sample observed usage: what follows must replace it.
-			s.util.set("team/a", events.Utilization{Percent: 90, Members: 1})
+			s.util.set(key("team", "a"), events.Utilization{Percent: 90, Members: 1})
 			now := time.Unix(1000, 0)
 			s.sampleAll(context.Background(), now)
-			got := s.util.get("team/a")
+			got := s.util.get(key("team", "a"))
 			c.want.Time = now
 			if got == nil || *got != c.want {
 				t.Fatalf("sample: got %+v, want %+v", got, c.want)

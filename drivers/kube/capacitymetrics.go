@@ -3,7 +3,6 @@ package kube
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
@@ -60,11 +59,11 @@ func (g *capacityGauges) sampled(f *v1alpha1.CelldFleet, u events.Utilization) {
 }
 
 // decided records what the machine made of the fleet's usage, from the status it decided.
-func (g *capacityGauges) decided(key string, st *v1alpha1.CelldFleetStatus) {
+func (g *capacityGauges) decided(key events.FleetKey, st *v1alpha1.CelldFleetStatus) {
 	if g == nil {
 		return
 	}
-	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	ns, name := key.Namespace, key.Name
 	c := meta.FindStatusCondition(st.Conditions, machine.ConditionCapacityObserved)
 	if c == nil || st.RecommendedMembers == nil {
 		g.recommended.DeleteLabelValues(ns, name)
@@ -85,11 +84,11 @@ func (g *capacityGauges) decided(key string, st *v1alpha1.CelldFleetStatus) {
 }
 
 // forget drops a fleet no longer served.
-func (g *capacityGauges) forget(key string) {
+func (g *capacityGauges) forget(key events.FleetKey) {
 	if g == nil {
 		return
 	}
-	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	ns, name := key.Namespace, key.Name
 	g.utilization.DeleteLabelValues(ns, name)
 	g.observed.DeleteLabelValues(ns, name)
 	g.recommended.DeleteLabelValues(ns, name)

@@ -186,7 +186,7 @@ func TestStatusWritesGoThroughTheStatusClient(t *testing.T) {
 	if err := ctl.inf.Fleets.GetIndexer().Add(f); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctl.syncAndWrite(context.Background(), "team/alpha"); err != nil {
+	if err := ctl.syncAndWrite(context.Background(), key("team", "alpha")); err != nil {
 		t.Fatal(err)
 	}
 	var statusReqs, movingReqs []string

@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
@@ -81,7 +80,7 @@ type Controller struct {
 	inf     *Informers
 	ap      *Applier
 	meta    metadata.Interface
-	queue   workqueue.TypedRateLimitingInterface[string]
+	queue   workqueue.TypedRateLimitingInterface[events.FleetKey]
 	metrics *Metrics
 	util    *utilizations
 	sampler *sampler
@@ -93,7 +92,7 @@ type Controller struct {
 	mu sync.Mutex
 	// eventAt is when an informer event first enqueued a key not yet synced, for the
 	// event-to-action latency; syncing holds it while that key's sync runs.
-	eventAt, syncing map[string]time.Time
+	eventAt, syncing map[events.FleetKey]time.Time
 }
 
 // forbiddenRetry is how long a Forbidden refusal holds the fleet, Degraded, before the refused
@@ -125,17 +124,17 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 		meta:    c.Metadata,
 		metrics: opts.Metrics,
 		util:    newUtilizations(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: queueName, MetricsProvider: opts.Metrics.queueProvider}),
-		eventAt: map[string]time.Time{},
-		syncing: map[string]time.Time{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[events.FleetKey](),
+			workqueue.TypedRateLimitingQueueConfig[events.FleetKey]{Name: queueName, MetricsProvider: opts.Metrics.queueProvider}),
+		eventAt: map[events.FleetKey]time.Time{},
+		syncing: map[events.FleetKey]time.Time{},
 	}
 	ctl.ap.Healed = func(reason string) { ctl.metrics.heals.WithLabelValues(reason).Inc() }
 	opts.Metrics.leader.watch(opts.Leadership)
 	ctl.statuses = newStatusWriter()
 	ctl.statuses.send = ctl.ap.writeStatus
-	ctl.statuses.cachedRV = func(key string) string {
-		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	ctl.statuses.cachedRV = func(key events.FleetKey) string {
+		ns, name := key.Namespace, key.Name
 		f, err := inf.fleetLister.CelldFleets(ns).Get(name)
 		if err != nil {
 			return ""
@@ -143,8 +142,8 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 		return f.ResourceVersion
 	}
 	ctl.statuses.written = func(lag time.Duration) { opts.Metrics.statusLag.Observe(lag.Seconds()) }
-	ctl.statuses.failed = func(key string, err error) {
-		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	ctl.statuses.failed = func(key events.FleetKey, err error) {
+		ns, name := key.Namespace, key.Name
 		opts.Metrics.actions.WithLabelValues(string(machine.PublishStatus), "error").Inc()
 		ctl.log.Error().Err(err).Str("namespace", ns).Str("fleet", name).Str("action", string(machine.PublishStatus)).
 			Msg("status write failed; requeued")
@@ -168,7 +167,7 @@ func (c *Controller) Start(stop <-chan struct{}) { c.inf.Start(stop) }
 func (c *Controller) Synced() bool { return c.inf.HasSynced() }
 
 // enqueueEvent is what the informers' handlers call.
-func (c *Controller) enqueueEvent(key string) {
+func (c *Controller) enqueueEvent(key events.FleetKey) {
 	c.mu.Lock()
 	if _, ok := c.eventAt[key]; !ok {
 		c.eventAt[key] = time.Now()
@@ -241,7 +240,7 @@ func (c *Controller) resync(ctx context.Context) {
 				continue
 			}
 			for _, f := range fleets {
-				c.queue.Add(f.Namespace + "/" + f.Name)
+				c.queue.Add(events.KeyOf(f))
 			}
 		}
 	}
@@ -277,11 +276,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 
 // Sync observes one fleet, steps its machine and applies the decision's actions in order,
 // stopping at the first error: the one loop (package loop), with the API server as its driver.
-func (c *Controller) Sync(ctx context.Context, key string) error {
-	if _, _, err := cache.SplitMetaNamespaceKey(key); err != nil {
-		c.log.Error().Err(err).Str("key", key).Msg("dropping a malformed key")
-		return nil
-	}
+func (c *Controller) Sync(ctx context.Context, key events.FleetKey) error {
 	trace := &loop.Trace{}
 	c.mu.Lock()
 	if at, ok := c.eventAt[key]; ok {
@@ -308,7 +303,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 // hooks count and time what the loop does.
 func (c *Controller) hooks() loop.Hooks {
 	return loop.Hooks{
-		Decided: func(key string, d machine.Decision, took time.Duration) {
+		Decided: func(key events.FleetKey, d machine.Decision, took time.Duration) {
 			c.metrics.decision.Observe(took.Seconds())
 			c.metrics.states.set(key, d.To)
 			c.metrics.fleets.set(key, d.Status)
@@ -318,12 +313,12 @@ func (c *Controller) hooks() loop.Hooks {
 			}
 			for _, u := range d.Unhandled {
 				c.metrics.unhandled.WithLabelValues(string(u.From), string(u.Trigger)).Inc()
-				ns, name, _ := cache.SplitMetaNamespaceKey(key)
+				ns, name := key.Namespace, key.Name
 				c.log.Error().Str("namespace", ns).Str("fleet", name).Str("in", string(u.From)).Str("trigger", string(u.Trigger)).
 					Msg("the lifecycle table has no row for this trigger; the fleet stays where it is")
 			}
 		},
-		Acted: func(key string, a machine.Action, err error) {
+		Acted: func(key events.FleetKey, a machine.Action, err error) {
 			if err != nil {
 				c.metrics.actions.WithLabelValues(string(a.Kind), "error").Inc()
 				return
@@ -338,8 +333,8 @@ func (c *Controller) hooks() loop.Hooks {
 				c.metrics.eventToAction.Observe(time.Since(at).Seconds())
 			}
 		},
-		Requeue: func(key string, after time.Duration) { c.queue.AddAfter(key, after) },
-		Forgot: func(key string) {
+		Requeue: func(key events.FleetKey, after time.Duration) { c.queue.AddAfter(key, after) },
+		Forgot: func(key events.FleetKey) {
 			c.metrics.states.set(key, "")
 			c.metrics.fleets.drop(key)
 			c.metrics.capacity.forget(key)
@@ -358,19 +353,19 @@ type driver struct {
 // Do hands a status to the status writer, and sends every other action itself.
 func (d driver) Do(ctx context.Context, t *Target, a machine.Action) error {
 	if a.Kind == machine.PublishStatus && a.Status != nil {
-		d.c.statuses.put(t.Fleet.Namespace+"/"+t.Fleet.Name, t.Fleet, &t.Fleet.Status, a.Status)
+		d.c.statuses.put(events.KeyOf(t.Fleet), t.Fleet, &t.Fleet.Status, a.Status)
 		return nil
 	}
 	return d.applierSender.Do(ctx, t, a)
 }
 
 // Overlay shows the fleet with the status the writer has yet to write, or the caches to show.
-func (d driver) Overlay(key string, f *v1alpha1.CelldFleet, cachedRV string) (*v1alpha1.CelldFleet, uint64) {
+func (d driver) Overlay(key events.FleetKey, f *v1alpha1.CelldFleet, cachedRV string) (*v1alpha1.CelldFleet, uint64) {
 	return d.c.statuses.overlay(key, f, cachedRV)
 }
 
-func (d driver) Observe(ctx context.Context, namespace, name string, now time.Time) (*events.Observation, error) {
-	obs, err := d.c.inf.Observe(namespace, name, now, d.c.util.get(namespace+"/"+name))
+func (d driver) Observe(ctx context.Context, key events.FleetKey, now time.Time) (*events.Observation, error) {
+	obs, err := d.c.inf.Observe(key, now, d.c.util.get(key))
 	if err != nil || obs.Fleet == nil || obs.Fleet.DeletionTimestamp == nil {
 		return obs, err
 	}
@@ -378,7 +373,7 @@ func (d driver) Observe(ctx context.Context, namespace, name string, now time.Ti
 		return nil, fmt.Errorf("the fleet is being deleted; whether with its CRD is unknown, so nothing is done yet: %w", err)
 	}
 	if obs.Uninstalling {
-		d.c.log.Warn().Str("namespace", namespace).Str("fleet", name).Msg("the fleet goes with its CustomResourceDefinition (an uninstall): its disks are kept")
+		d.c.log.Warn().Str("namespace", key.Namespace).Str("fleet", key.Name).Msg("the fleet goes with its CustomResourceDefinition (an uninstall): its disks are kept")
 	}
 	return obs, nil
 }

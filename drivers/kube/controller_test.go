@@ -20,6 +20,7 @@ import (
 
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/render"
@@ -39,7 +40,7 @@ func TestFirstSyncRequests(t *testing.T) {
 	if err := ctl.inf.Fleets.GetIndexer().Add(f); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctl.syncAndWrite(context.Background(), "team/alpha"); err != nil {
+	if err := ctl.syncAndWrite(context.Background(), key("team", "alpha")); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -81,7 +82,7 @@ func TestFirstSyncRequests(t *testing.T) {
 	if err := ctl.inf.Fleets.GetIndexer().Delete(f); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctl.syncAndWrite(context.Background(), "team/alpha"); err != nil {
+	if err := ctl.syncAndWrite(context.Background(), key("team", "alpha")); err != nil {
 		t.Fatal(err)
 	}
 	if ctl.loop.Remembered() != 0 {
@@ -149,7 +150,7 @@ func TestUtilization(t *testing.T) {
 }
 
 // syncAndWrite is one sync, then the status writes it handed over, on the test's goroutine.
-func (c *Controller) syncAndWrite(ctx context.Context, key string) error {
+func (c *Controller) syncAndWrite(ctx context.Context, key events.FleetKey) error {
 	err := c.Sync(ctx, key)
 	c.statuses.drain(ctx)
 	return err

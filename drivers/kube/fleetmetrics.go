@@ -2,13 +2,13 @@ package kube
 
 import (
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
 )
 
 // fleetCollector reports each fleet's last decided status: its state, member counts and
@@ -19,7 +19,7 @@ type fleetCollector struct {
 	state, desired, current, ready, condition *prometheus.Desc
 
 	mu     sync.Mutex
-	fleets map[string]fleetSample
+	fleets map[events.FleetKey]fleetSample
 }
 
 // fleetSample is what the collector keeps of one decision: copies, never the decision's own
@@ -44,12 +44,12 @@ func newFleetCollector() *fleetCollector {
 		condition: prometheus.NewDesc(metricsNamespace+"_fleet_condition",
 			"The fleet's conditions, one series each, always 1: status is True, False or Unknown, and reason the condition's reason.",
 			append(fleet, "type", "status", "reason"), nil),
-		fleets: map[string]fleetSample{},
+		fleets: map[events.FleetKey]fleetSample{},
 	}
 }
 
 // set keeps the status a decision published for the fleet key.
-func (c *fleetCollector) set(key string, st v1alpha1.CelldFleetStatus) {
+func (c *fleetCollector) set(key events.FleetKey, st v1alpha1.CelldFleetStatus) {
 	if st.State == "" {
 		c.drop(key)
 		return
@@ -62,7 +62,7 @@ func (c *fleetCollector) set(key string, st v1alpha1.CelldFleetStatus) {
 }
 
 // drop forgets a fleet that no longer exists.
-func (c *fleetCollector) drop(key string) {
+func (c *fleetCollector) drop(key events.FleetKey) {
 	c.mu.Lock()
 	delete(c.fleets, key)
 	c.mu.Unlock()
@@ -76,22 +76,22 @@ func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	keys := make([]string, 0, len(c.fleets))
+	keys := make([]events.FleetKey, 0, len(c.fleets))
 	for k := range c.fleets {
 		keys = append(keys, k)
 	}
-	samples := make(map[string]fleetSample, len(c.fleets))
+	samples := make(map[events.FleetKey]fleetSample, len(c.fleets))
 	for k, s := range c.fleets {
 		samples[k] = s
 	}
 	c.mu.Unlock()
-	sort.Strings(keys)
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	for _, k := range keys {
 		s := samples[k]
-		ns, name, _ := strings.Cut(k, "/")
+		ns, name := k.Namespace, k.Name
 		for _, st := range statesWith(s.state) {
 			v := 0.0
 			if st == s.state {

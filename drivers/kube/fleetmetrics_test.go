@@ -61,7 +61,7 @@ func TestFleetGaugesFollowTheFleet(t *testing.T) {
 	if err := ctl.inf.Fleets.GetIndexer().Add(f); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctl.Sync(context.Background(), "team/alpha"); err != nil {
+	if err := ctl.Sync(context.Background(), key("team", "alpha")); err != nil {
 		t.Fatal(err)
 	}
 	state := series(t, m, "celld_operator_fleet_state")
@@ -98,7 +98,7 @@ func TestFleetGaugesFollowTheFleet(t *testing.T) {
 	if err := ctl.inf.Fleets.GetIndexer().Delete(f); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctl.Sync(context.Background(), "team/alpha"); err != nil {
+	if err := ctl.Sync(context.Background(), key("team", "alpha")); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"celld_operator_fleet_state", "celld_operator_fleet_desired_members", "celld_operator_fleet_current_members",

@@ -18,7 +18,7 @@ import (
 
 // handler enqueues the fleets an informer's object matters to, and nothing else: the sync reads
 // the caches afresh, so what changed is never passed along.
-func (i *Informers) handler(enqueue func(key string)) cache.ResourceEventHandler {
+func (i *Informers) handler(enqueue func(key events.FleetKey)) cache.ResourceEventHandler {
 	each := func(obj any) {
 		for _, k := range i.FleetKeys(obj) {
 			enqueue(k)
@@ -44,7 +44,7 @@ func (i *Informers) handler(enqueue func(key string)) cache.ResourceEventHandler
 }
 
 // AddHandlers sends every cache's changes to enqueue, as fleet keys.
-func (i *Informers) AddHandlers(enqueue func(key string)) error {
+func (i *Informers) AddHandlers(enqueue func(key events.FleetKey)) error {
 	h := i.handler(enqueue)
 	for _, inf := range i.all() {
 		if _, err := inf.AddEventHandler(h); err != nil {
@@ -92,15 +92,15 @@ func nodeHealthChanged(a, b *corev1.Node) bool {
 	})
 }
 
-// FleetKeys maps an object to the namespace/name keys of the fleets it matters to.
-func (i *Informers) FleetKeys(obj any) []string {
+// FleetKeys maps an object to the keys of the fleets it matters to.
+func (i *Informers) FleetKeys(obj any) []events.FleetKey {
 	switch o := obj.(type) {
 	case *v1alpha1.CelldFleet:
 		// Every fleet that names the bucket: one going away, or getting its finalizer, changes
 		// which of them may bind a bucket no reservation holds.
 		keys := i.indexedFleets(byBucket, reservation.IdentityOf(o.Spec.Bucket).Name)
-		if !slices.Contains(keys, o.Namespace+"/"+o.Name) {
-			keys = append(keys, o.Namespace+"/"+o.Name)
+		if !slices.Contains(keys, events.KeyOf(o)) {
+			keys = append(keys, events.KeyOf(o))
 		}
 		return keys
 	case *v1alpha1.CelldReservation:
@@ -114,7 +114,7 @@ func (i *Informers) FleetKeys(obj any) []string {
 		// A workload of a fleet's name that the fleet does not own holds that fleet (NameTaken):
 		// its deletion or change must wake the fleet, which no reference points to.
 		if _, err := i.fleetLister.CelldFleets(m.GetNamespace()).Get(m.GetName()); err == nil {
-			return []string{m.GetNamespace() + "/" + m.GetName()}
+			return []events.FleetKey{events.KeyOf(m)}
 		}
 		return nil
 	case *corev1.Pod:
@@ -153,8 +153,8 @@ func (i *Informers) FleetKeys(obj any) []string {
 }
 
 // addExisting adds the key of fleet namespace/name to keys when that fleet exists.
-func (i *Informers) addExisting(keys []string, namespace, name string) []string {
-	k := namespace + "/" + name
+func (i *Informers) addExisting(keys []events.FleetKey, namespace, name string) []events.FleetKey {
+	k := events.FleetKey{Namespace: namespace, Name: name}
 	if slices.Contains(keys, k) {
 		return keys
 	}
@@ -165,32 +165,32 @@ func (i *Informers) addExisting(keys []string, namespace, name string) []string 
 }
 
 // ownerFleet is the fleet that controls obj, by its controller reference.
-func ownerFleet(obj metav1.Object) []string {
+func ownerFleet(obj metav1.Object) []events.FleetKey {
 	ref := metav1.GetControllerOf(obj)
 	if ref == nil || ref.Kind != "CelldFleet" || ref.APIVersion != v1alpha1.SchemeGroupVersion.String() {
 		return nil
 	}
-	return []string{obj.GetNamespace() + "/" + ref.Name}
+	return []events.FleetKey{{Namespace: obj.GetNamespace(), Name: ref.Name}}
 }
 
 // instanceFleet is the fleet named by obj's instance label. Pods and claims carry no reference to
 // the fleet (their owner is the workload, or nothing), but carry the label from the template.
-func instanceFleet(obj metav1.Object) []string {
+func instanceFleet(obj metav1.Object) []events.FleetKey {
 	if name := obj.GetLabels()[events.LabelInstance]; name != "" {
-		return []string{obj.GetNamespace() + "/" + name}
+		return []events.FleetKey{{Namespace: obj.GetNamespace(), Name: name}}
 	}
 	return nil
 }
 
-func (i *Informers) indexedFleets(index, value string) []string {
+func (i *Informers) indexedFleets(index, value string) []events.FleetKey {
 	objs, err := i.Fleets.GetIndexer().ByIndex(index, value)
 	if err != nil {
 		return nil
 	}
-	keys := make([]string, 0, len(objs))
+	keys := make([]events.FleetKey, 0, len(objs))
 	for _, o := range objs {
 		if f, ok := o.(*v1alpha1.CelldFleet); ok {
-			keys = append(keys, f.Namespace+"/"+f.Name)
+			keys = append(keys, events.KeyOf(f))
 		}
 	}
 	return keys
@@ -198,12 +198,12 @@ func (i *Informers) indexedFleets(index, value string) []string {
 
 // fleetsOnNode are the fleets with a member on the node, found through the Pod cache's node
 // index: a node going away matters only to the fleets it ran members of.
-func (i *Informers) fleetsOnNode(node string) []string {
+func (i *Informers) fleetsOnNode(node string) []events.FleetKey {
 	objs, err := i.Pods.GetIndexer().ByIndex(byNode, node)
 	if err != nil {
 		return nil
 	}
-	var keys []string
+	var keys []events.FleetKey
 	for _, o := range objs {
 		if p, ok := o.(*corev1.Pod); ok {
 			for _, k := range instanceFleet(p) {

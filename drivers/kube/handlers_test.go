@@ -125,7 +125,10 @@ func TestFleetKeys(t *testing.T) {
 		{"claim of no claim name", &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-07", Namespace: "team"}}, nil},
 	}
 	for _, c := range cases {
-		got := i.FleetKeys(c.obj)
+		var got []string
+		for _, k := range i.FleetKeys(c.obj) {
+			got = append(got, k.String())
+		}
 		slices.Sort(got)
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s: keys %v, want %v", c.name, got, c.want)
@@ -137,7 +140,7 @@ func TestHandlerEnqueues(t *testing.T) {
 	alpha := testFleet(v1alpha1.ProfileBucket)
 	i := testInformers(t, alpha)
 	var got []string
-	h := i.handler(func(k string) { got = append(got, k) })
+	h := i.handler(func(k events.FleetKey) { got = append(got, k.String()) })
 
 	pod := memberPod(alpha, "alpha-0", "node-a")
 	pod.ResourceVersion = "5"

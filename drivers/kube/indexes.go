@@ -80,14 +80,14 @@ func (i *Informers) addIndexers() {
 	must(i.PVCs.AddIndexers(cache.Indexers{
 		byInstance: func(obj any) ([]string, error) {
 			if m, ok := obj.(metav1.Object); ok && m.GetLabels()[events.LabelInstance] != "" {
-				return []string{m.GetNamespace() + "/" + m.GetLabels()[events.LabelInstance]}, nil
+				return []string{events.FleetKey{Namespace: m.GetNamespace(), Name: m.GetLabels()[events.LabelInstance]}.String()}, nil
 			}
 			return nil, nil
 		},
 		byClaimName: func(obj any) ([]string, error) {
 			if m, ok := obj.(metav1.Object); ok {
 				if fleet, _, named := events.ClaimFleet(m.GetName()); named {
-					return []string{m.GetNamespace() + "/" + fleet}, nil
+					return []string{events.FleetKey{Namespace: m.GetNamespace(), Name: fleet}.String()}, nil
 				}
 			}
 			return nil, nil

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
 )
 
 const metricsNamespace = "celld_operator"
@@ -129,7 +130,7 @@ func NewMetrics() *Metrics {
 type stateCollector struct {
 	desc   *prometheus.Desc
 	mu     sync.Mutex
-	fleets map[string]v1alpha1.FleetState
+	fleets map[events.FleetKey]v1alpha1.FleetState
 }
 
 var allStates = []v1alpha1.FleetState{
@@ -140,11 +141,11 @@ var allStates = []v1alpha1.FleetState{
 func newStateCollector() *stateCollector {
 	return &stateCollector{
 		desc:   prometheus.NewDesc(metricsNamespace+"_fleets", "Fleets by lifecycle state.", []string{"state"}, nil),
-		fleets: map[string]v1alpha1.FleetState{},
+		fleets: map[events.FleetKey]v1alpha1.FleetState{},
 	}
 }
 
-func (c *stateCollector) set(key string, s v1alpha1.FleetState) {
+func (c *stateCollector) set(key events.FleetKey, s v1alpha1.FleetState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s == "" {

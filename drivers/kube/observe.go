@@ -21,7 +21,8 @@ import (
 
 // Observe gathers what the caches hold about one fleet, the way events.Store.Observe does for the
 // simulator. The objects are the caches' own: nothing downstream may modify them.
-func (i *Informers) Observe(namespace, name string, now time.Time, util *events.Utilization) (*events.Observation, error) {
+func (i *Informers) Observe(key events.FleetKey, now time.Time, util *events.Utilization) (*events.Observation, error) {
+	namespace, name := key.Namespace, key.Name
 	o := &events.Observation{Now: now, Nodes: map[string]*corev1.Node{}, NodesSynced: i.Nodes.HasSynced(), Utilization: util}
 	f, err := i.fleetLister.CelldFleets(namespace).Get(name)
 	switch {
@@ -102,8 +103,8 @@ func (i *Informers) Observe(namespace, name string, now time.Time, util *events.
 	// The claims labelled for the fleet, and those named as its StatefulSet names its claims
 	// whatever their labels: an unlabelled one would otherwise be adopted by the StatefulSet
 	// unseen.
-	o.PVCs = indexed[*corev1.PersistentVolumeClaim](i.PVCs.GetIndexer().ByIndex(byInstance, namespace+"/"+name))
-	for _, c := range indexed[*corev1.PersistentVolumeClaim](i.PVCs.GetIndexer().ByIndex(byClaimName, namespace+"/"+name)) {
+	o.PVCs = indexed[*corev1.PersistentVolumeClaim](i.PVCs.GetIndexer().ByIndex(byInstance, key.String()))
+	for _, c := range indexed[*corev1.PersistentVolumeClaim](i.PVCs.GetIndexer().ByIndex(byClaimName, key.String())) {
 		if !slices.ContainsFunc(o.PVCs, func(x *corev1.PersistentVolumeClaim) bool { return x.UID == c.UID }) {
 			o.PVCs = append(o.PVCs, c)
 		}

@@ -34,7 +34,7 @@ func TestObserveGathersTheFleetsObjects(t *testing.T) {
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-z"}},
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}})
 	now := time.Unix(1000, 0)
-	o, err := i.Observe("team", "alpha", now, &events.Utilization{Percent: 50})
+	o, err := i.Observe(key("team", "alpha"), now, &events.Utilization{Percent: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestObserveGathersTheFleetsObjects(t *testing.T) {
 	if err := i.Fleets.GetIndexer().Delete(f); err != nil {
 		t.Fatal(err)
 	}
-	if o, err := i.Observe("team", "alpha", now, nil); err != nil || o.Fleet != nil {
+	if o, err := i.Observe(key("team", "alpha"), now, nil); err != nil || o.Fleet != nil {
 		t.Errorf("a gone fleet observes as nil, got %v, %v", o.Fleet, err)
 	}
 }

@@ -65,10 +65,9 @@ func compareObservations(t *testing.T, w *harness.World) int {
 	}
 	store.MarkSynced()
 	n := 0
-	for _, key := range store.Fleets() {
-		ns, name, _ := strings.Cut(key, "/")
-		want := store.Observe(ns, name)
-		got, err := inf.Observe(ns, name, want.Now, want.Utilization)
+	for _, k := range store.Fleets() {
+		want := store.Observe(k)
+		got, err := inf.Observe(k, want.Now, want.Utilization)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +82,7 @@ func compareObservations(t *testing.T, w *harness.World) int {
 		}
 		want.Nodes = members
 		if g, w := describeObservation(got), describeObservation(want); g != w {
-			t.Fatalf("%s: the informers observe\n%s\nthe simulator's store observes\n%s", key, g, w)
+			t.Fatalf("%s: the informers observe\n%s\nthe simulator's store observes\n%s", k, g, w)
 		}
 		n++
 	}

@@ -40,11 +40,11 @@ func TestRefusedReservationIsDegraded(t *testing.T) {
 	if err := ctl.inf.Fleets.GetIndexer().Add(f); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctl.syncAndWrite(context.Background(), "team/alpha"); err == nil {
+	if err := ctl.syncAndWrite(context.Background(), key("team", "alpha")); err == nil {
 		t.Fatal("the first sync must fail on the refused reservation")
 	}
 	celld.ClearActions()
-	if err := ctl.syncAndWrite(context.Background(), "team/alpha"); err != nil {
+	if err := ctl.syncAndWrite(context.Background(), key("team", "alpha")); err != nil {
 		t.Fatalf("the second sync must publish the refusal, not retry it: %v", err)
 	}
 	var status *v1alpha1.CelldFleetStatus
@@ -97,10 +97,10 @@ func TestForbiddenReservationIsDegradedThenRetried(t *testing.T) {
 		}
 		return n
 	}
-	if err := ctl.syncAndWrite(context.Background(), "team/alpha"); err == nil {
+	if err := ctl.syncAndWrite(context.Background(), key("team", "alpha")); err == nil {
 		t.Fatal("the first sync must fail on the forbidden reservation")
 	}
-	if err := ctl.syncAndWrite(context.Background(), "team/alpha"); err != nil {
+	if err := ctl.syncAndWrite(context.Background(), key("team", "alpha")); err != nil {
 		t.Fatalf("the second sync must publish the refusal: %v", err)
 	}
 	degraded := false
@@ -113,7 +113,7 @@ func TestForbiddenReservationIsDegradedThenRetried(t *testing.T) {
 		t.Errorf("after the refusal: Degraded published %t, reservation creates %d; want true and 1", degraded, creates())
 	}
 	time.Sleep(loop.ForbiddenRetry + 100*time.Millisecond)
-	_ = ctl.syncAndWrite(context.Background(), "team/alpha")
+	_ = ctl.syncAndWrite(context.Background(), key("team", "alpha"))
 	if creates() != 2 {
 		t.Errorf("reservation creates after loop.ForbiddenRetry: %d, want 2", creates())
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -28,10 +29,10 @@ type statusWriter struct {
 	// answer; a fleet that is gone answers nil and no error.
 	send func(ctx context.Context, namespace, name string, uid types.UID, st *v1alpha1.CelldFleetStatus) (*v1alpha1.CelldFleet, error)
 	// cachedRV is the resourceVersion the fleets' cache shows of key, "" when it shows none.
-	cachedRV func(key string) string
+	cachedRV func(key events.FleetKey) string
 	// failed is told of a write that failed: the fleet's next sync observes the status it does
 	// not show, and asks for it again.
-	failed func(key string, err error)
+	failed func(key events.FleetKey, err error)
 	// written is told, of each write answered, how long its status waited since it was handed
 	// over (the oldest hand-over it replaced).
 	written func(lag time.Duration)
@@ -41,13 +42,13 @@ type statusWriter struct {
 	mu   sync.Mutex
 	cond *sync.Cond
 	// urgent and paced are the keys waiting for a worker, each at most once in either.
-	urgent, paced []string
-	queued        map[string]bool
-	busy          map[string]bool
+	urgent, paced []events.FleetKey
+	queued        map[events.FleetKey]bool
+	busy          map[events.FleetKey]bool
 	// pacedInFlight bounds the paced writes in flight (0: no bound); pacedNow counts those taken
 	// whose write has not ended.
 	pacedInFlight, pacedNow int
-	entries                 map[string]*statusEntry
+	entries                 map[events.FleetKey]*statusEntry
 	stopped                 bool
 	// seq numbers the statuses handed over, so an overlay names the one it shows.
 	seq uint64
@@ -74,7 +75,7 @@ type statusEntry struct {
 }
 
 func newStatusWriter() *statusWriter {
-	w := &statusWriter{queued: map[string]bool{}, busy: map[string]bool{}, entries: map[string]*statusEntry{},
+	w := &statusWriter{queued: map[events.FleetKey]bool{}, busy: map[events.FleetKey]bool{}, entries: map[events.FleetKey]*statusEntry{},
 		pacedInFlight: pacedInFlight}
 	w.cond = sync.NewCond(&w.mu)
 	return w
@@ -82,7 +83,7 @@ func newStatusWriter() *statusWriter {
 
 // put hands over st, the status the machine asked for f (observed with published), replacing
 // any not yet sent.
-func (w *statusWriter) put(key string, f *v1alpha1.CelldFleet, published, st *v1alpha1.CelldFleetStatus) {
+func (w *statusWriter) put(key events.FleetKey, f *v1alpha1.CelldFleet, published, st *v1alpha1.CelldFleetStatus) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e := w.entries[key]
@@ -110,7 +111,7 @@ func (w *statusWriter) put(key string, f *v1alpha1.CelldFleet, published, st *v1
 }
 
 // enqueue adds key to a queue. Call with mu held.
-func (w *statusWriter) enqueue(key string, urgent bool) {
+func (w *statusWriter) enqueue(key events.FleetKey, urgent bool) {
 	w.queued[key] = true
 	if urgent {
 		w.urgent = append(w.urgent, key)
@@ -122,7 +123,7 @@ func (w *statusWriter) enqueue(key string, urgent bool) {
 
 // promote moves a key waiting among the paced ones ahead, reporting whether it moved. Call with
 // mu held.
-func (w *statusWriter) promote(key string) bool {
+func (w *statusWriter) promote(key events.FleetKey) bool {
 	for i, k := range w.paced {
 		if k == key {
 			w.paced = append(w.paced[:i], w.paced[i+1:]...)
@@ -148,12 +149,12 @@ func (w *statusWriter) pacedFull() bool {
 // take takes the key a worker writes next, urgent ones first, a paced one only while fewer than
 // pacedInFlight are in flight; ok is false once the writer is stopped and nothing waits. The
 // worker calls done(paced) once the write ends.
-func (w *statusWriter) take() (key string, paced, ok bool) {
+func (w *statusWriter) take() (key events.FleetKey, paced, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for len(w.urgent) == 0 && (len(w.paced) == 0 || w.pacedFull()) {
 		if w.stopped && len(w.paced) == 0 {
-			return "", false, false
+			return events.FleetKey{}, false, false
 		}
 		w.cond.Wait()
 	}
@@ -180,7 +181,7 @@ func (w *statusWriter) done(paced bool) {
 }
 
 // write sends the status waiting for key, if any, and keeps the answer.
-func (w *statusWriter) write(ctx context.Context, key string) {
+func (w *statusWriter) write(ctx context.Context, key events.FleetKey) {
 	w.mu.Lock()
 	e := w.entries[key]
 	if e == nil || e.next == nil {
@@ -219,7 +220,7 @@ func (w *statusWriter) clock() time.Time {
 
 // settle keeps what a write of e's status answered: got, or err; cached is the resourceVersion
 // the caches showed of the fleet once it came. Call with mu held.
-func (w *statusWriter) settle(key string, e *statusEntry, got *v1alpha1.CelldFleet, err error, cached string) {
+func (w *statusWriter) settle(key events.FleetKey, e *statusEntry, got *v1alpha1.CelldFleet, err error, cached string) {
 	delete(w.busy, key)
 	if cur := w.entries[key]; cur != e {
 		// Forgotten while it was sent (the fleet is gone); a fleet recreated under the name since
@@ -247,7 +248,7 @@ func (w *statusWriter) settle(key string, e *statusEntry, got *v1alpha1.CelldFle
 // answered, or the answer the caches do not show yet (they show cachedRV, which may be older
 // than f: the answer to the sync's own write of the fleet); and the number of the status shown.
 // f itself and 0 when the writer holds nothing newer of it.
-func (w *statusWriter) overlay(key string, f *v1alpha1.CelldFleet, cachedRV string) (*v1alpha1.CelldFleet, uint64) {
+func (w *statusWriter) overlay(key events.FleetKey, f *v1alpha1.CelldFleet, cachedRV string) (*v1alpha1.CelldFleet, uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e := w.entries[key]
@@ -275,7 +276,7 @@ func (w *statusWriter) overlay(key string, f *v1alpha1.CelldFleet, cachedRV stri
 }
 
 // forget drops what the writer holds of a fleet that is gone; a write in flight finishes.
-func (w *statusWriter) forget(key string) {
+func (w *statusWriter) forget(key events.FleetKey) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e := w.entries[key]; e != nil {

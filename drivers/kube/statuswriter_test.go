@@ -20,6 +20,7 @@ import (
 
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
 )
@@ -46,10 +47,10 @@ func newFakeStatusServer() *fakeStatusServer {
 func (s *fakeStatusServer) writer() *statusWriter {
 	w := newStatusWriter()
 	w.send = s.send
-	w.cachedRV = func(key string) string {
+	w.cachedRV = func(k events.FleetKey) string {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.cached[key]
+		return s.cached[k.String()]
 	}
 	return w
 }
@@ -134,7 +135,7 @@ func TestStatusWriterSendsTheLatestOnly(t *testing.T) {
 	w.written = func(lag time.Duration) { lags = append(lags, lag) }
 	f := fleetNamed("alpha")
 	for n := int32(4); n <= 6; n++ {
-		w.put("team/alpha", f, &f.Status, progress(f, n))
+		w.put(key("team", "alpha"), f, &f.Status, progress(f, n))
 		now = now.Add(time.Second)
 	}
 	now = now.Add(2 * time.Second)
@@ -147,7 +148,7 @@ func TestStatusWriterSendsTheLatestOnly(t *testing.T) {
 		t.Errorf("lags %v, want one of 5s", lags)
 	}
 	// The next one's lag starts at its own hand-over.
-	w.put("team/alpha", f, &f.Status, progress(f, 7))
+	w.put(key("team", "alpha"), f, &f.Status, progress(f, 7))
 	now = now.Add(time.Second)
 	w.drain(context.Background())
 	if len(lags) != 2 || lags[1] != time.Second {
@@ -159,11 +160,11 @@ func TestStatusWriterPutsWhatReadersActOnFirst(t *testing.T) {
 	s := newFakeStatusServer()
 	w := s.writer()
 	a, b, c := fleetNamed("a"), fleetNamed("b"), fleetNamed("c")
-	w.put("team/a", a, &a.Status, progress(a, 4))
-	w.put("team/b", b, &b.Status, progress(b, 4))
-	w.put("team/c", c, &c.Status, arrival(c, 4))
+	w.put(key("team", "a"), a, &a.Status, progress(a, 4))
+	w.put(key("team", "b"), b, &b.Status, progress(b, 4))
+	w.put(key("team", "c"), c, &c.Status, arrival(c, 4))
 	// b's next status arrives while its progress waits: it moves ahead of a's.
-	w.put("team/b", b, &b.Status, arrival(b, 5))
+	w.put(key("team", "b"), b, &b.Status, arrival(b, 5))
 	w.drain(context.Background())
 	if got, want := s.sentList(), "team/c=4 team/b=5 team/a=4"; got != want {
 		t.Errorf("sent %q; want %q: the arrivals first, in the order they came, then the progress", got, want)
@@ -176,15 +177,15 @@ func TestStatusWriterHasOneWriteInFlightPerFleet(t *testing.T) {
 	w := s.writer()
 	f := fleetNamed("alpha")
 	done := s.start(w, 4)
-	w.put("team/alpha", f, &f.Status, progress(f, 4))
+	w.put(key("team", "alpha"), f, &f.Status, progress(f, 4))
 	s.waitInFlight(t, "team/alpha")
 	// While it is in flight the fleet shows it, and newer ones replace each other.
-	if got := shown(w, "team/alpha", f, "10").Status.Members.Current; got != 4 {
+	if got := shown(w, key("team", "alpha"), f, "10").Status.Members.Current; got != 4 {
 		t.Errorf("overlay during the write shows %d members, want the status being written (4)", got)
 	}
-	w.put("team/alpha", f, &f.Status, progress(f, 5))
-	w.put("team/alpha", f, &f.Status, progress(f, 6))
-	if got := shown(w, "team/alpha", f, "10").Status.Members.Current; got != 6 {
+	w.put(key("team", "alpha"), f, &f.Status, progress(f, 5))
+	w.put(key("team", "alpha"), f, &f.Status, progress(f, 6))
+	if got := shown(w, key("team", "alpha"), f, "10").Status.Members.Current; got != 6 {
 		t.Errorf("overlay shows %d members, want the latest handed over (6)", got)
 	}
 	time.Sleep(20 * time.Millisecond) // room for a second worker to take the fleet, wrongly
@@ -203,11 +204,11 @@ func TestStatusWriterOverlay(t *testing.T) {
 	s := newFakeStatusServer()
 	w := s.writer()
 	f := fleetNamed("alpha")
-	if got := shown(w, "team/alpha", f, "10"); got != f {
+	if got := shown(w, key("team", "alpha"), f, "10"); got != f {
 		t.Error("with nothing handed over, the overlay is not the fleet itself")
 	}
-	w.put("team/alpha", f, &f.Status, progress(f, 4))
-	got := shown(w, "team/alpha", f, "10")
+	w.put(key("team", "alpha"), f, &f.Status, progress(f, 4))
+	got := shown(w, key("team", "alpha"), f, "10")
 	if got.Status.Members.Current != 4 || f.Status.Members.Current != 3 {
 		t.Errorf("overlay of a waiting status: %d members (fleet left at %d); want 4, the fleet untouched", got.Status.Members.Current, f.Status.Members.Current)
 	}
@@ -217,31 +218,31 @@ func TestStatusWriterOverlay(t *testing.T) {
 	// A fleet recreated under the same name is not shown another's status.
 	other := fleetNamed("alpha")
 	other.UID = "uid-recreated"
-	if shown(w, "team/alpha", other, "10") != other {
+	if shown(w, key("team", "alpha"), other, "10") != other {
 		t.Error("the overlay showed a fleet's status on another fleet of the same name")
 	}
 
 	// Answered while the caches still show version 10: the answer is shown until they move on.
 	s.cached["team/alpha"] = "10"
 	w.drain(context.Background())
-	if got := shown(w, "team/alpha", f, "10").Status.Members.Current; got != 4 {
+	if got := shown(w, key("team", "alpha"), f, "10").Status.Members.Current; got != 4 {
 		t.Errorf("overlay after the answer, caches behind: %d members, want the answer's 4", got)
 	}
 	// The caches show a newer version: the fleet as they show it, and the answer is let go.
 	newer := f.DeepCopy()
 	newer.ResourceVersion = "11"
-	if shown(w, "team/alpha", newer, "11") != newer {
+	if shown(w, key("team", "alpha"), newer, "11") != newer {
 		t.Error("the overlay kept the answer once the caches moved on")
 	}
-	if shown(w, "team/alpha", f, "10") != f {
+	if shown(w, key("team", "alpha"), f, "10") != f {
 		t.Error("the answer was kept after the caches moved on once")
 	}
 
 	// The caches already show the answer when it comes: nothing is kept.
-	w.put("team/alpha", f, &f.Status, progress(f, 5))
+	w.put(key("team", "alpha"), f, &f.Status, progress(f, 5))
 	s.cached["team/alpha"] = fmt.Sprint(s.rv + 1)
 	w.drain(context.Background())
-	if shown(w, "team/alpha", f, "10") != f {
+	if shown(w, key("team", "alpha"), f, "10") != f {
 		t.Error("the answer was kept though the caches showed it already")
 	}
 }
@@ -250,18 +251,18 @@ func TestStatusWriterFailure(t *testing.T) {
 	s := newFakeStatusServer()
 	w := s.writer()
 	var failed []string
-	w.failed = func(key string, err error) { failed = append(failed, key) }
+	w.failed = func(k events.FleetKey, err error) { failed = append(failed, k.String()) }
 	f, g := fleetNamed("alpha"), fleetNamed("gone")
 	s.fail["team/alpha"], s.gone["team/gone"] = true, true
 	s.cached["team/alpha"], s.cached["team/gone"] = "10", "10"
-	w.put("team/alpha", f, &f.Status, progress(f, 4))
-	w.put("team/gone", g, &g.Status, progress(g, 4))
+	w.put(key("team", "alpha"), f, &f.Status, progress(f, 4))
+	w.put(key("team", "gone"), g, &g.Status, progress(g, 4))
 	w.drain(context.Background())
 	if strings.Join(failed, " ") != "team/alpha" {
 		t.Errorf("failed told of %q; want the refused write (team/alpha) only, not the gone fleet's", failed)
 	}
 	// A failed write is not shown as made: the next sync sees the fleet without it and asks again.
-	if shown(w, "team/alpha", f, "10") != f || shown(w, "team/gone", g, "10") != g {
+	if shown(w, key("team", "alpha"), f, "10") != f || shown(w, key("team", "gone"), g, "10") != g {
 		t.Error("a failed write, or one to a gone fleet, is still overlaid")
 	}
 	if w.pending() != 0 {
@@ -277,13 +278,13 @@ func TestStatusWriterForget(t *testing.T) {
 	s := newFakeStatusServer()
 	w := s.writer()
 	f := fleetNamed("alpha")
-	w.put("team/alpha", f, &f.Status, progress(f, 4))
-	w.forget("team/alpha")
+	w.put(key("team", "alpha"), f, &f.Status, progress(f, 4))
+	w.forget(key("team", "alpha"))
 	w.drain(context.Background())
 	if got := s.sentList(); got != "" {
 		t.Errorf("sent %q for a forgotten fleet", got)
 	}
-	if shown(w, "team/alpha", f, "10") != f {
+	if shown(w, key("team", "alpha"), f, "10") != f {
 		t.Error("a forgotten fleet is overlaid")
 	}
 }
@@ -292,7 +293,7 @@ func TestStatusWriterNotLeading(t *testing.T) {
 	s := newFakeStatusServer()
 	w := s.writer()
 	f := fleetNamed("alpha")
-	w.put("team/alpha", f, &f.Status, progress(f, 4))
+	w.put(key("team", "alpha"), f, &f.Status, progress(f, 4))
 	w.stop()
 	w.run(2, func() (context.Context, context.CancelFunc, bool) { return context.Background(), func() {}, false })
 	if got := s.sentList(); got != "" {
@@ -329,7 +330,7 @@ func TestSyncDoesNotWaitForTheStatus(t *testing.T) {
 	// The first sync provisions (its history write is the status client's too) and hands its
 	// status over; then the writers start, and the API server holds the write.
 	first := make(chan error, 1)
-	go func() { first <- ctl.Sync(context.Background(), "team/alpha") }()
+	go func() { first <- ctl.Sync(context.Background(), key("team", "alpha")) }()
 	select {
 	case err := <-first:
 		if err != nil {
@@ -364,7 +365,7 @@ func TestSyncDoesNotWaitForTheStatus(t *testing.T) {
 		return statusWrites == 1
 	})
 	synced := make(chan error, 1)
-	go func() { synced <- ctl.Sync(context.Background(), "team/alpha") }()
+	go func() { synced <- ctl.Sync(context.Background(), key("team", "alpha")) }()
 	select {
 	case err := <-synced:
 		if err != nil {
@@ -374,7 +375,7 @@ func TestSyncDoesNotWaitForTheStatus(t *testing.T) {
 		t.Fatal("a sync waited for a status write the API server held")
 	}
 	ctl.statuses.mu.Lock()
-	e := ctl.statuses.entries["team/alpha"]
+	e := ctl.statuses.entries[key("team", "alpha")]
 	ctl.statuses.mu.Unlock()
 	if e == nil || e.sending == nil {
 		t.Fatal("the status write in flight is not held")
@@ -396,7 +397,7 @@ func TestFailedStatusWriteIsRequeued(t *testing.T) {
 	// Every status at once, so that a sync after the caches caught up has nothing to do.
 	defer func(d time.Duration) { machine.ProgressInterval = d }(machine.ProgressInterval)
 	machine.ProgressInterval = 0
-	if err := ctl.Sync(ctx, "team/alpha"); err != nil {
+	if err := ctl.Sync(ctx, key("team", "alpha")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the caches to show what the sync wrote", func() bool {
@@ -409,7 +410,7 @@ func TestFailedStatusWriteIsRequeued(t *testing.T) {
 	// nothing to do (the machine keeps that decision for as long as the view is the same).
 	var last loop.Result
 	for range 2 {
-		res, err := ctl.loop.Sync(ctx, "team/alpha", time.Now())
+		res, err := ctl.loop.Sync(ctx, key("team", "alpha"), time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -430,12 +431,12 @@ func TestFailedStatusWriteIsRequeued(t *testing.T) {
 		t.Errorf("actions{PublishStatus,error} = %v, want 1", n)
 	}
 	// Requeued with the rate limiter's backoff (the informers' own events queue it too, without).
-	if n := ctl.queue.NumRequeues("team/alpha"); n != 1 {
+	if n := ctl.queue.NumRequeues(key("team", "alpha")); n != 1 {
 		t.Errorf("the fleet was requeued with backoff %d times, want 1", n)
 	}
 	// The next sync sees the fleet without the status it asked for, and asks for it again: the
 	// caches show what they showed while the write was on its way, but the fleet does not.
-	if err := ctl.Sync(ctx, "team/alpha"); err != nil {
+	if err := ctl.Sync(ctx, key("team", "alpha")); err != nil {
 		t.Fatal(err)
 	}
 	if n := ctl.statuses.pending(); n != 1 {
@@ -451,17 +452,17 @@ func TestStatusWriterRecreatedFleet(t *testing.T) {
 	w := s.writer()
 	old := fleetNamed("alpha")
 	done := s.start(w, 2)
-	w.put("team/alpha", old, &old.Status, progress(old, 4))
+	w.put(key("team", "alpha"), old, &old.Status, progress(old, 4))
 	s.waitInFlight(t, "team/alpha")
-	w.forget("team/alpha")
+	w.forget(key("team", "alpha"))
 	recreated := fleetNamed("alpha")
 	recreated.UID = "uid-recreated"
-	w.put("team/alpha", recreated, &recreated.Status, progress(recreated, 1))
+	w.put(key("team", "alpha"), recreated, &recreated.Status, progress(recreated, 1))
 	close(s.block)
 	waitFor(t, "the recreated fleet's status", func() bool { return s.sentList() == "team/alpha=4 team/alpha=1" })
 	w.stop()
 	<-done
-	if got := shown(w, "team/alpha", old, "10"); got != old {
+	if got := shown(w, key("team", "alpha"), old, "10"); got != old {
 		t.Error("the deleted fleet's status is overlaid on it")
 	}
 }
@@ -489,7 +490,7 @@ func startedController(t *testing.T, kube *kubefake.Clientset, celld, status *ce
 }
 
 // shown is the fleet as w's overlay shows it.
-func shown(w *statusWriter, key string, f *v1alpha1.CelldFleet, cachedRV string) *v1alpha1.CelldFleet {
+func shown(w *statusWriter, key events.FleetKey, f *v1alpha1.CelldFleet, cachedRV string) *v1alpha1.CelldFleet {
 	g, _ := w.overlay(key, f, cachedRV)
 	return g
 }
@@ -500,25 +501,25 @@ func TestStatusWriterOverlayNumbers(t *testing.T) {
 	s := newFakeStatusServer()
 	w := s.writer()
 	f := fleetNamed("alpha")
-	if _, n := w.overlay("team/alpha", f, "10"); n != 0 {
+	if _, n := w.overlay(key("team", "alpha"), f, "10"); n != 0 {
 		t.Errorf("nothing overlaid: number %d, want 0", n)
 	}
-	w.put("team/alpha", f, &f.Status, progress(f, 4))
-	_, first := w.overlay("team/alpha", f, "10")
-	w.put("team/alpha", f, &f.Status, progress(f, 5))
-	_, second := w.overlay("team/alpha", f, "10")
+	w.put(key("team", "alpha"), f, &f.Status, progress(f, 4))
+	_, first := w.overlay(key("team", "alpha"), f, "10")
+	w.put(key("team", "alpha"), f, &f.Status, progress(f, 5))
+	_, second := w.overlay(key("team", "alpha"), f, "10")
 	if first == 0 || second == 0 || first == second {
 		t.Errorf("two statuses handed over are numbered %d and %d; want two numbers, not 0", first, second)
 	}
 	s.cached["team/alpha"] = "10"
 	w.drain(context.Background())
-	if g, n := w.overlay("team/alpha", f, "10"); n != second || g.Status.Members.Current != 5 {
+	if g, n := w.overlay(key("team", "alpha"), f, "10"); n != second || g.Status.Members.Current != 5 {
 		t.Errorf("the answer is shown as number %d with %d members; want the number of the status written, %d, with 5", n, g.Status.Members.Current, second)
 	}
 	// Forgotten and handed over again: a new number, never one shown before.
-	w.forget("team/alpha")
-	w.put("team/alpha", f, &f.Status, progress(f, 4))
-	if _, n := w.overlay("team/alpha", f, "10"); n == first || n == second || n == 0 {
+	w.forget(key("team", "alpha"))
+	w.put(key("team", "alpha"), f, &f.Status, progress(f, 4))
+	if _, n := w.overlay(key("team", "alpha"), f, "10"); n == first || n == second || n == 0 {
 		t.Errorf("a status handed over again is numbered %d, already used (%d, %d) or 0", n, first, second)
 	}
 }
@@ -559,11 +560,11 @@ func TestStatusWriterArrivalDuringItsFleetsWrite(t *testing.T) {
 	w := s.writer()
 	done := s.start(w, 1)
 	x, y, z := fleetNamed("x"), fleetNamed("y"), fleetNamed("z")
-	w.put("team/x", x, &x.Status, progress(x, 4))
+	w.put(key("team", "x"), x, &x.Status, progress(x, 4))
 	s.waitInFlight(t, "team/x")
-	w.put("team/y", y, &y.Status, progress(y, 4))
-	w.put("team/z", z, &z.Status, progress(z, 4))
-	w.put("team/x", x, &x.Status, arrival(x, 5))
+	w.put(key("team", "y"), y, &y.Status, progress(y, 4))
+	w.put(key("team", "z"), z, &z.Status, progress(z, 4))
+	w.put(key("team", "x"), x, &x.Status, arrival(x, 5))
 	close(s.block)
 	w.stop()
 	<-done
@@ -603,11 +604,11 @@ func TestStatusWriterBoundsPacedWritesInFlight(t *testing.T) {
 	done := s.start(w, 8)
 	for i := range 6 {
 		f := fleetNamed(fmt.Sprintf("p%d", i))
-		w.put("team/"+f.Name, f, &f.Status, progress(f, 4))
+		w.put(events.KeyOf(f), f, &f.Status, progress(f, 4))
 	}
 	for i := range 3 {
 		f := fleetNamed(fmt.Sprintf("u%d", i))
-		w.put("team/"+f.Name, f, &f.Status, arrival(f, 4))
+		w.put(events.KeyOf(f), f, &f.Status, arrival(f, 4))
 	}
 	waitFor(t, "the arrivals in flight beside the paced writes", func() bool { return inFlight(false) == 3 && inFlight(true) == pacedInFlight })
 	time.Sleep(20 * time.Millisecond) // room for a free worker to take another paced write, wrongly
@@ -623,4 +624,9 @@ func TestStatusWriterBoundsPacedWritesInFlight(t *testing.T) {
 	if most[true] != pacedInFlight {
 		t.Errorf("at most %d paced writes were in flight at once, want %d", most[true], pacedInFlight)
 	}
+}
+
+// key is the key of fleet name in namespace.
+func key(namespace, name string) events.FleetKey {
+	return events.FleetKey{Namespace: namespace, Name: name}
 }

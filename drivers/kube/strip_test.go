@@ -85,8 +85,8 @@ func compareStripped(t *testing.T, w *harness.World, fill *randfill.Filler) (com
 	a, b := testInformers(t, whole...), testInformers(t, stripped...)
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	for _, f := range fleets {
-		oa, errA := a.Observe(f.Namespace, f.Name, now, nil)
-		ob, errB := b.Observe(f.Namespace, f.Name, now, nil)
+		oa, errA := a.Observe(events.KeyOf(f), now, nil)
+		ob, errB := b.Observe(events.KeyOf(f), now, nil)
 		if errA != nil || errB != nil {
 			t.Fatalf("%s/%s: observe: %v, %v", f.Namespace, f.Name, errA, errB)
 		}

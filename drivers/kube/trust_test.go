@@ -83,7 +83,7 @@ func TestObserveIgnoresWhatTheOperatorDidNotMake(t *testing.T) {
 	}
 	i := testInformers(t, f, squat, forgedHere, objs.StatefulSet, render.OfType[*corev1.Service](objs)[0], userService, oldPolicy, render.OfType[*networkingv1.NetworkPolicy](objs)[1], render.OfType[*policyv1.PodDisruptionBudget](objs)[0],
 		claim("data-alpha-0", nil), claim("data-alpha-01", nil), claim("data-alpha-x-0", nil), claim("data-other-0", nil))
-	o, err := i.Observe("team", "alpha", time.Unix(1000, 0), nil)
+	o, err := i.Observe(key("team", "alpha"), time.Unix(1000, 0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ type Cluster struct {
 	tombstones map[Kind]map[string]object
 
 	queue   []events.Event
-	util    map[string]*events.Utilization
+	util    map[events.FleetKey]*events.Utilization
 	samples []UtilizationSample
 
 	// Kubelet and volume state that Kubernetes keeps outside the objects.
@@ -90,7 +90,7 @@ func New(opts Options) *Cluster {
 		objs:       map[Kind]map[string]object{},
 		tombstones: map[Kind]map[string]object{},
 		byUID:      map[types.UID]object{},
-		util:       map[string]*events.Utilization{},
+		util:       map[events.FleetKey]*events.Utilization{},
 		runtime:    map[types.UID]*podRuntime{},
 		claimZone:  map[types.UID]string{},
 		nodeGone:   map[string]time.Time{},

@@ -42,7 +42,12 @@ func (c *Cluster) Resync() []events.Event {
 			out = append(out, ev)
 		}
 	}
-	for _, key := range sortedKeys(c.util) {
+	keys := make([]events.FleetKey, 0, len(c.util))
+	for k := range c.util {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, key := range keys {
 		u := *c.util[key]
 		out = append(out, events.Event{Kind: events.UtilizationObserved, Time: c.now, Fleet: key, Utilization: &u})
 	}
@@ -52,13 +57,13 @@ func (c *Cluster) Resync() []events.Event {
 // Observe returns the current truth about one fleet, gathered exactly as the operator gathers
 // it from synced caches (an events.Store fed a full resync), so the two cannot disagree on what
 // belongs to a fleet.
-func (c *Cluster) Observe(namespace, name string) *events.Observation {
+func (c *Cluster) Observe(key events.FleetKey) *events.Observation {
 	s := events.NewStore()
 	for _, ev := range c.Resync() {
 		s.Apply(ev)
 	}
 	s.MarkSynced()
-	o := s.Observe(namespace, name)
+	o := s.Observe(key)
 	if o != nil {
 		o.Uninstalling = c.uninstalling
 		o.ServiceAccountMissing, o.PriorityClassMissing = c.ServiceAccountMissing(o.Fleet), c.PriorityClassMissing(o.Fleet)
@@ -71,7 +76,7 @@ func (c *Cluster) SetUtilization(namespace, name string, u events.Utilization) {
 	if u.Time.IsZero() {
 		u.Time = c.now
 	}
-	k := key(namespace, name)
+	k := events.FleetKey{Namespace: namespace, Name: name}
 	c.util[k] = &u
 	c.samples = append(c.samples, UtilizationSample{Time: u.Time, Namespace: namespace, Name: name,
 		Percent: u.Percent, Members: u.Members, Unavailable: u.Unavailable})

@@ -83,11 +83,11 @@ func fold(evs []events.Event) *events.Store {
 
 func TestFoldedEventsGiveTheClusterTruth(t *testing.T) {
 	c, evs := busyHistory(t)
-	truth := summary(c.Observe(ns, "alpha"))
+	truth := summary(c.Observe(events.FleetKey{Namespace: ns, Name: "alpha"}))
 	if !strings.Contains(truth, "pod alpha-1") || !strings.Contains(truth, "pvc data-alpha-2") {
 		t.Fatalf("history too thin to test anything:\n%s", truth)
 	}
-	if got := summary(fold(evs).Observe(ns, "alpha")); got != truth {
+	if got := summary(fold(evs).Observe(events.FleetKey{Namespace: ns, Name: "alpha"})); got != truth {
 		t.Fatalf("folded in order:\n%s\nwant:\n%s", got, truth)
 	}
 }
@@ -126,9 +126,9 @@ func noisy(evs []events.Event, seed int64, acrossIdentity bool) []events.Event {
 
 func TestDuplicatedAndStaleEventsFoldToTheSameState(t *testing.T) {
 	c, evs := busyHistory(t)
-	truth := summary(c.Observe(ns, "alpha"))
+	truth := summary(c.Observe(events.FleetKey{Namespace: ns, Name: "alpha"}))
 	for seed := int64(1); seed <= 20; seed++ {
-		if got := summary(fold(noisy(evs, seed, false)).Observe(ns, "alpha")); got != truth {
+		if got := summary(fold(noisy(evs, seed, false)).Observe(events.FleetKey{Namespace: ns, Name: "alpha"})); got != truth {
 			t.Fatalf("seed %d: folded with duplicates and stale replays:\n%s\nwant:\n%s", seed, got, truth)
 		}
 	}
@@ -138,8 +138,8 @@ func TestDuplicatedAndStaleEventsFoldToTheSameState(t *testing.T) {
 // under the same name must not replace the new Pod, nor one of a Pod since deleted bring it back.
 func TestStaleEventsOfAReplacedObjectAreDropped(t *testing.T) {
 	c, evs := busyHistory(t)
-	truth := summary(c.Observe(ns, "alpha"))
-	got := summary(fold(noisy(evs, 1, true)).Observe(ns, "alpha"))
+	truth := summary(c.Observe(events.FleetKey{Namespace: ns, Name: "alpha"}))
+	got := summary(fold(noisy(evs, 1, true)).Observe(events.FleetKey{Namespace: ns, Name: "alpha"}))
 	if got != truth {
 		t.Fatalf("a stale event of a replaced object survived folding:\n%s\nwant:\n%s", got, truth)
 	}
@@ -147,7 +147,7 @@ func TestStaleEventsOfAReplacedObjectAreDropped(t *testing.T) {
 
 func TestDroppedEventsAreRecoveredByAResync(t *testing.T) {
 	c, evs := busyHistory(t)
-	truth := summary(c.Observe(ns, "alpha"))
+	truth := summary(c.Observe(events.FleetKey{Namespace: ns, Name: "alpha"}))
 	r := rand.New(rand.NewSource(7))
 	var kept []events.Event
 	dropped := 0
@@ -159,20 +159,20 @@ func TestDroppedEventsAreRecoveredByAResync(t *testing.T) {
 		kept = append(kept, ev)
 	}
 	s := fold(kept)
-	if got := summary(s.Observe(ns, "alpha")); got == truth {
+	if got := summary(s.Observe(events.FleetKey{Namespace: ns, Name: "alpha"})); got == truth {
 		t.Fatalf("dropping %d of %d events changed nothing: the test proves nothing", dropped, len(evs))
 	}
 	for _, ev := range c.Resync() {
 		s.Apply(ev)
 	}
-	if got := summary(s.Observe(ns, "alpha")); got != truth {
+	if got := summary(s.Observe(events.FleetKey{Namespace: ns, Name: "alpha"})); got != truth {
 		t.Fatalf("after a resync:\n%s\nwant:\n%s", got, truth)
 	}
 	// A resync of a converged store changes nothing.
 	for _, ev := range c.Resync() {
 		s.Apply(ev)
 	}
-	mustEqual(t, "second resync", summary(s.Observe(ns, "alpha")), truth)
+	mustEqual(t, "second resync", summary(s.Observe(events.FleetKey{Namespace: ns, Name: "alpha"})), truth)
 }
 
 func gone(ev events.Event) bool { return ev.Kind == events.Gone }

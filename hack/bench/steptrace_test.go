@@ -22,7 +22,7 @@ import (
 // write after 7 ms at a limiter.
 type quietDriver struct{ fleet *v1alpha1.CelldFleet }
 
-func (d quietDriver) Observe(_ context.Context, _, _ string, now time.Time) (*events.Observation, error) {
+func (d quietDriver) Observe(_ context.Context, _ events.FleetKey, now time.Time) (*events.Observation, error) {
 	return &events.Observation{Now: now, Fleet: d.fleet, Nodes: map[string]*corev1.Node{}, NodesSynced: true}, nil
 }
 
@@ -55,7 +55,7 @@ func TestStepsJoinTheOperatorsLines(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	ctx := loop.WithTrace(context.Background(), &loop.Trace{Event: event})
-	if _, err := l.Sync(ctx, fleet.Namespace+"/"+fleet.Name, time.Now()); err != nil {
+	if _, err := l.Sync(ctx, events.KeyOf(fleet), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	seen := time.Now().Add(3 * time.Millisecond)

@@ -42,13 +42,13 @@ type Checker struct {
 	J  *judge.Judge
 	// seen is the fingerprint of the view each fleet's twins were last decided on; skipped counts
 	// the passes since.
-	seen    map[string]string
-	skipped map[string]int
+	seen    map[events.FleetKey]string
+	skipped map[events.FleetKey]int
 }
 
 // NewChecker watches a cluster and its operator.
 func NewChecker(c *sim.Cluster, op *Operator) *Checker {
-	return &Checker{c: c, op: op, J: judge.New(c), seen: map[string]string{}, skipped: map[string]int{}}
+	return &Checker{c: c, op: op, J: judge.New(c), seen: map[events.FleetKey]string{}, skipped: map[events.FleetKey]int{}}
 }
 
 func fail(clause, format string, args ...any) error {
@@ -154,7 +154,7 @@ func (k *Checker) twins(passes []Pass) error {
 		if p.Obs == nil || p.Obs.Fleet == nil {
 			continue
 		}
-		ns, name, _ := strings.Cut(p.Key, "/")
+		ns, name := p.Key.Namespace, p.Key.Name
 		did := effects(p.Decision)
 		if err := decidedOnItsView(p); err != nil {
 			return err

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -56,7 +55,7 @@ func (o *Operator) Restart(c *sim.Cluster) {
 	o.store.MarkSynced()
 }
 
-func (o *Operator) acted(_ string, _ machine.Action, err error) {
+func (o *Operator) acted(_ events.FleetKey, _ machine.Action, err error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, machine.ErrPremiseChanged):
@@ -74,17 +73,16 @@ func (o *Operator) Feed(evs []events.Event) {
 }
 
 // View is what the operator's caches say of one fleet.
-func (o *Operator) View(key string) events.View {
-	ns, name, _ := strings.Cut(key, "/")
-	return events.Normalize(ns, name, o.store.Observe(ns, name))
+func (o *Operator) View(key events.FleetKey) events.View {
+	return events.Normalize(key.Namespace, key.Name, o.store.Observe(key))
 }
 
 // Fleets lists the fleets the operator's caches hold.
-func (o *Operator) Fleets() []string { return o.store.Fleets() }
+func (o *Operator) Fleets() []events.FleetKey { return o.store.Fleets() }
 
 // Pass is one fleet's sync: the observation the loop decided on and what it decided.
 type Pass struct {
-	Key      string
+	Key      events.FleetKey
 	Obs      *events.Observation
 	Decision machine.Decision
 	// Sent are the requests the pass sent, in order: what it did, not only what it decided.
@@ -109,8 +107,8 @@ func (o *Operator) Sync(c *sim.Cluster) []Pass {
 // simDriver is the loop's driver over the operator's event store and the simulated cluster.
 type simDriver struct{ o *Operator }
 
-func (d simDriver) Observe(_ context.Context, namespace, name string, now time.Time) (*events.Observation, error) {
-	obs := d.o.store.Observe(namespace, name)
+func (d simDriver) Observe(_ context.Context, key events.FleetKey, now time.Time) (*events.Observation, error) {
+	obs := d.o.store.Observe(key)
 	if now.After(obs.Now) {
 		obs.Now = now
 	}
@@ -141,7 +139,7 @@ func (d simDriver) Do(_ context.Context, t *loop.Target, a machine.Action) error
 	return nil
 }
 
-func (o *Operator) trace(c *sim.Cluster, key string, res loop.Result, failed error) {
+func (o *Operator) trace(c *sim.Cluster, key events.FleetKey, res loop.Result, failed error) {
 	if o.Trace == nil {
 		return
 	}

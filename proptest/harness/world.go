@@ -19,6 +19,9 @@ const Round = 5 * time.Second
 // Namespace is where the simulated fleets live.
 const Namespace = "prod"
 
+// Key is the key of the fleet name in Namespace.
+func Key(name string) events.FleetKey { return events.FleetKey{Namespace: Namespace, Name: name} }
+
 // StorageClass is the simulated cluster's storage class.
 const StorageClass = "standard"
 
