@@ -129,6 +129,9 @@ func (l *Loop) Sync(ctx context.Context, key events.FleetKey, now time.Time) (Re
 		l.log.Error().Err(err).Str("namespace", ns).Str("fleet", name).Msg("observe")
 		return Result{}, err
 	}
+	// The machine first: a fleet recreated under the same name starts with no memory, not even
+	// of the refusal its predecessor's spec earned.
+	m := l.machineFor(key, obs.Fleet)
 	obs.Refused = l.refusal(key, now)
 	var cachedRV string
 	if obs.Fleet != nil {
@@ -141,7 +144,7 @@ func (l *Loop) Sync(ctx context.Context, key events.FleetKey, now time.Time) (Re
 		}
 	}
 	view := events.Normalize(ns, name, obs)
-	d := l.machineFor(key, obs.Fleet).Step(&view)
+	d := m.Step(&view)
 	// The clock's own time, with its monotonic reading: a driver compares it with when its reads
 	// were sent, which a wall clock stepped back would get wrong.
 	decided := time.Now()

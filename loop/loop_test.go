@@ -174,6 +174,38 @@ func TestSyncTellsTheDriverWhenItDecided(t *testing.T) {
 	}
 }
 
+// A reservation the API server refuses to create is remembered like a refused workload: the
+// fleet is Degraded on the refusal rather than retrying it blindly.
+func TestSyncRemembersARefusedBind(t *testing.T) {
+	f := newFake()
+	l := New(f, nopLog(), Hooks{})
+	f.fail[machine.BindReservation] = apierrors.NewInvalid(schema.GroupKind{Group: "celld.io", Kind: "CelldReservation"}, "r",
+		field.ErrorList{field.Invalid(field.NewPath("spec"), "", "refused")})
+	if _, err := l.Sync(context.Background(), teamAlpha, time.Unix(100, 0)); !apierrors.IsInvalid(err) {
+		t.Fatalf("want the refusal, got %v", err)
+	}
+	f.fail = map[machine.ActionKind]error{}
+	if _, err := l.Sync(context.Background(), teamAlpha, time.Unix(105, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.observed[len(f.observed)-1].Refused; r == nil || !strings.HasPrefix(r.Object, "CelldReservation/") {
+		t.Fatalf("the next observation lacks the bind's refusal: %+v", r)
+	}
+	// A failure of another kind is the sync's error, not a refusal of the spec.
+	f = newFake()
+	l = New(f, nopLog(), Hooks{})
+	f.fail[machine.AddFinalizer] = apierrors.NewInvalid(schema.GroupKind{Group: "celld.io", Kind: "CelldFleet"}, "alpha",
+		field.ErrorList{field.Invalid(field.NewPath("metadata"), "", "refused")})
+	_, _ = l.Sync(context.Background(), teamAlpha, time.Unix(100, 0))
+	f.fail = map[machine.ActionKind]error{}
+	if _, err := l.Sync(context.Background(), teamAlpha, time.Unix(105, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.observed[len(f.observed)-1].Refused; r != nil {
+		t.Fatalf("a refused finalizer is taken for a refused spec: %+v", r)
+	}
+}
+
 func TestSyncRemembersRefusalsAndForgetsGoneFleets(t *testing.T) {
 	f := newFake()
 	var gone events.FleetKey
@@ -190,6 +222,24 @@ func TestSyncRemembersRefusalsAndForgetsGoneFleets(t *testing.T) {
 	}
 	if r := f.observed[len(f.observed)-1].Refused; r == nil || r.Generation != 1 {
 		t.Fatalf("the next observation lacks the refusal: %+v", r)
+	}
+	// Held sync after sync until the spec changes: the fleet's memory is kept while it is the
+	// same fleet.
+	if _, err := l.Sync(context.Background(), teamAlpha, time.Unix(106, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.observed[len(f.observed)-1].Refused; r == nil {
+		t.Fatal("the third observation lost the refusal")
+	}
+	// A fleet recreated under the same name is another fleet: its predecessor's refusal is not
+	// its own.
+	f.fleet = f.fleet.DeepCopy()
+	f.fleet.UID = "uid-alpha-2"
+	if _, err := l.Sync(context.Background(), teamAlpha, time.Unix(107, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.observed[len(f.observed)-1].Refused; r != nil {
+		t.Fatalf("the recreated fleet observes its predecessor's refusal: %+v", r)
 	}
 	f.fleet = nil
 	if res, err := l.Sync(context.Background(), teamAlpha, time.Unix(110, 0)); err != nil || res.Exists {

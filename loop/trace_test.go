@@ -65,6 +65,11 @@ func TestActionLinesSayWhereTheSyncsTimeWent(t *testing.T) {
 		switch m["freshMs"] {
 		case 30.0:
 			freshLines++
+			// The fake's fresh reads take no time on the clock, its writes microseconds: the
+			// write's own share is what the action took less its fresh reads, never their sum.
+			if w, _ := m["writeMs"].(float64); w >= 15 {
+				t.Errorf("%s: writeMs %v counts the fresh reads' 30 as writing", m["message"], w)
+			}
 		case 0.0:
 		default:
 			t.Errorf("%s: freshMs %v, want 0 or this action's own 30", m["message"], m["freshMs"])
