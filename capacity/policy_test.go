@@ -231,3 +231,55 @@ func TestUnknownDecisionEndsEveryRequest(t *testing.T) {
 		}
 	}
 }
+
+// A recommendation needs a fleet that runs and a sample with members in it: a sample of no
+// members, or a fleet of none, sizes nothing (the floor is not a recommendation).
+func TestNoRecommendationWithoutMembers(t *testing.T) {
+	c := &v1alpha1.CapacitySpec{Mode: v1alpha1.CapacityRecommend, TargetUtilization: 50}
+	for _, x := range []struct {
+		name    string
+		u       events.Utilization
+		current int32
+	}{
+		{"a sample of no members", events.Utilization{Percent: 80, Members: 0}, 3},
+		{"a fleet of no members", events.Utilization{Percent: 80, Members: 3}, 0},
+	} {
+		if n, ok := recommend(c, &x.u, x.current); ok {
+			t.Errorf("%s: recommended %d", x.name, n)
+		}
+	}
+	if n, ok := recommend(c, &events.Utilization{Percent: 80, Members: 3}, 3); !ok || n != 5 {
+		t.Errorf("3 members at 80%% for a target of 50%%: recommended %d, %v; want 5", n, ok)
+	}
+}
+
+// A target left at zero (an object written before the default) sizes for the default, never
+// divides by it.
+func TestZeroTargetIsTheDefault(t *testing.T) {
+	u := &events.Utilization{Percent: 70, Members: 4}
+	zero, ok := recommend(&v1alpha1.CapacitySpec{Mode: v1alpha1.CapacityRecommend}, u, 4)
+	def, _ := recommend(&v1alpha1.CapacitySpec{Mode: v1alpha1.CapacityRecommend, TargetUtilization: DefaultTargetUtilization}, u, 4)
+	if !ok || zero != def {
+		t.Errorf("target 0 recommends %d (%v), the default %d", zero, ok, def)
+	}
+}
+
+// A fleet that starts from no member records no Grow: it ends no request and would cost a write.
+func TestGrowFromNothingRecordsNothing(t *testing.T) {
+	if p := Step(Facts{Current: 0, Target: manual(3), Now: t0, Window: time.Minute}); p.Next != 3 || len(p.Records) != 0 {
+		t.Fatalf("0 -> 3: %+v", p)
+	}
+}
+
+// The record of a scale-in step says which member count it went from and to.
+func TestShrinkRecordsFromAndTo(t *testing.T) {
+	h := []v1alpha1.CapacityDecision{{Time: metav1.NewTime(t0), Kind: v1alpha1.DecisionScaleInRequested, From: 6, To: 3, Source: v1alpha1.SourceManual}}
+	p := Step(Facts{Current: 6, Target: manual(3), Settled: true, Now: t0.Add(time.Minute), Window: time.Minute, History: h})
+	if p.Next != 5 || len(p.Records) == 0 {
+		t.Fatalf("after the window: %+v", p)
+	}
+	last := p.Records[len(p.Records)-1]
+	if last.Kind != v1alpha1.DecisionShrinkOne || last.From != 6 || last.To != 5 {
+		t.Fatalf("the step's record: %+v, want ShrinkOne 6 -> 5", last)
+	}
+}
