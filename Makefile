@@ -10,6 +10,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BU
 FUZZ_SEQUENCES ?= 20000
 CHAOS_KILLS ?= 200
 MUTANTS_JOBS ?= 1
+MUTANTS_GENERIC ?= all
 # Fault injection is compiled only with -tags faults (the e2e tests build the operator so); these
 # packages have code and tests under that tag.
 FAULT_PKGS := ./drivers/kube ./cmd/celld-operator
@@ -54,8 +55,8 @@ fuzz: ## a long property run: FUZZ_SEQUENCES random lifecycle sequences (default
 simulate: ## one random lifecycle sequence through the simulator with every contract check (SEED=N STEPS=M); the simulator is cmd/celld-sim, not part of the operator binary
 	$(GO) run ./cmd/celld-sim --seed $(or $(SEED),1) --steps $(or $(STEPS),40)
 
-mutants: ## mutation score: every mistake of hack/mutants/table.go must fail the tests that need no control plane (MUTANTS_RUN=regexp, MUTANTS_JOBS=N)
-	$(GO) run ./hack/mutants -run '$(MUTANTS_RUN)' -j $(MUTANTS_JOBS)
+mutants: ## mutation score: every mistake of hack/mutants/table.go must fail the tests that need no control plane, then go-gremlins' score per package (MUTANTS_RUN=regexp, MUTANTS_JOBS=N, MUTANTS_GENERIC=all|PKG,...|empty for none)
+	$(GO) run ./hack/mutants -run '$(MUTANTS_RUN)' -j $(MUTANTS_JOBS) -generic '$(MUTANTS_GENERIC)'
 
 diagram: ## print the lifecycle diagram (DOT) and refresh the golden files
 	$(GO) test ./machine -run TestDiagramGolden -update

@@ -12,7 +12,9 @@
 // exactly once in its file (the table rotted), when a mutant does not build, or when the tests
 // fail without any mutant.
 //
-// Usage: go run ./hack/mutants [-run REGEXP] [-j N] [-timeout D]
+// With -generic, go-gremlins then mutates the named packages mechanically (generic.go).
+//
+// Usage: go run ./hack/mutants [-run REGEXP] [-j N] [-timeout D] [-table=false] [-generic all|PKG,...]
 package main
 
 import (
@@ -35,8 +37,26 @@ func main() {
 	jobs := flag.Int("j", 1, "mutants tested at once")
 	timeout := flag.Duration("timeout", 10*time.Minute, "go test -timeout for one package under one mutant (a hang counts as killed)")
 	only := flag.String("pkgs", "", "comma-separated package directories to run (all affected ones when empty); a restricted run is for triage, not a score")
+	table := flag.Bool("table", true, "run the table's mutants")
+	generic := flag.String("generic", "", "comma-separated packages for the generic pass (go-gremlins), after the table; empty: none, all: "+strings.Join(genericPackages, ","))
 	flag.Parse()
-	os.Exit(runAll(*run, *jobs, *timeout, *only))
+	code := 0
+	if *table {
+		code = runAll(*run, *jobs, *timeout, *only)
+	}
+	if *generic != "" {
+		pkgs := genericPackages
+		if *generic != "all" {
+			pkgs = strings.Split(*generic, ",")
+		}
+		root, err := repoRoot()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mutants:", err)
+			os.Exit(2)
+		}
+		code = max(code, runGeneric(root, *jobs, pkgs))
+	}
+	os.Exit(code)
 }
 
 func runAll(pattern string, jobs int, timeout time.Duration, only string) int {
