@@ -420,9 +420,13 @@ func TestUpgradeAndRollback(t *testing.T) {
 		names := []string{"crd/celldfleets.celld.io", "crd/celldreservations.celld.io", "crd/celldbucketpolicies.celld.io"}
 		kubectl(t, append([]string{"delete", "--ignore-not-found", "--wait=false"}, names...)...)
 		releaseOrphanFleets(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		// A CRD deleted while the API server reinitializes its storage (this suite applied the
+		// CRDs moments before) can stay Terminating for minutes: its cleanup fails with
+		// InstanceDeletionFailed "storage is (re)initializing" and is retried with backoff. It
+		// is gone within five minutes; waiting less failed a run on the oldest Kubernetes.
+		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 		defer cancel()
-		if out, err := kubectlCmd(ctx, append([]string{"wait", "--for=delete", "--timeout=150s"}, names...)...); err != nil &&
+		if out, err := kubectlCmd(ctx, append([]string{"wait", "--for=delete", "--timeout=300s"}, names...)...); err != nil &&
 			!strings.Contains(err.Error()+out, "not found") {
 			t.Fatalf("the CRDs are not gone: %v\n%s", err, out)
 		}
