@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -55,5 +57,32 @@ func TestTallyExplainsOnlyTheListedLine(t *testing.T) {
 	// Detected 2 of the 4 that can change behavior.
 	if sc := s.Score(); sc != 50 {
 		t.Errorf("score %.1f, want 50", sc)
+	}
+}
+
+// Every entry of equivalent.txt names a line its file still has: an entry whose line was edited
+// away would explain nothing and hide that the claim was never re-examined.
+func TestEquivalentsNameLinesThatExist(t *testing.T) {
+	text, err := os.ReadFile("equivalent.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq, err := parseEquivalents(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range eq {
+		b, err := os.ReadFile(filepath.Join("..", "..", e.File))
+		if err != nil {
+			t.Errorf("%s: %v", e.File, err)
+			continue
+		}
+		found := false
+		for _, line := range strings.Split(string(b), "\n") {
+			found = found || strings.TrimSpace(line) == e.Source
+		}
+		if !found {
+			t.Errorf("equivalent.txt: %s no longer has the line %q: re-examine the mutant, then update or drop the entry", e.File, e.Source)
+		}
 	}
 }
