@@ -43,7 +43,7 @@ type Observation struct {
 	// PVCs are the claims that carry the fleet's name label, whatever UID they carry, and the
 	// claims named as the fleet's StatefulSet names its claims, whatever labels they carry.
 	PVCs []*corev1.PersistentVolumeClaim
-	// Nodes are every node the operator knows, by name; a member's node missing here is gone.
+	// Nodes are the nodes of the fleet's members, by name; a member's node missing here is gone.
 	Nodes map[string]*corev1.Node
 	// NodesSynced is false until the node cache has synced: a missing node then says nothing.
 	NodesSynced bool

@@ -1,43 +1,104 @@
 package events
 
 import (
+	"fmt"
+	"slices"
 	"sort"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/kinds"
-	"github.com/celld/celld-operator/reservation"
 )
 
-// Store folds events into the latest known state of every object: the in-memory twin of an
-// informer cache. Events may arrive duplicated, reordered or stale: an event older than what the
-// store holds or last deleted under that name (by resourceVersion) is dropped, so folding is
-// idempotent and order-insensitive for any one name.
+// Store folds events into the latest known state of every object: the in-memory twin of the
+// operator's informer caches, one indexer per kind with the same indexes (Indexers), which Gather
+// reads as it reads the informers'. Events may arrive duplicated, reordered or stale: an event
+// older than what the store holds or last deleted under that name (by resourceVersion) is
+// dropped, so folding is idempotent and order-insensitive for any one name.
 type Store struct {
 	now     time.Time
-	objects map[string]map[string]metav1.Object // kind -> namespace/name -> object
-	// seen is the newest resourceVersion folded per kind and name, deletions included: the
+	objects map[kinds.Kind]*index
+	// seen is the newest resourceVersion folded per kind and cache key, deletions included: the
 	// tombstone that keeps a late event from bringing back a deleted or replaced object.
 	seen   map[string]string
 	util   map[FleetKey]*Utilization
 	synced bool
 }
 
-// NewStore returns an empty store. Node observations count as synced once MarkSynced is called.
+var _ Caches = (*Store)(nil)
+
+// NewStore returns an empty store. Its caches count as synced once MarkSynced is called.
 func NewStore() *Store {
-	return &Store{objects: map[string]map[string]metav1.Object{}, seen: map[string]string{}, util: map[FleetKey]*Utilization{}}
+	return &Store{objects: map[kinds.Kind]*index{}, seen: map[string]string{}, util: map[FleetKey]*Utilization{}}
 }
 
-// MarkSynced records that the store holds every node (the informer caches synced).
+// MarkSynced records that the store holds every object (the informer caches synced).
 func (s *Store) MarkSynced() { s.synced = true }
 
 // Now is the time of the latest event folded.
 func (s *Store) Now() time.Time { return s.now }
+
+// Cache is the store's cache of a kind, empty when it holds none. The simulator keeps no
+// ServiceAccounts: their cache is nil, as the operator's is without a metadata client, and the
+// simulator tells a missing one itself.
+func (s *Store) Cache(kind kinds.Kind) Index {
+	if kind == ServiceAccounts {
+		return nil
+	}
+	return s.cache(kind)
+}
+
+// Synced reports whether MarkSynced was called: the store syncs every kind at once.
+func (s *Store) Synced(kinds.Kind) bool { return s.synced }
+
+func (s *Store) cache(kind kinds.Kind) *index {
+	c := s.objects[kind]
+	if c == nil {
+		c = &index{funcs: Indexers(kind), objects: map[string]metav1.Object{}}
+		s.objects[kind] = c
+	}
+	return c
+}
+
+// index is the store's cache of one kind, keyed as the informers' are. A lookup by index scans
+// the kind's objects: the simulator's worlds are small, and a scan has no bookkeeping to get
+// wrong.
+type index struct {
+	funcs   map[string]IndexFunc
+	objects map[string]metav1.Object
+}
+
+// cacheKey is an object's key in a cache: namespace/name, the name alone for a cluster-wide one.
+func cacheKey(o metav1.Object) string {
+	if o.GetNamespace() == "" {
+		return o.GetName()
+	}
+	return o.GetNamespace() + "/" + o.GetName()
+}
+
+func (x *index) GetByKey(key string) (any, bool, error) {
+	o, ok := x.objects[key]
+	return o, ok, nil
+}
+
+func (x *index) ByIndex(name, value string) ([]any, error) {
+	f, ok := x.funcs[name]
+	if !ok {
+		return nil, fmt.Errorf("no index %q", name)
+	}
+	var out []any
+	for _, o := range x.objects {
+		values, err := f(o)
+		if err != nil {
+			return nil, fmt.Errorf("index %q of %s: %w", name, cacheKey(o), err)
+		}
+		if slices.Contains(values, value) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
 
 // Apply folds one event into the store.
 func (s *Store) Apply(ev Event) {
@@ -55,27 +116,24 @@ func (s *Store) Apply(ev Event) {
 	if !ok {
 		return
 	}
-	kind := string(kinds.Of(ev.Object))
-	m := s.objects[kind]
-	if m == nil {
-		m = map[string]metav1.Object{}
-		s.objects[kind] = m
-	}
-	key := o.GetNamespace() + "/" + o.GetName()
+	kind := kinds.Of(ev.Object)
+	c := s.cache(kind)
+	key := cacheKey(o)
 	rv := o.GetResourceVersion()
 	gone := ev.Kind == Gone
-	if last, ok := s.seen[kind+"/"+key]; ok && (newer(last, rv) || (last == rv && !gone)) {
+	seen := string(kind) + "/" + key
+	if last, ok := s.seen[seen]; ok && (newer(last, rv) || (last == rv && !gone)) {
 		return // stale, or a repeat of what the store already folded
 	}
-	s.seen[kind+"/"+key] = rv
+	s.seen[seen] = rv
 	if gone {
-		if old, had := m[key]; had && old.GetUID() != o.GetUID() {
+		if old, had := c.objects[key]; had && old.GetUID() != o.GetUID() {
 			return // a newer object of the same name replaced it already
 		}
-		delete(m, key)
+		delete(c.objects, key)
 		return
 	}
-	m[key] = o
+	c.objects[key] = o
 }
 
 // newer reports whether resource version a is strictly newer than b. Versions are compared as
@@ -90,101 +148,22 @@ func newer(a, b string) bool {
 
 // Fleets lists the keys of the fleets the store holds, sorted by namespace/name.
 func (s *Store) Fleets() []FleetKey {
-	keys := make([]FleetKey, 0, len(s.objects["CelldFleet"]))
-	for _, f := range s.objects["CelldFleet"] {
+	objs := s.cache(kinds.Fleet).objects
+	keys := make([]FleetKey, 0, len(objs))
+	for _, f := range objs {
 		keys = append(keys, KeyOf(f))
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	return keys
 }
 
-// Observe gathers what the store holds about one fleet, the way the operator gathers it from its
-// informer caches.
+// Observe gathers what the store holds about one fleet, as the operator gathers it from its
+// informer caches: by the same Gather.
 func (s *Store) Observe(key FleetKey) *Observation {
-	namespace, name := key.Namespace, key.Name
-	o := &Observation{Now: s.now, Nodes: map[string]*corev1.Node{}, NodesSynced: s.synced, Utilization: s.util[key]}
-	f, _ := s.objects["CelldFleet"][key.String()].(*v1alpha1.CelldFleet)
-	o.Fleet = f
-	for _, n := range s.objects["Node"] {
-		o.Nodes[n.GetName()] = n.(*corev1.Node)
-	}
-	if f == nil {
-		return o
-	}
-	for _, r := range s.objects["CelldReservation"] {
-		res := r.(*v1alpha1.CelldReservation)
-		if reservation.SameBucket(res.Spec.Bucket, f.Spec.Bucket) && MadeByOperator(res) {
-			o.Reservations = append(o.Reservations, res)
-		}
-	}
-	// A reservation under the name the fleet would create that the operator did not make: the
-	// fleet's own cannot be created, and this one is never trusted nor written to.
-	rname := reservation.Name(reservation.IdentityOf(f.Spec.Bucket))
-	if r, ok := s.objects["CelldReservation"][namespace+"/"+rname].(*v1alpha1.CelldReservation); ok && !MadeByOperator(r) {
-		o.Unowned = append(o.Unowned, "CelldReservation/"+rname)
-	}
-	for _, obj := range s.sorted("CelldFleet") {
-		if r := obj.(*v1alpha1.CelldFleet); r.UID != f.UID && reservation.SameBucket(r.Spec.Bucket, f.Spec.Bucket) {
-			o.Rivals = append(o.Rivals, r)
-		}
-	}
-	// The objects under the fleet's derived names, as the operator looks them up: by name, ours
-	// only when the fleet controls them.
-	derived := func(kind, name string) metav1.Object {
-		obj, ok := s.objects[kind][namespace+"/"+name]
-		if !ok {
-			return nil
-		}
-		if !ControlledBy(obj, f.UID) {
-			o.Unowned = append(o.Unowned, kind+"/"+name)
-			return nil
-		}
-		return obj
-	}
-	if sts := derived("StatefulSet", name); sts != nil {
-		o.StatefulSet = sts.(*appsv1.StatefulSet)
-	}
-	if d := derived("Deployment", name); d != nil {
-		o.Deployment = d.(*appsv1.Deployment)
-	}
-	for _, d := range DerivedObjects(f) {
-		if kinds.IsWorkloadKind(kinds.Kind(d.Kind)) {
-			continue // looked up above, whichever the fleet uses
-		}
-		if obj := derived(d.Kind, d.Name); obj != nil {
-			o.Owned = append(o.Owned, obj.(kinds.Object))
-		}
-	}
-	for _, obj := range s.sorted("Pod") {
-		if obj.GetNamespace() == namespace && obj.GetLabels()[LabelFleetUID] == string(f.UID) {
-			o.Pods = append(o.Pods, obj.(*corev1.Pod))
-		}
-	}
-	for _, obj := range s.sorted("PersistentVolumeClaim") {
-		fleet, _, named := ClaimFleet(obj.GetName())
-		if obj.GetNamespace() == namespace && (obj.GetLabels()[LabelInstance] == f.Name || named && fleet == f.Name) {
-			o.PVCs = append(o.PVCs, obj.(*corev1.PersistentVolumeClaim))
-		}
-	}
-	if f.Spec.Storage != nil {
-		o.StorageClassKnown = s.synced
-		if sc, ok := s.objects["StorageClass"]["/"+f.Spec.Storage.StorageClassName].(*storagev1.StorageClass); ok {
-			o.StorageClass = sc
-		}
+	o, err := Gather(s, key, s.now, s.util[key])
+	if err != nil {
+		// The store's indexers answer every lookup; an error is a broken invariant.
+		panic(fmt.Sprintf("gather %s from the store: %v", key, err))
 	}
 	return o
-}
-
-func (s *Store) sorted(kind string) []metav1.Object {
-	m := s.objects[kind]
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]metav1.Object, len(keys))
-	for i, k := range keys {
-		out[i] = m[k]
-	}
-	return out
 }

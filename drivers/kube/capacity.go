@@ -203,7 +203,7 @@ func (s *sampler) sample(ctx context.Context, f *v1alpha1.CelldFleet, now time.T
 	if err != nil {
 		return events.Utilization{}, false, err
 	}
-	pods := indexed[*corev1.Pod](s.inf.Pods.GetIndexer().ByIndex(byFleetUID, string(f.UID)))
+	pods := events.ByIndex[*corev1.Pod](s.inf.Pods.GetIndexer(), events.IndexFleetUID, string(f.UID))
 	u, ok := Utilization(pods, list.Items, now)
 	return u, ok, nil
 }

@@ -98,14 +98,14 @@ func (i *Informers) FleetKeys(obj any) []events.FleetKey {
 	case *v1alpha1.CelldFleet:
 		// Every fleet that names the bucket: one going away, or getting its finalizer, changes
 		// which of them may bind a bucket no reservation holds.
-		keys := i.indexedFleets(byBucket, reservation.IdentityOf(o.Spec.Bucket).Name)
+		keys := i.indexedFleets(events.IndexBucket, reservation.IdentityOf(o.Spec.Bucket).Name)
 		if !slices.Contains(keys, events.KeyOf(o)) {
 			keys = append(keys, events.KeyOf(o))
 		}
 		return keys
 	case *v1alpha1.CelldReservation:
 		// Every fleet that names the bucket: the one it binds, and any it refuses.
-		return i.indexedFleets(byBucket, reservation.IdentityOf(o.Spec.Bucket).Name)
+		return i.indexedFleets(events.IndexBucket, reservation.IdentityOf(o.Spec.Bucket).Name)
 	case *appsv1.StatefulSet, *appsv1.Deployment:
 		m := o.(metav1.Object)
 		if k := ownerFleet(m); len(k) > 0 {
@@ -129,11 +129,11 @@ func (i *Informers) FleetKeys(obj any) []events.FleetKey {
 	case *corev1.Node:
 		return i.fleetsOnNode(o.Name)
 	case *storagev1.StorageClass:
-		return i.indexedFleets(byStorageClass, o.Name)
+		return i.indexedFleets(events.IndexStorageClass, o.Name)
 	case *schedulingv1.PriorityClass:
-		return i.indexedFleets(byPriorityClass, o.Name)
+		return i.indexedFleets(events.IndexPriorityClass, o.Name)
 	case *metav1.PartialObjectMetadata:
-		return i.indexedFleets(byServiceAccount, o.Namespace+"/"+o.Name)
+		return i.indexedFleets(events.IndexServiceAccount, o.Namespace+"/"+o.Name)
 	case metav1.Object:
 		keys := ownerFleet(o)
 		if len(keys) == 0 {
@@ -199,7 +199,7 @@ func (i *Informers) indexedFleets(index, value string) []events.FleetKey {
 // fleetsOnNode are the fleets with a member on the node, found through the Pod cache's node
 // index: a node going away matters only to the fleets it ran members of.
 func (i *Informers) fleetsOnNode(node string) []events.FleetKey {
-	objs, err := i.Pods.GetIndexer().ByIndex(byNode, node)
+	objs, err := i.Pods.GetIndexer().ByIndex(events.IndexNode, node)
 	if err != nil {
 		return nil
 	}

@@ -12,9 +12,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
-	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
@@ -45,14 +42,12 @@ type Informers struct {
 	// owned caches every owned kind of kinds.Table that is not a workload, built from the kind's
 	// API resource alone: a kind added to the table is cached with no code here.
 	owned map[kinds.Kind]cache.SharedIndexInformer
+	// byKind is every cache by its kind, events.ServiceAccounts included when watched.
+	byKind map[kinds.Kind]cache.SharedIndexInformer
 
-	fleetLister  celldlisters.CelldFleetLister
-	stsLister    appslisters.StatefulSetLister
-	deployLister appslisters.DeploymentLister
-	nodeLister   corelisters.NodeLister
-	classLister  storagelisters.StorageClassLister
-	prioLister   schedulinglisters.PriorityClassLister
-	starters     []func(stop <-chan struct{})
+	fleetLister celldlisters.CelldFleetLister
+	stsLister   appslisters.StatefulSetLister
+	starters    []func(stop <-chan struct{})
 
 	reportMu sync.Mutex
 	onReport func(Undecodable)
@@ -140,7 +135,6 @@ func NewInformers(kube kubernetes.Interface, celld versioned.Interface, meta met
 	i.Deployments = perNamespace(namespaces, func(ns string) cache.SharedIndexInformer {
 		return workloads[ns].Apps().V1().Deployments().Informer()
 	})
-	i.deployLister = appslisters.NewDeploymentLister(i.Deployments.GetIndexer())
 	i.Pods = perNamespace(namespaces, func(ns string) cache.SharedIndexInformer { return owned[ns].Core().V1().Pods().Informer() })
 	i.PVCs = perNamespace(namespaces, func(ns string) cache.SharedIndexInformer {
 		return workloads[ns].Core().V1().PersistentVolumeClaims().Informer()
@@ -156,12 +150,12 @@ func NewInformers(kube kubernetes.Interface, celld versioned.Interface, meta met
 	// The largest objects cached, and the least read of: see strip.go.
 	must(i.Pods.SetTransform(stripPod))
 	nodes := cluster.Core().V1().Nodes()
-	i.Nodes, i.nodeLister = nodes.Informer(), nodes.Lister()
+	i.Nodes = nodes.Informer()
 	must(i.Nodes.SetTransform(stripNode))
 	classes := cluster.Storage().V1().StorageClasses()
-	i.StorageClasses, i.classLister = classes.Informer(), classes.Lister()
+	i.StorageClasses = classes.Informer()
 	prio := cluster.Scheduling().V1().PriorityClasses()
-	i.PriorityClasses, i.prioLister = prio.Informer(), prio.Lister()
+	i.PriorityClasses = prio.Informer()
 
 	i.starters = append(i.starters, reservationFactory.Start, cluster.Start)
 	if meta != nil {

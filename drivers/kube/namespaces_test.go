@@ -103,16 +103,16 @@ func TestInformersOfSeveralNamespaces(t *testing.T) {
 		return out
 	}
 	both := []string{"team-a", "team-b"}
-	if got := namespacesOf(i.Fleets.GetIndexer().ByIndex(byBucket, "shared")); !reflect.DeepEqual(got, both) {
+	if got := namespacesOf(i.Fleets.GetIndexer().ByIndex(events.IndexBucket, "shared")); !reflect.DeepEqual(got, both) {
 		t.Errorf("fleets naming the bucket: %v, want %v", got, both)
 	}
 	if got := namespacesOf(i.Fleets.GetIndexer().List(), nil); !reflect.DeepEqual(got, both) {
 		t.Errorf("fleets listed: %v, want %v", got, both)
 	}
-	if got := namespacesOf(i.Pods.GetIndexer().ByIndex(byFleetUID, "uid-"+uidOf("team-c"))); len(got) != 0 {
+	if got := namespacesOf(i.Pods.GetIndexer().ByIndex(events.IndexFleetUID, "uid-"+uidOf("team-c"))); len(got) != 0 {
 		t.Errorf("the third namespace's Pods are cached: %v", got)
 	}
-	if got := namespacesOf(i.Pods.GetIndexer().ByIndex(byFleetUID, "uid-"+uidOf("team-b"))); !reflect.DeepEqual(got, []string{"team-b"}) {
+	if got := namespacesOf(i.Pods.GetIndexer().ByIndex(events.IndexFleetUID, "uid-"+uidOf("team-b"))); !reflect.DeepEqual(got, []string{"team-b"}) {
 		t.Errorf("team-b's member: %v", got)
 	}
 	sets, err := i.stsLister.List(labels.Everything())

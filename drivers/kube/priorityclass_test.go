@@ -2,6 +2,7 @@ package kube
 
 import (
 	"testing"
+	"time"
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +11,7 @@ import (
 
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
 )
 
 // A fleet naming a priority class is told it is missing only once the class cache has synced
@@ -17,12 +19,20 @@ import (
 func TestPriorityClassMissingOnlyWhenKnown(t *testing.T) {
 	kube := kubefake.NewClientset(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "fleet-critical"}, Value: 1000})
 	i := NewInformers(kube, celldfake.NewSimpleClientset(), nil, nil)
-	naming := func(class string) *v1alpha1.CelldFleet {
+	missing := func(class string) bool {
+		t.Helper()
 		f := testFleet(v1alpha1.ProfilePersistentFleet)
 		f.Spec.Pod.PriorityClassName = class
-		return f
+		if err := i.Fleets.GetIndexer().Update(f); err != nil {
+			t.Fatal(err)
+		}
+		o, err := i.Observe(events.KeyOf(f), time.Time{}, nil)
+		if err != nil || o.Fleet == nil {
+			t.Fatalf("observe %s: %v, fleet %v", f.Name, err, o)
+		}
+		return o.PriorityClassMissing
 	}
-	if i.priorityClassMissing(naming("absent")) {
+	if missing("absent") {
 		t.Fatal("a class cache that has not synced proves nothing missing")
 	}
 	stop := make(chan struct{})
@@ -31,9 +41,9 @@ func TestPriorityClassMissingOnlyWhenKnown(t *testing.T) {
 	if !cache.WaitForCacheSync(stop, i.PriorityClasses.HasSynced) {
 		t.Fatal("the class cache never synced")
 	}
-	for class, missing := range map[string]bool{"absent": true, "fleet-critical": false, "": false} {
-		if got := i.priorityClassMissing(naming(class)); got != missing {
-			t.Errorf("priorityClassName %q: missing %t, want %t", class, got, missing)
+	for class, want := range map[string]bool{"absent": true, "fleet-critical": false, "": false} {
+		if got := missing(class); got != want {
+			t.Errorf("priorityClassName %q: missing %t, want %t", class, got, want)
 		}
 	}
 }

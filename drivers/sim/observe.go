@@ -66,7 +66,7 @@ func (c *Cluster) Observe(key events.FleetKey) *events.Observation {
 	o := s.Observe(key)
 	if o != nil {
 		o.Uninstalling = c.uninstalling
-		o.ServiceAccountMissing, o.PriorityClassMissing = c.ServiceAccountMissing(o.Fleet), c.PriorityClassMissing(o.Fleet)
+		o.ServiceAccountMissing = c.ServiceAccountMissing(o.Fleet) // the simulator keeps no ServiceAccount objects
 	}
 	return o
 }

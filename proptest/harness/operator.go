@@ -113,9 +113,10 @@ func (d simDriver) Observe(_ context.Context, key events.FleetKey, now time.Time
 		obs.Now = now
 	}
 	// As drivers/kube does, the CustomResourceDefinition is read fresh, not from a cache. The
-	// simulator keeps no cache of ServiceAccounts and PriorityClasses: they are read as they are.
+	// simulator keeps no ServiceAccount objects, so none reach the store: they are read as they
+	// are. PriorityClasses come through the store, as through the operator's cache.
 	obs.Uninstalling = d.o.c.Uninstalling()
-	obs.ServiceAccountMissing, obs.PriorityClassMissing = d.o.c.ServiceAccountMissing(obs.Fleet), d.o.c.PriorityClassMissing(obs.Fleet)
+	obs.ServiceAccountMissing = d.o.c.ServiceAccountMissing(obs.Fleet)
 	d.o.last = obs
 	return obs, nil
 }
