@@ -52,15 +52,15 @@ func Gather(c Caches, key FleetKey, now time.Time, util *Utilization) (*Observat
 		return o, nil
 	}
 	o.Fleet = f
-	bucket := reservation.IdentityOf(f.Spec.Bucket).Name
-	for _, r := range indexed[*v1alpha1.CelldReservation](c, kinds.Reservation, IndexBucket, bucket) {
+	id := reservation.IdentityOf(f.Spec.Bucket)
+	for _, r := range indexed[*v1alpha1.CelldReservation](c, kinds.Reservation, IndexBucket, id.Name) {
 		if reservation.SameBucket(r.Spec.Bucket, f.Spec.Bucket) && MadeByOperator(r) {
 			o.Reservations = append(o.Reservations, r)
 		}
 	}
 	// A reservation under the name the fleet would create that the operator did not make: the
 	// fleet's own cannot be created, and this one is never trusted nor written to.
-	rname := reservation.Name(reservation.IdentityOf(f.Spec.Bucket))
+	rname := reservation.Name(id)
 	if obj, ok, err := get(c, kinds.Reservation, namespace+"/"+rname); err == nil && ok {
 		if r, isRes := obj.(*v1alpha1.CelldReservation); isRes && !MadeByOperator(r) {
 			o.Unowned = append(o.Unowned, "CelldReservation/"+rname)
@@ -68,7 +68,7 @@ func Gather(c Caches, key FleetKey, now time.Time, util *Utilization) (*Observat
 	}
 	// Only the fleets the caches hold: with --namespace, a rival in another namespace is
 	// unseen, and the reservation alone keeps the bucket.
-	for _, r := range indexed[*v1alpha1.CelldFleet](c, kinds.Fleet, IndexBucket, bucket) {
+	for _, r := range indexed[*v1alpha1.CelldFleet](c, kinds.Fleet, IndexBucket, id.Name) {
 		if r.UID != f.UID && reservation.SameBucket(r.Spec.Bucket, f.Spec.Bucket) {
 			o.Rivals = append(o.Rivals, r)
 		}

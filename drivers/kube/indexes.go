@@ -38,12 +38,7 @@ func (i *Informers) Synced(kind kinds.Kind) bool {
 	return inf != nil && inf.HasSynced()
 }
 
-func (i *Informers) informer(kind kinds.Kind) cache.SharedIndexInformer {
-	if inf := i.byKind[kind]; inf != nil {
-		return inf
-	}
-	return nil // a typed nil (no ServiceAccount cache) would not compare equal to nil
-}
+func (i *Informers) informer(kind kinds.Kind) cache.SharedIndexInformer { return i.byKind[kind] }
 
 // indexKinds maps every kind to its cache, once the caches exist.
 func (i *Informers) indexKinds() {
