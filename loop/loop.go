@@ -47,6 +47,12 @@ type Overlayer interface {
 	Overlay(key events.FleetKey, f *v1alpha1.CelldFleet, cachedRV string) (*v1alpha1.CelldFleet, uint64)
 }
 
+// Forgetter is a Driver that holds something of each fleet: the loop tells it of a fleet that
+// is gone.
+type Forgetter interface {
+	Forget(key events.FleetKey)
+}
+
 // Target is the fleet a sync's actions are about.
 type Target struct {
 	Fleet *v1alpha1.CelldFleet
@@ -310,6 +316,9 @@ func (l *Loop) forget(key events.FleetKey) {
 	l.mu.Lock()
 	delete(l.machines, key)
 	l.mu.Unlock()
+	if f, ok := l.driver.(Forgetter); ok {
+		f.Forget(key)
+	}
 	if l.hooks.Forgot != nil {
 		l.hooks.Forgot(key)
 	}

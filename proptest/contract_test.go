@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/proptest/harness"
 	"github.com/celld/celld-operator/proptest/judge"
 
@@ -81,16 +82,17 @@ func TestContract(t *testing.T) {
 	}
 }
 
-// coverage sums, over the sequences of a run, what each clause judged and how often each fault
-// kind occurred.
+// coverage sums, over the sequences of a run, what each clause judged, how often each fault
+// kind occurred and each of the status writer's paths was taken.
 type coverage struct {
 	mu      sync.Mutex
 	clauses map[string]int
 	extra   map[string]int
 	faults  map[string]int
+	paths   map[string]int
 }
 
-var cover = &coverage{clauses: map[string]int{}, extra: map[string]int{}, faults: map[string]int{}}
+var cover = &coverage{clauses: map[string]int{}, extra: map[string]int{}, faults: map[string]int{}, paths: map[string]int{}}
 
 func (c *coverage) add(w *harness.World) {
 	c.mu.Lock()
@@ -104,10 +106,13 @@ func (c *coverage) add(w *harness.World) {
 	for k, n := range w.Faults {
 		c.faults[k] += n
 	}
+	for k, n := range w.Op.StatusPaths() {
+		c.paths[k] += n
+	}
 }
 
-// table prints one line per clause and fault kind, "coverage: clause|fault <count> <name>", so
-// hack/fuzz.sh can sum the workers' tables.
+// table prints one line per clause, fault kind and status writer path, "coverage:
+// clause|judged|fault|path <count> <name>", so hack/fuzz.sh can sum the workers' tables.
 func (c *coverage) table() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -120,6 +125,9 @@ func (c *coverage) table() string {
 	}
 	for _, k := range harness.FaultKinds {
 		fmt.Fprintf(&b, "coverage: fault  %9d  %s\n", c.faults[k], k)
+	}
+	for _, k := range loop.StatusPaths {
+		fmt.Fprintf(&b, "coverage: path   %9d  %s\n", c.paths[k], k)
 	}
 	return b.String()
 }
@@ -141,6 +149,11 @@ func (c *coverage) missing() []string {
 	for _, k := range harness.FaultKinds {
 		if c.faults[k] == 0 {
 			out = append(out, "fault "+k)
+		}
+	}
+	for _, k := range loop.StatusPaths {
+		if c.paths[k] == 0 {
+			out = append(out, "path "+k)
 		}
 	}
 	return out

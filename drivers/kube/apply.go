@@ -734,12 +734,12 @@ func (ap *Applier) deleteDisk(ctx context.Context, t *Target, a machine.Action) 
 
 // publishStatus writes the status now, and keeps the answer as the sync's fleet so a later write
 // of the same sync carries its resourceVersion. The controller does not wait on it: its driver
-// hands the status to its statusWriter.
+// hands the status to its loop.StatusWriter.
 func (ap *Applier) publishStatus(ctx context.Context, t *Target, a machine.Action) error {
 	if a.Status == nil {
 		return fmt.Errorf("status %s: no status", a.Key)
 	}
-	got, err := ap.writeStatus(ctx, t.Fleet.Namespace, t.Fleet.Name, t.Fleet.UID, a.Status)
+	got, err := ap.writeStatus(ctx, events.KeyOf(t.Fleet), t.Fleet.UID, a.Status)
 	if err != nil {
 		return fmt.Errorf("status %s: %w", a.Key, err)
 	}
@@ -749,9 +749,9 @@ func (ap *Applier) publishStatus(ctx context.Context, t *Target, a machine.Actio
 	return nil
 }
 
-// writeStatus replaces the status of the fleet namespace/name with st, and returns the server's
+// writeStatus replaces the status of the fleet at key with st, and returns the server's
 // answer; nil and no error when the fleet is gone (nobody reads its status).
-func (ap *Applier) writeStatus(ctx context.Context, namespace, name string, uid types.UID, st *v1alpha1.CelldFleetStatus) (*v1alpha1.CelldFleet, error) {
+func (ap *Applier) writeStatus(ctx context.Context, key events.FleetKey, uid types.UID, st *v1alpha1.CelldFleetStatus) (*v1alpha1.CelldFleet, error) {
 	// The status is rebuilt from observation on every pass, so it replaces whatever is there
 	// without a resourceVersion precondition (which would conflict with the operator's own
 	// previous write whenever the cache lags it); the UID test keeps it off a fleet recreated
@@ -763,7 +763,7 @@ func (ap *Applier) writeStatus(ctx context.Context, namespace, name string, uid 
 	if err != nil {
 		return nil, err
 	}
-	got, err := ap.status().CelldV1alpha1().CelldFleets(namespace).Patch(ctx, name, types.JSONPatchType, body,
+	got, err := ap.status().CelldV1alpha1().CelldFleets(key.Namespace).Patch(ctx, key.Name, types.JSONPatchType, body,
 		metav1.PatchOptions{FieldManager: FieldManager}, "status")
 	if apierrors.IsNotFound(err) {
 		return nil, nil

@@ -17,7 +17,6 @@ import (
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
 	celldlisters "github.com/celld/celld-operator/api/generated/listers/celld/v1alpha1"
-	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
@@ -87,7 +86,7 @@ type Controller struct {
 
 	loop *loop.Loop
 	// statuses writes the fleets' status apart from the syncs that decide it.
-	statuses *statusWriter
+	statuses *loop.StatusWriter
 
 	mu sync.Mutex
 	// eventAt is when an informer event first enqueued a key not yet synced, for the
@@ -131,25 +130,22 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 	}
 	ctl.ap.Healed = func(reason string) { ctl.metrics.heals.WithLabelValues(reason).Inc() }
 	opts.Metrics.leader.watch(opts.Leadership)
-	ctl.statuses = newStatusWriter()
-	ctl.statuses.send = ctl.ap.writeStatus
-	ctl.statuses.cachedRV = func(key events.FleetKey) string {
-		ns, name := key.Namespace, key.Name
-		f, err := inf.fleetLister.CelldFleets(ns).Get(name)
+	ctl.statuses = loop.NewStatusWriter(ctl.ap.writeStatus, func(key events.FleetKey) string {
+		f, err := inf.fleetLister.CelldFleets(key.Namespace).Get(key.Name)
 		if err != nil {
 			return ""
 		}
 		return f.ResourceVersion
-	}
-	ctl.statuses.written = func(lag time.Duration) { opts.Metrics.statusLag.Observe(lag.Seconds()) }
-	ctl.statuses.failed = func(key events.FleetKey, err error) {
+	})
+	ctl.statuses.Written = func(lag time.Duration) { opts.Metrics.statusLag.Observe(lag.Seconds()) }
+	ctl.statuses.Failed = func(key events.FleetKey, err error) {
 		ns, name := key.Namespace, key.Name
 		opts.Metrics.actions.WithLabelValues(string(machine.PublishStatus), "error").Inc()
 		ctl.log.Error().Err(err).Str("namespace", ns).Str("fleet", name).Str("action", string(machine.PublishStatus)).
 			Msg("status write failed; requeued")
 		ctl.queue.AddRateLimited(key)
 	}
-	ctl.loop = loop.New(driver{c: ctl, applierSender: applierSender{ctl.ap}}, opts.Log, ctl.hooks())
+	ctl.loop = loop.New(ctl.statuses.Wrap(driver{c: ctl, applierSender: applierSender{ctl.ap}}), opts.Log, ctl.hooks())
 	ctl.sampler = &sampler{metrics: c.Metrics, discovery: c.Discovery, inf: ctl.inf, util: ctl.util,
 		enqueue: ctl.queue.Add, log: opts.Log, counts: opts.Metrics.utilizationGet, gauges: opts.Metrics.capacity}
 	ctl.inf.OnUndecodable(ctl.undecodable)
@@ -195,13 +191,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	wg.Go(func() { c.resync(ctx) })
 	wg.Go(func() { c.sampler.run(ctx, c.opts.CapacityInterval) })
 	var writers sync.WaitGroup
-	writers.Go(func() { c.statuses.run(statusWorkers(c.opts.Workers), c.bindWrite(ctx)) })
+	writers.Go(func() { c.statuses.Run(statusWorkers(c.opts.Workers), c.bindWrite(ctx)) })
 	<-ctx.Done()
 	c.log.Info().Msg("shutting down: finishing the syncs in flight")
 	c.queue.ShutDown()
 	wg.Wait()
 	// The statuses the last syncs handed over are written before the writers stop.
-	c.statuses.stop()
+	c.statuses.Stop()
 	writers.Wait()
 	c.log.Info().Msg("workers stopped")
 	return nil
@@ -339,7 +335,6 @@ func (c *Controller) hooks() loop.Hooks {
 			c.metrics.fleets.drop(key)
 			c.metrics.capacity.forget(key)
 			c.util.drop(key)
-			c.statuses.forget(key)
 		},
 	}
 }
@@ -348,20 +343,6 @@ func (c *Controller) hooks() loop.Hooks {
 type driver struct {
 	c *Controller
 	applierSender
-}
-
-// Do hands a status to the status writer, and sends every other action itself.
-func (d driver) Do(ctx context.Context, t *Target, a machine.Action) error {
-	if a.Kind == machine.PublishStatus && a.Status != nil {
-		d.c.statuses.put(events.KeyOf(t.Fleet), t.Fleet, &t.Fleet.Status, a.Status)
-		return nil
-	}
-	return d.applierSender.Do(ctx, t, a)
-}
-
-// Overlay shows the fleet with the status the writer has yet to write, or the caches to show.
-func (d driver) Overlay(key events.FleetKey, f *v1alpha1.CelldFleet, cachedRV string) (*v1alpha1.CelldFleet, uint64) {
-	return d.c.statuses.overlay(key, f, cachedRV)
 }
 
 func (d driver) Observe(ctx context.Context, key events.FleetKey, now time.Time) (*events.Observation, error) {

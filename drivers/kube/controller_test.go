@@ -152,7 +152,7 @@ func TestUtilization(t *testing.T) {
 // syncAndWrite is one sync, then the status writes it handed over, on the test's goroutine.
 func (c *Controller) syncAndWrite(ctx context.Context, key events.FleetKey) error {
 	err := c.Sync(ctx, key)
-	c.statuses.drain(ctx)
+	drainStatuses(ctx, c.statuses)
 	return err
 }
 

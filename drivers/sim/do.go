@@ -342,6 +342,12 @@ func (c *Cluster) doPublishStatus(a machine.Action, req *Request) error {
 	if f == nil {
 		return nil
 	}
+	if a.UID != "" && f.UID != a.UID {
+		// As the operator's JSON patch's test of metadata.uid fails on a fleet recreated under
+		// the name.
+		return invalid(f, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), f.UID,
+			"the status is of fleet "+string(a.UID))})
+	}
 	next := f.DeepCopy()
 	next.Status = *a.Status.DeepCopy()
 	req.Status = a.Status.DeepCopy()

@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/kinds"
@@ -167,6 +168,23 @@ func TestPublishStatusWritesOnlyStatusAndOnlyWhenItChanges(t *testing.T) {
 	mustEqual(t, "events", len(c.Events()), 1)
 	must(t, c.Do(machine.Action{Kind: machine.Requeue, Key: "rq", After: time.Minute}))
 	mustEqual(t, "requests", len(c.Requests()), 3)
+}
+
+// TestPublishStatusOfAnotherFleetIsRefused: a status written for a fleet's UID never lands on a
+// fleet recreated under its name (the operator's patch tests metadata.uid).
+func TestPublishStatusOfAnotherFleetIsRefused(t *testing.T) {
+	c := newCluster(t, 1, Options{})
+	f := newFleet(t, c, "alpha", v1alpha1.ProfileBucket)
+	st := &v1alpha1.CelldFleetStatus{State: v1alpha1.StateSteady, ObservedGeneration: 1}
+	publish := func(uid types.UID) error {
+		return c.Do(machine.Action{Kind: machine.PublishStatus, Key: "status", Ref: kinds.Ref{Namespace: ns, Name: f.Name}, UID: uid, Status: st})
+	}
+	if err := publish("uid-of-the-fleet-before"); !apierrors.IsInvalid(err) {
+		t.Fatalf("a status for another UID: %v, want Invalid", err)
+	}
+	mustEqual(t, "state after the refusal", c.Fleet(ns, f.Name).Status.State, v1alpha1.FleetState(""))
+	must(t, publish(f.UID))
+	mustEqual(t, "state", c.Fleet(ns, f.Name).Status.State, v1alpha1.StateSteady)
 }
 
 func TestUserUpdatesFollowTheCRDRules(t *testing.T) {

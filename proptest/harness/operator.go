@@ -11,20 +11,31 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
 
 	"github.com/celld/celld-operator/drivers/sim"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
 )
 
 // Operator is the production loop with the simulator as its driver: an event store in place of
 // informer caches, the cluster's truth for the premises' fresh reads, and the cluster's request
-// handling for the actions.
+// handling for the actions. Statuses go through the operator's own status writer, written when
+// the world says (WriteStatuses), so a sync may observe its fleet with a status on its way.
 type Operator struct {
-	c     *sim.Cluster
-	store *events.Store
-	loop  *loop.Loop
+	c        *sim.Cluster
+	store    *events.Store
+	loop     *loop.Loop
+	statuses *loop.StatusWriter
+	// retired sums the paths of the status writers of processes restarted since.
+	retired map[string]int
+	// held are status writes sent whose answers have not come back, each with the round it comes
+	// back after.
+	held []heldAnswer
 	// Trace receives one line per decision that did something; nil discards.
 	Trace func(line string)
 	// PremiseRefusals counts the actions the loop refused because a fresh read contradicted the
@@ -48,7 +59,19 @@ func NewOperator(c *sim.Cluster) *Operator {
 func (o *Operator) Restart(c *sim.Cluster) {
 	o.c = c
 	o.store = events.NewStore()
-	o.loop = loop.New(simDriver{o}, zerolog.Nop(), loop.Hooks{Acted: o.acted})
+	if o.statuses != nil {
+		// What the old process had yet to write is lost with it.
+		if o.retired == nil {
+			o.retired = map[string]int{}
+		}
+		for k, n := range o.statuses.Paths() {
+			o.retired[k] += n
+		}
+	}
+	o.held = nil // sent, and their answers lost with the process
+	o.statuses = loop.NewStatusWriter(o.sendStatus, o.cachedRV)
+	o.statuses.Failed = func(events.FleetKey, error) { o.Failures++ }
+	o.loop = loop.New(o.statuses.Wrap(simDriver{o}), zerolog.Nop(), loop.Hooks{Acted: o.acted})
 	for _, ev := range c.Resync() {
 		o.store.Apply(ev)
 	}
@@ -63,6 +86,78 @@ func (o *Operator) acted(_ events.FleetKey, _ machine.Action, err error) {
 	default:
 		o.Failures++
 	}
+}
+
+// sendStatus writes a status as the API server does: the answer is the fleet as stored, nil when
+// it is gone.
+func (o *Operator) sendStatus(_ context.Context, key events.FleetKey, uid types.UID, st *v1alpha1.CelldFleetStatus) (*v1alpha1.CelldFleet, error) {
+	a := machine.Action{Kind: machine.PublishStatus, Key: "status/" + key.String(),
+		Ref: kinds.Ref{Kind: kinds.Fleet, Namespace: key.Namespace, Name: key.Name}, UID: uid, Status: st}
+	if err := o.c.Do(a); err != nil {
+		return nil, err
+	}
+	if f := o.c.Fleet(key.Namespace, key.Name); f != nil && f.UID == uid {
+		return f, nil
+	}
+	return nil, nil
+}
+
+// cachedRV is the resourceVersion the operator's cache shows of a fleet.
+func (o *Operator) cachedRV(key events.FleetKey) string {
+	if f := o.store.Observe(key).Fleet; f != nil {
+		return f.ResourceVersion
+	}
+	return ""
+}
+
+// WriteStatuses writes n of the statuses waiting, the most urgent first; n < 0 writes them all.
+func (o *Operator) WriteStatuses(n int) {
+	for ; n != 0 && o.statuses.WriteNext(context.Background()); n-- {
+	}
+}
+
+// heldAnswer is a status write in flight: sent, its answer on its way.
+type heldAnswer struct {
+	answer func()
+	until  int
+}
+
+// HoldStatuses sends n of the statuses waiting, the most urgent first, and holds their answers
+// until round until: the writes are in flight meanwhile, one per fleet at most.
+func (o *Operator) HoldStatuses(n, until int) {
+	for ; n > 0; n-- {
+		answer, ok := o.statuses.SendNext(context.Background())
+		if !ok {
+			return
+		}
+		o.held = append(o.held, heldAnswer{answer: answer, until: until})
+	}
+}
+
+// AnswerStatuses lets the answers held until round or before come back (all of them with round
+// < 0), oldest first.
+func (o *Operator) AnswerStatuses(round int) {
+	var keep []heldAnswer
+	for _, h := range o.held {
+		if round >= 0 && h.until > round {
+			keep = append(keep, h)
+			continue
+		}
+		h.answer()
+	}
+	o.held = keep
+}
+
+// StatusesWaiting counts the fleets whose status waits to be written.
+func (o *Operator) StatusesWaiting() int { return o.statuses.Waiting() }
+
+// StatusPaths counts the status writers' paths taken, over restarts.
+func (o *Operator) StatusPaths() map[string]int {
+	out := o.statuses.Paths()
+	for k, n := range o.retired {
+		out[k] += n
+	}
+	return out
 }
 
 // Feed folds observed events into the operator's caches.
@@ -132,7 +227,7 @@ func (d simDriver) Do(_ context.Context, t *loop.Target, a machine.Action) error
 		return err
 	}
 	switch a.Kind {
-	case machine.PublishStatus, machine.AddFinalizer, machine.RemoveFinalizer:
+	case machine.AddFinalizer, machine.RemoveFinalizer:
 		if f := d.o.c.Fleet(a.Namespace, a.Name); f != nil && t.Fleet != nil && f.UID == t.Fleet.UID {
 			t.Fleet = f
 		}

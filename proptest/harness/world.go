@@ -130,6 +130,7 @@ func (w *World) Step(n int) error {
 			w.Restart()
 		}
 		passes := w.Op.Sync(w.C)
+		w.writeStatuses()
 		w.controllers()
 		w.observeFaults()
 		if err := w.Check.After(passes); err != nil {
@@ -140,6 +141,32 @@ func (w *World) Step(n int) error {
 }
 
 func (w *World) quiet() bool { return w.calm || !w.Adversarial }
+
+// writeStatuses runs the operator's status writer: every status waiting once faults stopped;
+// otherwise, often, only some of them (most urgent first) or none, or some sent with their
+// answers held back for rounds (a slow API server), so that the next syncs observe their fleets
+// with a status on its way, hand over newer ones that replace those not yet sent or wait behind
+// their fleet's write in flight, and decide on answers the watch has not delivered yet.
+func (w *World) writeStatuses() {
+	if w.quiet() {
+		w.Op.AnswerStatuses(-1)
+		w.Op.WriteStatuses(-1)
+		return
+	}
+	w.Op.AnswerStatuses(w.rounds)
+	switch w.rng.IntN(4) {
+	case 0, 1:
+		w.Op.WriteStatuses(-1)
+	case 2:
+		w.Op.WriteStatuses(w.rng.IntN(w.Op.StatusesWaiting() + 1))
+	default:
+		hold := 1 + w.rng.IntN(8)
+		if w.rng.IntN(8) == 0 {
+			hold = 10 + w.rng.IntN(40)
+		}
+		w.Op.HoldStatuses(1+w.rng.IntN(w.Op.StatusesWaiting()+1), w.rounds+hold)
+	}
+}
 
 // controllers runs the cluster's controllers: to a fixed point once faults stopped, otherwise a
 // random number of steps, often none.

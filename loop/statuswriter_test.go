@@ -1,4 +1,4 @@
-package kube
+package loop
 
 import (
 	"context"
@@ -9,20 +9,11 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/rs/zerolog"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	kubefake "k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
 
-	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/loop"
-	"github.com/celld/celld-operator/machine"
 )
 
 // fakeStatusServer answers the writer's status writes: each one gets the next resourceVersion.
@@ -44,19 +35,16 @@ func newFakeStatusServer() *fakeStatusServer {
 	return &fakeStatusServer{rv: 100, fail: map[string]bool{}, gone: map[string]bool{}, inFlight: map[string]int{}, most: map[string]int{}, cached: map[string]string{}}
 }
 
-func (s *fakeStatusServer) writer() *statusWriter {
-	w := newStatusWriter()
-	w.send = s.send
-	w.cachedRV = func(k events.FleetKey) string {
+func (s *fakeStatusServer) writer() *StatusWriter {
+	return NewStatusWriter(s.send, func(k events.FleetKey) string {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.cached[k.String()]
-	}
-	return w
+	})
 }
 
-func (s *fakeStatusServer) send(ctx context.Context, ns, name string, uid types.UID, st *v1alpha1.CelldFleetStatus) (*v1alpha1.CelldFleet, error) {
-	key := ns + "/" + name
+func (s *fakeStatusServer) send(ctx context.Context, k events.FleetKey, uid types.UID, st *v1alpha1.CelldFleetStatus) (*v1alpha1.CelldFleet, error) {
+	key, ns, name := k.String(), k.Namespace, k.Name
 	s.mu.Lock()
 	s.inFlight[key]++
 	s.most[key] = max(s.most[key], s.inFlight[key])
@@ -80,10 +68,10 @@ func (s *fakeStatusServer) send(ctx context.Context, ns, name string, uid types.
 }
 
 // start runs w's workers, always leading, until w stops; the channel closes when they returned.
-func (s *fakeStatusServer) start(w *statusWriter, workers int) <-chan struct{} {
+func (s *fakeStatusServer) start(w *StatusWriter, workers int) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
-		w.run(workers, func() (context.Context, context.CancelFunc, bool) { return context.Background(), func() {}, true })
+		w.Run(workers, func() (context.Context, context.CancelFunc, bool) { return context.Background(), func() {}, true })
 		close(done)
 	}()
 	return done
@@ -130,12 +118,12 @@ func TestStatusWriterSendsTheLatestOnly(t *testing.T) {
 	s := newFakeStatusServer()
 	w := s.writer()
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	w.now = func() time.Time { return now }
+	w.Now = func() time.Time { return now }
 	var lags []time.Duration
-	w.written = func(lag time.Duration) { lags = append(lags, lag) }
+	w.Written = func(lag time.Duration) { lags = append(lags, lag) }
 	f := fleetNamed("alpha")
 	for n := int32(4); n <= 6; n++ {
-		w.put(key("team", "alpha"), f, &f.Status, progress(f, n))
+		w.Put(key("team", "alpha"), f, &f.Status, progress(f, n))
 		now = now.Add(time.Second)
 	}
 	now = now.Add(2 * time.Second)
@@ -148,7 +136,7 @@ func TestStatusWriterSendsTheLatestOnly(t *testing.T) {
 		t.Errorf("lags %v, want one of 5s", lags)
 	}
 	// The next one's lag starts at its own hand-over.
-	w.put(key("team", "alpha"), f, &f.Status, progress(f, 7))
+	w.Put(key("team", "alpha"), f, &f.Status, progress(f, 7))
 	now = now.Add(time.Second)
 	w.drain(context.Background())
 	if len(lags) != 2 || lags[1] != time.Second {
@@ -160,11 +148,11 @@ func TestStatusWriterPutsWhatReadersActOnFirst(t *testing.T) {
 	s := newFakeStatusServer()
 	w := s.writer()
 	a, b, c := fleetNamed("a"), fleetNamed("b"), fleetNamed("c")
-	w.put(key("team", "a"), a, &a.Status, progress(a, 4))
-	w.put(key("team", "b"), b, &b.Status, progress(b, 4))
-	w.put(key("team", "c"), c, &c.Status, arrival(c, 4))
+	w.Put(key("team", "a"), a, &a.Status, progress(a, 4))
+	w.Put(key("team", "b"), b, &b.Status, progress(b, 4))
+	w.Put(key("team", "c"), c, &c.Status, arrival(c, 4))
 	// b's next status arrives while its progress waits: it moves ahead of a's.
-	w.put(key("team", "b"), b, &b.Status, arrival(b, 5))
+	w.Put(key("team", "b"), b, &b.Status, arrival(b, 5))
 	w.drain(context.Background())
 	if got, want := s.sentList(), "team/c=4 team/b=5 team/a=4"; got != want {
 		t.Errorf("sent %q; want %q: the arrivals first, in the order they came, then the progress", got, want)
@@ -177,20 +165,20 @@ func TestStatusWriterHasOneWriteInFlightPerFleet(t *testing.T) {
 	w := s.writer()
 	f := fleetNamed("alpha")
 	done := s.start(w, 4)
-	w.put(key("team", "alpha"), f, &f.Status, progress(f, 4))
+	w.Put(key("team", "alpha"), f, &f.Status, progress(f, 4))
 	s.waitInFlight(t, "team/alpha")
 	// While it is in flight the fleet shows it, and newer ones replace each other.
 	if got := shown(w, key("team", "alpha"), f, "10").Status.Members.Current; got != 4 {
 		t.Errorf("overlay during the write shows %d members, want the status being written (4)", got)
 	}
-	w.put(key("team", "alpha"), f, &f.Status, progress(f, 5))
-	w.put(key("team", "alpha"), f, &f.Status, progress(f, 6))
+	w.Put(key("team", "alpha"), f, &f.Status, progress(f, 5))
+	w.Put(key("team", "alpha"), f, &f.Status, progress(f, 6))
 	if got := shown(w, key("team", "alpha"), f, "10").Status.Members.Current; got != 6 {
 		t.Errorf("overlay shows %d members, want the latest handed over (6)", got)
 	}
 	time.Sleep(20 * time.Millisecond) // room for a second worker to take the fleet, wrongly
 	close(s.block)
-	w.stop()
+	w.Stop()
 	<-done
 	if got := s.sentList(); got != "team/alpha=4 team/alpha=6" {
 		t.Errorf("sent %q; want the one in flight, then the latest: team/alpha=4 team/alpha=6", got)
@@ -207,7 +195,7 @@ func TestStatusWriterOverlay(t *testing.T) {
 	if got := shown(w, key("team", "alpha"), f, "10"); got != f {
 		t.Error("with nothing handed over, the overlay is not the fleet itself")
 	}
-	w.put(key("team", "alpha"), f, &f.Status, progress(f, 4))
+	w.Put(key("team", "alpha"), f, &f.Status, progress(f, 4))
 	got := shown(w, key("team", "alpha"), f, "10")
 	if got.Status.Members.Current != 4 || f.Status.Members.Current != 3 {
 		t.Errorf("overlay of a waiting status: %d members (fleet left at %d); want 4, the fleet untouched", got.Status.Members.Current, f.Status.Members.Current)
@@ -239,7 +227,7 @@ func TestStatusWriterOverlay(t *testing.T) {
 	}
 
 	// The caches already show the answer when it comes: nothing is kept.
-	w.put(key("team", "alpha"), f, &f.Status, progress(f, 5))
+	w.Put(key("team", "alpha"), f, &f.Status, progress(f, 5))
 	s.cached["team/alpha"] = fmt.Sprint(s.rv + 1)
 	w.drain(context.Background())
 	if shown(w, key("team", "alpha"), f, "10") != f {
@@ -251,12 +239,12 @@ func TestStatusWriterFailure(t *testing.T) {
 	s := newFakeStatusServer()
 	w := s.writer()
 	var failed []string
-	w.failed = func(k events.FleetKey, err error) { failed = append(failed, k.String()) }
+	w.Failed = func(k events.FleetKey, err error) { failed = append(failed, k.String()) }
 	f, g := fleetNamed("alpha"), fleetNamed("gone")
 	s.fail["team/alpha"], s.gone["team/gone"] = true, true
 	s.cached["team/alpha"], s.cached["team/gone"] = "10", "10"
-	w.put(key("team", "alpha"), f, &f.Status, progress(f, 4))
-	w.put(key("team", "gone"), g, &g.Status, progress(g, 4))
+	w.Put(key("team", "alpha"), f, &f.Status, progress(f, 4))
+	w.Put(key("team", "gone"), g, &g.Status, progress(g, 4))
 	w.drain(context.Background())
 	if strings.Join(failed, " ") != "team/alpha" {
 		t.Errorf("failed told of %q; want the refused write (team/alpha) only, not the gone fleet's", failed)
@@ -278,8 +266,8 @@ func TestStatusWriterForget(t *testing.T) {
 	s := newFakeStatusServer()
 	w := s.writer()
 	f := fleetNamed("alpha")
-	w.put(key("team", "alpha"), f, &f.Status, progress(f, 4))
-	w.forget(key("team", "alpha"))
+	w.Put(key("team", "alpha"), f, &f.Status, progress(f, 4))
+	w.Forget(key("team", "alpha"))
 	w.drain(context.Background())
 	if got := s.sentList(); got != "" {
 		t.Errorf("sent %q for a forgotten fleet", got)
@@ -293,154 +281,11 @@ func TestStatusWriterNotLeading(t *testing.T) {
 	s := newFakeStatusServer()
 	w := s.writer()
 	f := fleetNamed("alpha")
-	w.put(key("team", "alpha"), f, &f.Status, progress(f, 4))
-	w.stop()
-	w.run(2, func() (context.Context, context.CancelFunc, bool) { return context.Background(), func() {}, false })
+	w.Put(key("team", "alpha"), f, &f.Status, progress(f, 4))
+	w.Stop()
+	w.Run(2, func() (context.Context, context.CancelFunc, bool) { return context.Background(), func() {}, false })
 	if got := s.sentList(); got != "" {
 		t.Errorf("a replica that does not lead sent %q", got)
-	}
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !ok(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// TestSyncDoesNotWaitForTheStatus: with the API server holding a fleet's status write, the
-// fleet's syncs go on, and a sync that observes the fleet while its status is on its way asks for
-// no second write.
-func TestSyncDoesNotWaitForTheStatus(t *testing.T) {
-	f := testFleet(v1alpha1.ProfileBucket)
-	kube, celld := kubefake.NewClientset(), celldfake.NewSimpleClientset(f.DeepCopy())
-	release := make(chan struct{})
-	var statusWrites int
-	var mu sync.Mutex
-	ctl := startedController(t, kube, celld, behind(celld), func() (bool, runtime.Object, error) {
-		mu.Lock()
-		statusWrites++
-		mu.Unlock()
-		<-release
-		return false, nil, nil
-	})
-	// The first sync provisions (its history write is the status client's too) and hands its
-	// status over; then the writers start, and the API server holds the write.
-	first := make(chan error, 1)
-	go func() { first <- ctl.Sync(context.Background(), key("team", "alpha")) }()
-	select {
-	case err := <-first:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		close(release)
-		t.Fatal("the sync waited for its own status write")
-	}
-	if n := ctl.statuses.pending(); n != 1 {
-		t.Fatalf("%d fleets with a status handed over, want 1", n)
-	}
-	waitFor(t, "the caches to show what the sync wrote", func() bool {
-		_, ok, _ := ctl.inf.Deployments.GetIndexer().GetByKey("team/alpha")
-		return ok
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	writers := make(chan struct{})
-	go func() {
-		ctl.statuses.run(2, ctl.bindWrite(ctx))
-		close(writers)
-	}()
-	defer func() {
-		close(release)
-		cancel()
-		ctl.statuses.stop()
-		<-writers
-	}()
-	waitFor(t, "the status write in flight", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return statusWrites == 1
-	})
-	synced := make(chan error, 1)
-	go func() { synced <- ctl.Sync(context.Background(), key("team", "alpha")) }()
-	select {
-	case err := <-synced:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a sync waited for a status write the API server held")
-	}
-	ctl.statuses.mu.Lock()
-	e := ctl.statuses.entries[key("team", "alpha")]
-	ctl.statuses.mu.Unlock()
-	if e == nil || e.sending == nil {
-		t.Fatal("the status write in flight is not held")
-	}
-	if e.next != nil {
-		t.Errorf("the second sync asked for another status write while the first was in flight: %+v", e.next)
-	}
-}
-
-// TestFailedStatusWriteIsRequeued: a status write the API server refuses is counted, and its
-// fleet synced again, which observes the status missing and asks for it again.
-func TestFailedStatusWriteIsRequeued(t *testing.T) {
-	f := testFleet(v1alpha1.ProfileBucket)
-	kube, celld := kubefake.NewClientset(), celldfake.NewSimpleClientset(f.DeepCopy())
-	ctl := startedController(t, kube, celld, behind(celld), func() (bool, runtime.Object, error) {
-		return true, nil, errors.New("etcd is unavailable")
-	})
-	ctx := context.Background()
-	// Every status at once, so that a sync after the caches caught up has nothing to do.
-	defer func(d time.Duration) { machine.ProgressInterval = d }(machine.ProgressInterval)
-	machine.ProgressInterval = 0
-	if err := ctl.Sync(ctx, key("team", "alpha")); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the caches to show what the sync wrote", func() bool {
-		_, workload, _ := ctl.inf.Deployments.GetIndexer().GetByKey("team/alpha")
-		o, _, _ := ctl.inf.Fleets.GetIndexer().GetByKey("team/alpha")
-		fleet, _ := o.(*v1alpha1.CelldFleet)
-		return workload && fleet != nil && len(fleet.Finalizers) > 0 && len(ctl.inf.Reservations.GetIndexer().List()) > 0
-	})
-	// Decided on while the status is on its way: the fleet as it will be; the second time,
-	// nothing to do (the machine keeps that decision for as long as the view is the same).
-	var last loop.Result
-	for range 2 {
-		res, err := ctl.loop.Sync(ctx, key("team", "alpha"), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		last = res
-	}
-	if n := len(last.Decision.Actions); n != 0 {
-		t.Fatalf("the second sync while the status is on its way decided %d actions, want none: %+v", n, last.Decision.Actions)
-	}
-	if n := ctl.statuses.pending(); n != 1 {
-		t.Fatalf("%d fleets with a status on its way, want 1", n)
-	}
-	ctl.statuses.drain(ctx)
-	var m dto.Metric
-	if err := ctl.metrics.actions.WithLabelValues("PublishStatus", "error").Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	if n := m.GetCounter().GetValue(); n != 1 {
-		t.Errorf("actions{PublishStatus,error} = %v, want 1", n)
-	}
-	// Requeued with the rate limiter's backoff (the informers' own events queue it too, without).
-	if n := ctl.queue.NumRequeues(key("team", "alpha")); n != 1 {
-		t.Errorf("the fleet was requeued with backoff %d times, want 1", n)
-	}
-	// The next sync sees the fleet without the status it asked for, and asks for it again: the
-	// caches show what they showed while the write was on its way, but the fleet does not.
-	if err := ctl.Sync(ctx, key("team", "alpha")); err != nil {
-		t.Fatal(err)
-	}
-	if n := ctl.statuses.pending(); n != 1 {
-		t.Errorf("%d fleets with a status handed over after the failed one, want 1", n)
 	}
 }
 
@@ -452,46 +297,24 @@ func TestStatusWriterRecreatedFleet(t *testing.T) {
 	w := s.writer()
 	old := fleetNamed("alpha")
 	done := s.start(w, 2)
-	w.put(key("team", "alpha"), old, &old.Status, progress(old, 4))
+	w.Put(key("team", "alpha"), old, &old.Status, progress(old, 4))
 	s.waitInFlight(t, "team/alpha")
-	w.forget(key("team", "alpha"))
+	w.Forget(key("team", "alpha"))
 	recreated := fleetNamed("alpha")
 	recreated.UID = "uid-recreated"
-	w.put(key("team", "alpha"), recreated, &recreated.Status, progress(recreated, 1))
+	w.Put(key("team", "alpha"), recreated, &recreated.Status, progress(recreated, 1))
 	close(s.block)
 	waitFor(t, "the recreated fleet's status", func() bool { return s.sentList() == "team/alpha=4 team/alpha=1" })
-	w.stop()
+	w.Stop()
 	<-done
 	if got := shown(w, key("team", "alpha"), old, "10"); got != old {
 		t.Error("the deleted fleet's status is overlaid on it")
 	}
 }
 
-// startedController is a controller on these clients with its caches started and synced; the
-// status client answers every status write of a fleet with statusWrite.
-func startedController(t *testing.T, kube *kubefake.Clientset, celld, status *celldfake.Clientset, statusWrite func() (bool, runtime.Object, error)) *Controller {
-	t.Helper()
-	status.PrependReactor("patch", "celldfleets", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "status" {
-			return false, nil, nil
-		}
-		return statusWrite()
-	})
-	ctl, err := NewController(Clients{Kube: kube, Celld: celld, Status: status, Recorder: record.NewFakeRecorder(100)},
-		Options{Log: zerolog.Nop(), Metrics: NewMetrics()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop) })
-	ctl.Start(stop)
-	waitFor(t, "the caches", ctl.Synced)
-	return ctl
-}
-
 // shown is the fleet as w's overlay shows it.
-func shown(w *statusWriter, key events.FleetKey, f *v1alpha1.CelldFleet, cachedRV string) *v1alpha1.CelldFleet {
-	g, _ := w.overlay(key, f, cachedRV)
+func shown(w *StatusWriter, key events.FleetKey, f *v1alpha1.CelldFleet, cachedRV string) *v1alpha1.CelldFleet {
+	g, _ := w.Overlay(key, f, cachedRV)
 	return g
 }
 
@@ -501,46 +324,37 @@ func TestStatusWriterOverlayNumbers(t *testing.T) {
 	s := newFakeStatusServer()
 	w := s.writer()
 	f := fleetNamed("alpha")
-	if _, n := w.overlay(key("team", "alpha"), f, "10"); n != 0 {
+	if _, n := w.Overlay(key("team", "alpha"), f, "10"); n != 0 {
 		t.Errorf("nothing overlaid: number %d, want 0", n)
 	}
-	w.put(key("team", "alpha"), f, &f.Status, progress(f, 4))
-	_, first := w.overlay(key("team", "alpha"), f, "10")
-	w.put(key("team", "alpha"), f, &f.Status, progress(f, 5))
-	_, second := w.overlay(key("team", "alpha"), f, "10")
+	w.Put(key("team", "alpha"), f, &f.Status, progress(f, 4))
+	_, first := w.Overlay(key("team", "alpha"), f, "10")
+	w.Put(key("team", "alpha"), f, &f.Status, progress(f, 5))
+	_, second := w.Overlay(key("team", "alpha"), f, "10")
 	if first == 0 || second == 0 || first == second {
 		t.Errorf("two statuses handed over are numbered %d and %d; want two numbers, not 0", first, second)
 	}
 	s.cached["team/alpha"] = "10"
 	w.drain(context.Background())
-	if g, n := w.overlay(key("team", "alpha"), f, "10"); n != second || g.Status.Members.Current != 5 {
+	if g, n := w.Overlay(key("team", "alpha"), f, "10"); n != second || g.Status.Members.Current != 5 {
 		t.Errorf("the answer is shown as number %d with %d members; want the number of the status written, %d, with 5", n, g.Status.Members.Current, second)
 	}
 	// Forgotten and handed over again: a new number, never one shown before.
-	w.forget(key("team", "alpha"))
-	w.put(key("team", "alpha"), f, &f.Status, progress(f, 4))
-	if _, n := w.overlay(key("team", "alpha"), f, "10"); n == first || n == second || n == 0 {
+	w.Forget(key("team", "alpha"))
+	w.Put(key("team", "alpha"), f, &f.Status, progress(f, 4))
+	if _, n := w.Overlay(key("team", "alpha"), f, "10"); n == first || n == second || n == 0 {
 		t.Errorf("a status handed over again is numbered %d, already used (%d, %d) or 0", n, first, second)
 	}
 }
 
 // drain writes every status waiting, one at a time, on the caller's goroutine.
-func (w *statusWriter) drain(ctx context.Context) {
-	for {
-		w.mu.Lock()
-		if len(w.urgent) == 0 && len(w.paced) == 0 {
-			w.mu.Unlock()
-			return
-		}
-		w.mu.Unlock()
-		key, paced, _ := w.take()
-		w.write(ctx, key)
-		w.done(paced)
+func (w *StatusWriter) drain(ctx context.Context) {
+	for w.WriteNext(ctx) {
 	}
 }
 
 // pending counts the fleets whose status waits or is being written.
-func (w *statusWriter) pending() int {
+func (w *StatusWriter) pending() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := 0
@@ -560,20 +374,20 @@ func TestStatusWriterArrivalDuringItsFleetsWrite(t *testing.T) {
 	w := s.writer()
 	done := s.start(w, 1)
 	x, y, z := fleetNamed("x"), fleetNamed("y"), fleetNamed("z")
-	w.put(key("team", "x"), x, &x.Status, progress(x, 4))
+	w.Put(key("team", "x"), x, &x.Status, progress(x, 4))
 	s.waitInFlight(t, "team/x")
-	w.put(key("team", "y"), y, &y.Status, progress(y, 4))
-	w.put(key("team", "z"), z, &z.Status, progress(z, 4))
-	w.put(key("team", "x"), x, &x.Status, arrival(x, 5))
+	w.Put(key("team", "y"), y, &y.Status, progress(y, 4))
+	w.Put(key("team", "z"), z, &z.Status, progress(z, 4))
+	w.Put(key("team", "x"), x, &x.Status, arrival(x, 5))
 	close(s.block)
-	w.stop()
+	w.Stop()
 	<-done
 	if got, want := s.sentList(), "team/x=4 team/x=5 team/y=4 team/z=4"; got != want {
 		t.Errorf("sent %q; want %q: x's arrival as soon as its write in flight is answered", got, want)
 	}
 }
 
-// TestStatusWriterBoundsPacedWritesInFlight: however many workers are free, at most pacedInFlight
+// TestStatusWriterBoundsPacedWritesInFlight: however many workers are free, at most PacedInFlight
 // writes that only update counts are in flight at once, while the statuses readers act on take
 // the other workers; every status is still written, the paced ones as places free up.
 func TestStatusWriterBoundsPacedWritesInFlight(t *testing.T) {
@@ -583,8 +397,8 @@ func TestStatusWriterBoundsPacedWritesInFlight(t *testing.T) {
 	var mu sync.Mutex
 	now, most := map[bool]int{}, map[bool]int{}
 	send := w.send
-	w.send = func(ctx context.Context, ns, name string, uid types.UID, st *v1alpha1.CelldFleetStatus) (*v1alpha1.CelldFleet, error) {
-		p := strings.HasPrefix(name, "p")
+	w.send = func(ctx context.Context, k events.FleetKey, uid types.UID, st *v1alpha1.CelldFleetStatus) (*v1alpha1.CelldFleet, error) {
+		p := strings.HasPrefix(k.Name, "p")
 		mu.Lock()
 		now[p]++
 		most[p] = max(most[p], now[p])
@@ -594,7 +408,7 @@ func TestStatusWriterBoundsPacedWritesInFlight(t *testing.T) {
 			now[p]--
 			mu.Unlock()
 		}()
-		return send(ctx, ns, name, uid, st)
+		return send(ctx, k, uid, st)
 	}
 	inFlight := func(paced bool) int {
 		mu.Lock()
@@ -604,29 +418,96 @@ func TestStatusWriterBoundsPacedWritesInFlight(t *testing.T) {
 	done := s.start(w, 8)
 	for i := range 6 {
 		f := fleetNamed(fmt.Sprintf("p%d", i))
-		w.put(events.KeyOf(f), f, &f.Status, progress(f, 4))
+		w.Put(events.KeyOf(f), f, &f.Status, progress(f, 4))
 	}
 	for i := range 3 {
 		f := fleetNamed(fmt.Sprintf("u%d", i))
-		w.put(events.KeyOf(f), f, &f.Status, arrival(f, 4))
+		w.Put(events.KeyOf(f), f, &f.Status, arrival(f, 4))
 	}
-	waitFor(t, "the arrivals in flight beside the paced writes", func() bool { return inFlight(false) == 3 && inFlight(true) == pacedInFlight })
+	waitFor(t, "the arrivals in flight beside the paced writes", func() bool { return inFlight(false) == 3 && inFlight(true) == PacedInFlight })
 	time.Sleep(20 * time.Millisecond) // room for a free worker to take another paced write, wrongly
-	if got := inFlight(true); got != pacedInFlight {
-		t.Errorf("%d paced writes in flight with workers free, want %d", got, pacedInFlight)
+	if got := inFlight(true); got != PacedInFlight {
+		t.Errorf("%d paced writes in flight with workers free, want %d", got, PacedInFlight)
 	}
 	close(s.block)
-	w.stop()
+	w.Stop()
 	<-done
 	if got := len(strings.Fields(s.sentList())); got != 9 {
 		t.Errorf("sent %d statuses, want all 9: %s", got, s.sentList())
 	}
-	if most[true] != pacedInFlight {
-		t.Errorf("at most %d paced writes were in flight at once, want %d", most[true], pacedInFlight)
+	if most[true] != PacedInFlight {
+		t.Errorf("at most %d paced writes were in flight at once, want %d", most[true], PacedInFlight)
 	}
 }
 
 // key is the key of fleet name in namespace.
 func key(namespace, name string) events.FleetKey {
 	return events.FleetKey{Namespace: namespace, Name: name}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !ok(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestStatusWriterCountsItsPaths: each path the property tests require is counted when taken,
+// and only then, so a run that never takes one fails for it.
+func TestStatusWriterCountsItsPaths(t *testing.T) {
+	s := newFakeStatusServer()
+	w := s.writer()
+	ctx := context.Background()
+	f := fleetNamed("alpha")
+	k := key("team", "alpha")
+	want := map[string]int{}
+	check := func(step string) {
+		t.Helper()
+		got := w.Paths()
+		for _, p := range StatusPaths {
+			if got[p] != want[p] {
+				t.Errorf("after %s: %q counted %d, want %d", step, p, got[p], want[p])
+			}
+		}
+	}
+	w.Put(k, f, &f.Status, progress(f, 4))
+	check("one status handed over")
+	w.Put(k, f, &f.Status, progress(f, 5))
+	want[PathCoalesced]++
+	check("a second one before the first was sent")
+	shown(w, k, f, "10")
+	want[PathOverlaidWaiting]++
+	check("a sync observing the status not yet sent")
+
+	s.cached["team/alpha"] = "10"
+	answer, ok := w.SendNext(ctx)
+	if !ok {
+		t.Fatal("nothing to send")
+	}
+	shown(w, k, f, "10")
+	want[PathOverlaidWaiting]++
+	check("a sync observing the status in flight")
+	w.Put(k, f, &f.Status, progress(f, 6))
+	want[PathBehindInFlight]++
+	check("a status handed over while its fleet's write is in flight")
+	answer()
+	w.drain(ctx)
+	shown(w, k, f, "10")
+	want[PathOverlaidAnswered]++
+	check("a sync observing an answer the caches lag")
+	newer := f.DeepCopy()
+	newer.ResourceVersion = "12"
+	shown(w, k, newer, "12")
+	check("a sync observing the caches caught up")
+
+	s.fail["team/alpha"] = true
+	w.Put(k, newer, &newer.Status, progress(newer, 7))
+	w.drain(ctx)
+	want[PathFailed]++
+	check("a failed write")
+	shown(w, k, newer, "12")
+	check("a sync after the failed write")
 }
