@@ -94,46 +94,47 @@ func (s applierSender) Do(ctx context.Context, t *Target, a machine.Action) erro
 
 // send applies one action whose premise, if any, was confirmed.
 func (ap *Applier) send(ctx context.Context, t *Target, a machine.Action) error {
-	if a.Kind == machine.DeletePod && a.Force {
-		if p := a.Premise; p == nil || p.Node == "" || (!p.NodeGone && !p.NodeFenced) {
-			// A force-delete on a node that may be alive starts a second copy of the member.
-			return fmt.Errorf("delete pod %s: refusing to force-delete a Pod whose node is not known to be gone or fenced", a.Key)
-		}
-	}
-	if a.Kind == machine.Apply {
-		// The caches may lag a person's create: the object an apply writes is read fresh, and
-		// written only when it is absent or the fleet's own. Someone else's is never taken over.
-		cur, err := ap.currentFor(ctx, t, a)
-		if err != nil {
-			return fmt.Errorf("apply %s: read it first: %w", a.Key, err)
-		}
-		if cur != nil && !events.ControlledBy(cur, t.Fleet.UID) {
-			return fmt.Errorf("apply %s: %s exists and is not controlled by fleet %s/%s (uid %s): %w",
-				a.Key, a.Ref, t.Fleet.Namespace, t.Fleet.Name, t.Fleet.UID, machine.ErrPremiseChanged)
-		}
-	}
-	switch a.Kind {
-	case machine.Apply:
-		return ap.apply(ctx, a)
-	case machine.BindReservation:
-		return ap.bind(ctx, a)
-	case machine.AppendHistory:
-		return ap.appendHistory(ctx, a)
-	case machine.AddFinalizer, machine.RemoveFinalizer:
-		return ap.finalizer(ctx, t, a.Kind == machine.AddFinalizer)
-	case machine.DeletePod:
-		return ap.deletePod(ctx, a)
-	case machine.DeleteDisk:
-		return ap.deleteDisk(ctx, t, a)
-	case machine.PublishStatus:
-		return ap.publishStatus(ctx, t, a)
-	case machine.RecordEvent:
-		ap.Recorder.Event(t.Fleet, a.EventType, a.Reason, a.Message)
-		return nil
-	case machine.Requeue:
-		return nil
-	}
-	return fmt.Errorf("unknown action kind %q", a.Kind)
+	return loop.Dispatch(ctx, applierWriter{ap}, t, a)
+}
+
+// applierWriter is the Applier as the loop's Writer: one API request per kind of action.
+type applierWriter struct{ ap *Applier }
+
+func (w applierWriter) Current(ctx context.Context, t *Target, a machine.Action) (metav1.Object, error) {
+	return w.ap.currentFor(ctx, t, a)
+}
+
+func (w applierWriter) Apply(ctx context.Context, _ *Target, a machine.Action) error {
+	return w.ap.apply(ctx, a)
+}
+
+func (w applierWriter) BindReservation(ctx context.Context, _ *Target, a machine.Action) error {
+	return w.ap.bind(ctx, a)
+}
+
+func (w applierWriter) AppendHistory(ctx context.Context, _ *Target, a machine.Action) error {
+	return w.ap.appendHistory(ctx, a)
+}
+
+func (w applierWriter) SetFinalizer(ctx context.Context, t *Target, a machine.Action) error {
+	return w.ap.finalizer(ctx, t, a.Kind == machine.AddFinalizer)
+}
+
+func (w applierWriter) DeletePod(ctx context.Context, _ *Target, a machine.Action) error {
+	return w.ap.deletePod(ctx, a)
+}
+
+func (w applierWriter) DeleteDisk(ctx context.Context, t *Target, a machine.Action) error {
+	return w.ap.deleteDisk(ctx, t, a)
+}
+
+func (w applierWriter) PublishStatus(ctx context.Context, t *Target, a machine.Action) error {
+	return w.ap.publishStatus(ctx, t, a)
+}
+
+func (w applierWriter) RecordEvent(_ context.Context, t *Target, a machine.Action) error {
+	w.ap.Recorder.Event(t.Fleet, a.EventType, a.Reason, a.Message)
+	return nil
 }
 
 // apply server-side applies the rendered object with the operator's field manager, forcing

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -13,14 +14,31 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
+	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
 )
 
-// Do applies one of the machine's actions the way the real driver does, and logs the request.
-// Like the driver, it treats a delete or status write of an object that is already gone as done
-// (the action holds), and returns the API server's errors otherwise, wrapped with the action:
-// apierrors.IsConflict, IsAlreadyExists, IsInvalid and IsNotFound see through the wrapping.
+// Do sends the request of one of the machine's actions, as the API server gets it, and logs it:
+// none of the driver's own checks (Send) is made, so a test can send what the operator must
+// never. Like the driver, it treats a delete or status write of an object that is already gone as
+// done (the action holds), and returns the API server's errors otherwise, wrapped with the
+// action: apierrors.IsConflict, IsAlreadyExists, IsInvalid and IsNotFound see through the
+// wrapping.
 func (c *Cluster) Do(a machine.Action) error {
+	return c.request(a, func(w simWriter) error { return loop.Route(context.Background(), w, &loop.Target{}, a) })
+}
+
+// Send sends one action as the operator's driver does (loop.Dispatch): the driver's checks
+// first, which refuse with no request sent, then the request, logged.
+func (c *Cluster) Send(ctx context.Context, t *loop.Target, a machine.Action) error {
+	if err := loop.Check(ctx, simWriter{c: c, req: &Request{}}, t, a); err != nil {
+		return err
+	}
+	return c.request(a, func(w simWriter) error { return loop.Route(ctx, w, t, a) })
+}
+
+// request logs the request route sends for a.
+func (c *Cluster) request(a machine.Action, route func(simWriter) error) error {
 	if a.Kind == machine.Requeue {
 		return nil
 	}
@@ -28,7 +46,7 @@ func (c *Cluster) Do(a machine.Action) error {
 	if a.Kind == machine.RecordEvent {
 		req.Reason = a.Reason
 	}
-	err := c.do(a, &req)
+	err := route(simWriter{c: c, req: &req})
 	req.Err = err
 	c.requests = append(c.requests, req)
 	if err != nil {
@@ -72,26 +90,64 @@ func (c *Cluster) fleetReached(a machine.Action) types.UID {
 	return ""
 }
 
-func (c *Cluster) do(a machine.Action, req *Request) error {
-	switch a.Kind {
-	case machine.Apply:
-		return c.doApply(a, req)
-	case machine.BindReservation:
-		return c.doBindReservation(a, req)
-	case machine.AppendHistory:
-		return c.doAppendHistory(a, req)
-	case machine.AddFinalizer, machine.RemoveFinalizer:
-		return c.doFinalizer(a, req)
-	case machine.DeletePod:
-		return c.doDeletePod(a, req)
-	case machine.DeleteDisk:
-		return c.doDeleteDisk(a, req)
-	case machine.PublishStatus:
-		return c.doPublishStatus(a, req)
-	case machine.RecordEvent:
-		return c.doRecordEvent(a, req)
+// simWriter is the cluster as the loop's Writer: each kind of action handled as the API server
+// handles its request, logged in req.
+type simWriter struct {
+	c   *Cluster
+	req *Request
+}
+
+// Current is the object an Apply writes as stored; the request is logged as the apply's.
+func (w simWriter) Current(_ context.Context, _ *loop.Target, a machine.Action) (metav1.Object, error) {
+	o, ok := a.Object.(object)
+	if !ok {
+		return nil, fmt.Errorf("object %T is not a Kubernetes object", a.Object)
 	}
-	return fmt.Errorf("unknown action kind %q", a.Kind)
+	k, ok := kindOf(o)
+	if !ok {
+		return nil, fmt.Errorf("object %T is not a kind the cluster stores", a.Object)
+	}
+	ns := a.Namespace
+	if o.GetNamespace() != "" {
+		ns = o.GetNamespace()
+	}
+	w.req.Verb, w.req.Resource, w.req.Namespace, w.req.Name = "apply", row(k).Resource.Resource, ns, o.GetName()
+	if cur := w.c.get(k, ns, o.GetName()); cur != nil {
+		return cur, nil
+	}
+	return nil, nil
+}
+
+func (w simWriter) Apply(_ context.Context, _ *loop.Target, a machine.Action) error {
+	return w.c.doApply(a, w.req)
+}
+
+func (w simWriter) BindReservation(_ context.Context, _ *loop.Target, a machine.Action) error {
+	return w.c.doBindReservation(a, w.req)
+}
+
+func (w simWriter) AppendHistory(_ context.Context, _ *loop.Target, a machine.Action) error {
+	return w.c.doAppendHistory(a, w.req)
+}
+
+func (w simWriter) SetFinalizer(_ context.Context, _ *loop.Target, a machine.Action) error {
+	return w.c.doFinalizer(a, w.req)
+}
+
+func (w simWriter) DeletePod(_ context.Context, _ *loop.Target, a machine.Action) error {
+	return w.c.doDeletePod(a, w.req)
+}
+
+func (w simWriter) DeleteDisk(_ context.Context, _ *loop.Target, a machine.Action) error {
+	return w.c.doDeleteDisk(a, w.req)
+}
+
+func (w simWriter) PublishStatus(_ context.Context, _ *loop.Target, a machine.Action) error {
+	return w.c.doPublishStatus(a, w.req)
+}
+
+func (w simWriter) RecordEvent(_ context.Context, _ *loop.Target, a machine.Action) error {
+	return w.c.doRecordEvent(a, w.req)
 }
 
 // InjectConflicts makes the next n write requests (Events aside) fail with a Conflict, as
@@ -137,13 +193,6 @@ func (c *Cluster) doApply(a machine.Action, req *Request) error {
 	}
 	if err := c.checkPremise(a); err != nil {
 		return err
-	}
-	// As the driver does: the object is read first, and written only when it is absent or the
-	// fleet's own.
-	if cur := c.get(k, req.Namespace, req.Name); cur != nil {
-		if ref := metav1.GetControllerOf(o); ref == nil || !events.ControlledBy(cur, ref.UID) {
-			return fmt.Errorf("%s %s/%s exists and is not controlled by the fleet: %w", k, req.Namespace, req.Name, machine.ErrPremiseChanged)
-		}
 	}
 	workload := k == KindStatefulSet || k == KindDeployment
 	if workload && c.refusals > 0 {

@@ -222,8 +222,8 @@ func (d simDriver) Fresh(_ context.Context, _ *loop.Target, a machine.Action) (m
 
 // Do answers a write of the fleet itself with the fleet as stored, as the API server does: the
 // loop decides its next sync on that answer while the operator's cache lags it.
-func (d simDriver) Do(_ context.Context, t *loop.Target, a machine.Action) error {
-	if err := d.o.c.Do(a); err != nil {
+func (d simDriver) Do(ctx context.Context, t *loop.Target, a machine.Action) error {
+	if err := d.o.c.Send(ctx, t, a); err != nil {
 		return err
 	}
 	switch a.Kind {

@@ -1,0 +1,103 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/machine"
+)
+
+// Writer sends the request of one kind of action, its premise already confirmed. The operator's
+// driver sends them to the API server and the simulator to its store; Dispatch chooses the
+// request and makes the checks every driver owes, so the property tests run the ones the
+// operator runs.
+type Writer interface {
+	// Current reads the object an Apply writes, bypassing every cache; nil when it is absent.
+	Current(ctx context.Context, t *Target, a machine.Action) (metav1.Object, error)
+	Apply(ctx context.Context, t *Target, a machine.Action) error
+	BindReservation(ctx context.Context, t *Target, a machine.Action) error
+	AppendHistory(ctx context.Context, t *Target, a machine.Action) error
+	// SetFinalizer adds the fleet's finalizer (AddFinalizer) or removes it.
+	SetFinalizer(ctx context.Context, t *Target, a machine.Action) error
+	DeletePod(ctx context.Context, t *Target, a machine.Action) error
+	DeleteDisk(ctx context.Context, t *Target, a machine.Action) error
+	PublishStatus(ctx context.Context, t *Target, a machine.Action) error
+	RecordEvent(ctx context.Context, t *Target, a machine.Action) error
+}
+
+// Dispatch sends one action whose premise, if any, was confirmed: the driver's checks (Check),
+// then its request (Route).
+func Dispatch(ctx context.Context, w Writer, t *Target, a machine.Action) error {
+	if err := Check(ctx, w, t, a); err != nil {
+		return err
+	}
+	return Route(ctx, w, t, a)
+}
+
+// Check makes the checks every driver owes before a request, whatever the decision said: a Pod is
+// force-deleted only on a premise that its node is gone or fenced, and an Apply writes an object
+// only when it is absent or controlled by the fleet the object names as its controller (the
+// caches may lag a person's create: someone else's object is never taken over).
+func Check(ctx context.Context, w Writer, t *Target, a machine.Action) error {
+	switch a.Kind {
+	case machine.DeletePod:
+		if p := a.Premise; a.Force && (p == nil || p.Node == "" || (!p.NodeGone && !p.NodeFenced)) {
+			// A force-delete on a node that may be alive starts a second copy of the member.
+			return fmt.Errorf("delete pod %s: refusing to force-delete a Pod whose node is not known to be gone or fenced", a.Key)
+		}
+	case machine.Apply:
+		return owned(ctx, w, t, a)
+	}
+	return nil
+}
+
+// Route sends one action's request through the Writer's method of its kind. A Requeue sends
+// nothing.
+func Route(ctx context.Context, w Writer, t *Target, a machine.Action) error {
+	switch a.Kind {
+	case machine.DeletePod:
+		return w.DeletePod(ctx, t, a)
+	case machine.Apply:
+		return w.Apply(ctx, t, a)
+	case machine.BindReservation:
+		return w.BindReservation(ctx, t, a)
+	case machine.AppendHistory:
+		return w.AppendHistory(ctx, t, a)
+	case machine.AddFinalizer, machine.RemoveFinalizer:
+		return w.SetFinalizer(ctx, t, a)
+	case machine.DeleteDisk:
+		return w.DeleteDisk(ctx, t, a)
+	case machine.PublishStatus:
+		return w.PublishStatus(ctx, t, a)
+	case machine.RecordEvent:
+		return w.RecordEvent(ctx, t, a)
+	case machine.Requeue:
+		return nil
+	}
+	return fmt.Errorf("unknown action kind %q", a.Kind)
+}
+
+// owned refuses an Apply of an object that exists and is not controlled by the fleet the
+// rendered object names as its controller.
+func owned(ctx context.Context, w Writer, t *Target, a machine.Action) error {
+	obj, ok := a.Object.(metav1.Object)
+	if !ok {
+		return fmt.Errorf("apply %s: %T is not a Kubernetes object", a.Key, a.Object)
+	}
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil {
+		return fmt.Errorf("apply %s: the rendered object names no controller", a.Key)
+	}
+	cur, err := w.Current(ctx, t, a)
+	if err != nil {
+		return fmt.Errorf("apply %s: read it first: %w", a.Key, err)
+	}
+	if cur != nil && !events.ControlledBy(cur, ref.UID) {
+		return fmt.Errorf("apply %s: %s exists and is not controlled by fleet %s/%s (uid %s): %w",
+			a.Key, a.Ref, obj.GetNamespace(), ref.Name, ref.UID, machine.ErrPremiseChanged)
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/celld/celld-operator/machine"
+)
+
+// recorder is a Writer that records the methods called; current is what Current answers.
+type recorder struct {
+	called  []string
+	current metav1.Object
+}
+
+func (r *recorder) Current(context.Context, *Target, machine.Action) (metav1.Object, error) {
+	r.called = append(r.called, "Current")
+	return r.current, nil
+}
+func (r *recorder) rec(name string) error                                { r.called = append(r.called, name); return nil }
+func (r *recorder) Apply(context.Context, *Target, machine.Action) error { return r.rec("Apply") }
+func (r *recorder) BindReservation(context.Context, *Target, machine.Action) error {
+	return r.rec("BindReservation")
+}
+func (r *recorder) AppendHistory(context.Context, *Target, machine.Action) error {
+	return r.rec("AppendHistory")
+}
+func (r *recorder) SetFinalizer(context.Context, *Target, machine.Action) error {
+	return r.rec("SetFinalizer")
+}
+func (r *recorder) DeletePod(context.Context, *Target, machine.Action) error {
+	return r.rec("DeletePod")
+}
+func (r *recorder) DeleteDisk(context.Context, *Target, machine.Action) error {
+	return r.rec("DeleteDisk")
+}
+func (r *recorder) PublishStatus(context.Context, *Target, machine.Action) error {
+	return r.rec("PublishStatus")
+}
+func (r *recorder) RecordEvent(context.Context, *Target, machine.Action) error {
+	return r.rec("RecordEvent")
+}
+
+// TestDispatchRoutesEveryKind: each kind of action reaches its own request, and nothing else.
+func TestDispatchRoutesEveryKind(t *testing.T) {
+	for kind, want := range map[machine.ActionKind]string{
+		machine.BindReservation: "BindReservation", machine.AppendHistory: "AppendHistory",
+		machine.AddFinalizer: "SetFinalizer", machine.RemoveFinalizer: "SetFinalizer",
+		machine.DeletePod: "DeletePod", machine.DeleteDisk: "DeleteDisk",
+		machine.PublishStatus: "PublishStatus", machine.RecordEvent: "RecordEvent",
+	} {
+		r := &recorder{}
+		if err := Dispatch(context.Background(), r, &Target{}, machine.Action{Kind: kind, Key: "k"}); err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		if len(r.called) != 1 || r.called[0] != want {
+			t.Errorf("%s called %v, want [%s]", kind, r.called, want)
+		}
+	}
+	r := &recorder{}
+	if err := Dispatch(context.Background(), r, &Target{}, machine.Action{Kind: machine.Requeue}); err != nil || len(r.called) != 0 {
+		t.Errorf("a requeue: %v, called %v; want nothing sent", err, r.called)
+	}
+	if err := Dispatch(context.Background(), r, &Target{}, machine.Action{Kind: "Launch"}); err == nil || len(r.called) != 0 {
+		t.Errorf("an unknown kind: %v, called %v; want an error and nothing sent", err, r.called)
+	}
+}
+
+// TestCheckRefusesAForceDeleteOnANodeThatMayBeAlive: only a premise that names the node and says
+// it is gone or fenced lets a force-delete through; a graceful delete needs neither.
+func TestCheckRefusesAForceDeleteOnANodeThatMayBeAlive(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		force   bool
+		premise *machine.Premise
+		sent    bool
+	}{
+		{"graceful, no premise", false, nil, true},
+		{"force, no premise", true, nil, false},
+		{"force, no node named", true, &machine.Premise{NodeGone: true}, false},
+		{"force, node unreachable", true, &machine.Premise{Node: "n1"}, false},
+		{"force, node gone", true, &machine.Premise{Node: "n1", NodeGone: true}, true},
+		{"force, node fenced", true, &machine.Premise{Node: "n1", NodeFenced: true}, true},
+	} {
+		r := &recorder{}
+		err := Dispatch(context.Background(), r, &Target{}, machine.Action{Kind: machine.DeletePod, Key: "heal/a-1", Force: c.force, Premise: c.premise})
+		if sent := len(r.called) == 1 && err == nil; sent != c.sent {
+			t.Errorf("%s: sent %v (err %v), want %v", c.name, sent, err, c.sent)
+		}
+	}
+}
+
+// TestCheckNeverAppliesOverSomeoneElsesObject: an Apply writes only an absent object or one the
+// rendered object's controller controls; anything else is a changed premise, and nothing is sent.
+func TestCheckNeverAppliesOverSomeoneElsesObject(t *testing.T) {
+	yes := true
+	ctl := func(uid types.UID) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: "celld.io/v1alpha1", Kind: "CelldFleet", Name: "alpha", UID: uid, Controller: &yes}}
+	}
+	rendered := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "alpha", OwnerReferences: ctl("uid-alpha")}}
+	for _, c := range []struct {
+		name    string
+		current metav1.Object
+		object  any
+		sent    bool
+		changed bool
+	}{
+		{"absent", nil, rendered, true, false},
+		{"the fleet's own", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "alpha", OwnerReferences: ctl("uid-alpha")}}, rendered, true, false},
+		{"no controller", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "alpha"}}, rendered, false, true},
+		{"another fleet's", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "alpha", OwnerReferences: ctl("uid-before")}}, rendered, false, true},
+		{"rendered with no controller", nil, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "alpha"}}, false, false},
+		{"not an object", nil, "alpha", false, false},
+	} {
+		r := &recorder{current: c.current}
+		err := Dispatch(context.Background(), r, &Target{}, machine.Action{Kind: machine.Apply, Key: "apply/Service/alpha", Object: c.object})
+		sent := len(r.called) > 0 && r.called[len(r.called)-1] == "Apply"
+		if sent != c.sent || (err == nil) != c.sent || errors.Is(err, machine.ErrPremiseChanged) != c.changed {
+			t.Errorf("%s: sent %v, err %v; want sent %v, a changed premise %v", c.name, sent, err, c.sent, c.changed)
+		}
+	}
+}
