@@ -771,6 +771,21 @@ var Table = []Mutant{
 		Mistake:     "the answer to the operator's own write is kept after the cache moved on: someone else's write of the fleet is never decided on",
 		Threatens:   "decisions on the newest fleet: a spec change or a deletion seen late",
 	},
+	// The checks every driver makes before a request (loop.Dispatch).
+	{
+		Name: "send-force-on-a-node-that-may-be-alive", File: "loop/send.go",
+		Original:    "a.Force && (p == nil || p.Node == \"\" || (!p.NodeGone && !p.NodeFenced))",
+		Replacement: "a.Force && (p == nil || p.Node == \"\")",
+		Mistake:     "the driver's last check lets a force-delete through on any premise that names a node, gone, fenced or merely unreachable",
+		Threatens:   "clause 3: a Pod is force-deleted only when its node is gone or fenced (no second copy of a member)",
+	},
+	{
+		Name: "send-apply-over-someone-elses", File: "loop/send.go",
+		Original:    "if cur != nil && !events.ControlledBy(cur, ref.UID) {",
+		Replacement: "if cur != nil && !events.ControlledBy(cur, ref.UID) && len(cur.GetOwnerReferences()) == 0 {",
+		Mistake:     "an object is taken for the fleet's own when anyone owns it: another fleet's or another controller's object under the name is applied over",
+		Threatens:   "the operator never takes over an object it does not control (NameTaken)",
+	},
 	{
 		Name: "disk-premise-skips-relabel", File: "machine/premise.go",
 		Original:    "case types.UID(c.Labels[events.LabelFleetUID]) != p.DiskOf:",
