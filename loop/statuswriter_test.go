@@ -511,3 +511,60 @@ func TestStatusWriterCountsItsPaths(t *testing.T) {
 	shown(w, k, newer, "12")
 	check("a sync after the failed write")
 }
+
+// TestStatusWriterHoldsProgressWhileBusy: while the writes that move fleets have a backlog, a
+// status that only updates counts waits and a status readers act on does not; the progress goes
+// once the backlog clears, or once it has waited MaxProgressWait, and at a shutdown.
+func TestStatusWriterHoldsProgressWhileBusy(t *testing.T) {
+	s := newFakeStatusServer()
+	w := s.writer()
+	var mu sync.Mutex
+	now, busy := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), true
+	w.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	w.Busy = func() bool { mu.Lock(); defer mu.Unlock(); return busy }
+	sent := func(want string) func() bool {
+		return func() bool { return strings.Contains(" "+s.sentList()+" ", " "+want+" ") }
+	}
+	done := s.start(w, 4)
+	p, u := fleetNamed("p"), fleetNamed("u")
+	w.Put(events.KeyOf(p), p, &p.Status, progress(p, 4))
+	w.Put(events.KeyOf(u), u, &u.Status, arrival(u, 4))
+	waitFor(t, "the arrival written while busy", sent("team/u=4"))
+	time.Sleep(5 * busyTick)
+	if sent("team/p=4")() {
+		t.Fatalf("progress written while busy, before it waited %v: %s", MaxProgressWait, s.sentList())
+	}
+	mu.Lock()
+	now = now.Add(MaxProgressWait - time.Second)
+	mu.Unlock()
+	time.Sleep(5 * busyTick)
+	if sent("team/p=4")() {
+		t.Fatalf("progress written while busy after %v: %s", MaxProgressWait-time.Second, s.sentList())
+	}
+	mu.Lock()
+	now = now.Add(time.Second)
+	mu.Unlock()
+	waitFor(t, "the progress written once it waited the longest it may", sent("team/p=4"))
+
+	q := fleetNamed("q")
+	w.Put(events.KeyOf(q), q, &q.Status, progress(q, 4))
+	time.Sleep(5 * busyTick)
+	if sent("team/q=4")() {
+		t.Fatalf("fresh progress written while busy: %s", s.sentList())
+	}
+	mu.Lock()
+	busy = false
+	mu.Unlock()
+	waitFor(t, "the progress written once the backlog cleared", sent("team/q=4"))
+
+	mu.Lock()
+	busy = true
+	mu.Unlock()
+	r := fleetNamed("r")
+	w.Put(events.KeyOf(r), r, &r.Status, progress(r, 4))
+	w.Stop()
+	<-done
+	if !sent("team/r=4")() {
+		t.Errorf("progress held at a shutdown was not written: %s", s.sentList())
+	}
+}
