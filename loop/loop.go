@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -191,9 +192,12 @@ func (l *Loop) Sync(ctx context.Context, key events.FleetKey, now time.Time) (Re
 			l.hooks.Acted(key, a, err)
 		}
 		if err != nil {
+			// A namespace being deleted refuses every create: its fleets go with it, and nothing
+			// is wrong with their specs.
+			terminating := apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 			// Only a write's answer shows that the API server refuses an object rendered from the
 			// spec, so it goes back into the next observation.
-			if a.Kind == machine.Apply || a.Kind == machine.BindReservation {
+			if (a.Kind == machine.Apply || a.Kind == machine.BindReservation) && !terminating {
 				r := &events.Refusal{Generation: obs.Fleet.Generation, Object: a.Ref.String(), Message: refusalMessage(err)}
 				switch {
 				case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
@@ -208,8 +212,9 @@ func (l *Loop) Sync(ctx context.Context, key events.FleetKey, now time.Time) (Re
 				}
 			}
 			ev := alog.Error()
-			if errors.Is(err, machine.ErrPremiseChanged) || apierrors.IsConflict(err) {
-				// A cache behind the API server: the next sync sees the newer object.
+			if errors.Is(err, machine.ErrPremiseChanged) || apierrors.IsConflict(err) || terminating {
+				// A cache behind the API server: the next sync sees the newer object. Or the
+				// namespace is going, and the fleet with it.
 				ev = alog.Info()
 			}
 			times.fields(ev, sent, took)

@@ -357,3 +357,41 @@ func TestSyncWritesNothingOnceTheCacheShowsItsAnswer(t *testing.T) {
 		t.Errorf("the cache shows the written status: sent %v", f.sent)
 	}
 }
+
+// TestSyncTakesATerminatingNamespaceForNoRefusal: a create refused because the fleet's namespace
+// is being deleted is not a refusal of the fleet's spec (no Degraded, no hold for a minute): the
+// namespace's deletion takes the fleet too.
+func TestSyncTakesATerminatingNamespaceForNoRefusal(t *testing.T) {
+	f := newFake()
+	var requeued []time.Duration
+	l := New(f, nopLog(), Hooks{Requeue: func(_ events.FleetKey, after time.Duration) { requeued = append(requeued, after) }})
+	terminating := apierrors.NewForbidden(schema.GroupResource{Group: "celld.io", Resource: "celldreservations"}, "alpha-data",
+		errors.New("unable to create new content in namespace team because it is being terminated"))
+	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Message: "namespace team is being terminated", Field: "metadata.namespace"}}
+	f.fail[machine.BindReservation] = terminating
+	if _, err := l.Sync(context.Background(), teamAlpha, time.Unix(100, 0)); !apierrors.IsForbidden(err) {
+		t.Fatalf("want the refusal as the sync's error, got %v", err)
+	}
+	if _, err := l.Sync(context.Background(), teamAlpha, time.Unix(105, 0)); !apierrors.IsForbidden(err) {
+		t.Fatalf("want the refusal again, got %v", err)
+	}
+	if r := f.observed[len(f.observed)-1].Refused; r != nil {
+		t.Fatalf("a terminating namespace is taken for a refused spec: %+v", r)
+	}
+	if len(requeued) != 0 {
+		t.Errorf("requeued after %v as a Forbidden that may pass; want the queue's backoff alone", requeued)
+	}
+	// Any other Forbidden is still a refusal that holds the fleet.
+	f, requeued = newFake(), nil
+	l = New(f, nopLog(), Hooks{Requeue: func(_ events.FleetKey, after time.Duration) { requeued = append(requeued, after) }})
+	f.fail[machine.BindReservation] = apierrors.NewForbidden(schema.GroupResource{Group: "celld.io", Resource: "celldreservations"}, "alpha-data",
+		errors.New("denied by policy"))
+	_, _ = l.Sync(context.Background(), teamAlpha, time.Unix(100, 0))
+	_, _ = l.Sync(context.Background(), teamAlpha, time.Unix(105, 0))
+	if r := f.observed[len(f.observed)-1].Refused; r == nil {
+		t.Fatal("a Forbidden bind is not a refusal")
+	}
+	if len(requeued) == 0 || requeued[0] != ForbiddenRetry {
+		t.Errorf("a Forbidden bind requeued after %v, want %v", requeued, ForbiddenRetry)
+	}
+}

@@ -771,6 +771,13 @@ var Table = []Mutant{
 		Mistake:     "the answer to the operator's own write is kept after the cache moved on: someone else's write of the fleet is never decided on",
 		Threatens:   "decisions on the newest fleet: a spec change or a deletion seen late",
 	},
+	{
+		Name: "loop-terminating-namespace-refuses-spec", File: "loop/loop.go",
+		Original:    "if (a.Kind == machine.Apply || a.Kind == machine.BindReservation) && !terminating {",
+		Replacement: "if a.Kind == machine.Apply || a.Kind == machine.BindReservation {",
+		Mistake:     "a create refused because the namespace is being deleted is taken for a refusal of the fleet's spec",
+		Threatens:   "Degraded only for what a person must fix; a namespace's deletion is no tenant's mistake",
+	},
 	// The checks every driver makes before a request (loop.Dispatch).
 	{
 		Name: "send-force-on-a-node-that-may-be-alive", File: "loop/send.go",
