@@ -118,38 +118,6 @@ func (w simWriter) Current(_ context.Context, _ *loop.Target, a machine.Action) 
 	return nil, nil
 }
 
-func (w simWriter) Apply(_ context.Context, _ *loop.Target, a machine.Action) error {
-	return w.c.doApply(a, w.req)
-}
-
-func (w simWriter) BindReservation(_ context.Context, _ *loop.Target, a machine.Action) error {
-	return w.c.doBindReservation(a, w.req)
-}
-
-func (w simWriter) AppendHistory(_ context.Context, _ *loop.Target, a machine.Action) error {
-	return w.c.doAppendHistory(a, w.req)
-}
-
-func (w simWriter) SetFinalizer(_ context.Context, _ *loop.Target, a machine.Action) error {
-	return w.c.doFinalizer(a, w.req)
-}
-
-func (w simWriter) DeletePod(_ context.Context, _ *loop.Target, a machine.Action) error {
-	return w.c.doDeletePod(a, w.req)
-}
-
-func (w simWriter) DeleteDisk(_ context.Context, _ *loop.Target, a machine.Action) error {
-	return w.c.doDeleteDisk(a, w.req)
-}
-
-func (w simWriter) PublishStatus(_ context.Context, _ *loop.Target, a machine.Action) error {
-	return w.c.doPublishStatus(a, w.req)
-}
-
-func (w simWriter) RecordEvent(_ context.Context, _ *loop.Target, a machine.Action) error {
-	return w.c.doRecordEvent(a, w.req)
-}
-
 // InjectConflicts makes the next n write requests (Events aside) fail with a Conflict, as
 // writes racing another writer do.
 func (c *Cluster) InjectConflicts(n int) { c.conflicts += n }
@@ -175,7 +143,8 @@ func finalizerForbidden() field.ErrorList {
 		"no new finalizers can be added if the object is being deleted")}
 }
 
-func (c *Cluster) doApply(a machine.Action, req *Request) error {
+func (w simWriter) Apply(_ context.Context, _ *loop.Target, a machine.Action) error {
+	c, req := w.c, w.req
 	o, ok := a.Object.(object)
 	if !ok {
 		return fmt.Errorf("object %T is not a Kubernetes object", a.Object)
@@ -215,7 +184,8 @@ func (c *Cluster) doApply(a machine.Action, req *Request) error {
 	return nil
 }
 
-func (c *Cluster) doFinalizer(a machine.Action, req *Request) error {
+func (w simWriter) SetFinalizer(_ context.Context, _ *loop.Target, a machine.Action) error {
+	c, req := w.c, w.req
 	req.Verb, req.Resource = "patch", row(KindFleet).Resource.Resource
 	if err := c.conflict(KindFleet, a.Name); err != nil {
 		return err
@@ -244,7 +214,8 @@ func (c *Cluster) doFinalizer(a machine.Action, req *Request) error {
 	return nil
 }
 
-func (c *Cluster) doDeletePod(a machine.Action, req *Request) error {
+func (w simWriter) DeletePod(_ context.Context, _ *loop.Target, a machine.Action) error {
+	c, req := w.c, w.req
 	req.Verb, req.Resource = "delete", row(KindPod).Resource.Resource
 	if err := c.conflict(KindPod, a.Name); err != nil {
 		return err
@@ -351,7 +322,8 @@ func (c *Cluster) Fresh(a machine.Action) machine.Fresh {
 	return fresh
 }
 
-func (c *Cluster) doDeleteDisk(a machine.Action, req *Request) error {
+func (w simWriter) DeleteDisk(_ context.Context, _ *loop.Target, a machine.Action) error {
+	c, req := w.c, w.req
 	req.Verb, req.Resource = "delete", row(KindPVC).Resource.Resource
 	if err := c.conflict(KindPVC, a.Name); err != nil {
 		return err
@@ -379,7 +351,8 @@ func (c *Cluster) doDeleteDisk(a machine.Action, req *Request) error {
 	return nil
 }
 
-func (c *Cluster) doPublishStatus(a machine.Action, req *Request) error {
+func (w simWriter) PublishStatus(_ context.Context, _ *loop.Target, a machine.Action) error {
+	c, req := w.c, w.req
 	req.Verb, req.Resource = "update", row(KindFleet).Resource.Resource+"/status"
 	if a.Status == nil {
 		return errors.New("no status to publish")
@@ -404,7 +377,8 @@ func (c *Cluster) doPublishStatus(a machine.Action, req *Request) error {
 	return nil
 }
 
-func (c *Cluster) doRecordEvent(a machine.Action, req *Request) error {
+func (w simWriter) RecordEvent(_ context.Context, _ *loop.Target, a machine.Action) error {
+	c, req := w.c, w.req
 	// Events are created, never updated: a write conflict cannot hit them.
 	req.Verb, req.Resource = "create", "events"
 	c.recorded = append(c.recorded, RecordedEvent{Time: c.now, Key: a.Key, Namespace: a.Namespace, Name: a.Name,

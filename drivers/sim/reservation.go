@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/reservation"
 )
@@ -17,10 +19,11 @@ import (
 // bounds it (retry.DefaultRetry: five steps).
 const maxRetries = 5
 
-// doBindReservation creates the reservation; one that already exists bound to the same fleet
+// BindReservation creates the reservation; one that already exists bound to the same fleet
 // UID is success (an earlier pass created it), bound to another is the refusal the operator
 // reports.
-func (c *Cluster) doBindReservation(a machine.Action, req *Request) error {
+func (w simWriter) BindReservation(_ context.Context, _ *loop.Target, a machine.Action) error {
+	c, req := w.c, w.req
 	r, ok := a.Object.(*v1alpha1.CelldReservation)
 	if !ok {
 		return fmt.Errorf("object %T is not a *v1alpha1.CelldReservation", a.Object)
@@ -53,9 +56,10 @@ func (c *Cluster) doBindReservation(a machine.Action, req *Request) error {
 	return nil
 }
 
-// doAppendHistory is a read-modify-write with optimistic concurrency: on a conflict it re-reads
+// AppendHistory is a read-modify-write with optimistic concurrency: on a conflict it re-reads
 // and tries again, and a decision already last in the history is not appended twice.
-func (c *Cluster) doAppendHistory(a machine.Action, req *Request) error {
+func (w simWriter) AppendHistory(_ context.Context, _ *loop.Target, a machine.Action) error {
+	c, req := w.c, w.req
 	req.Verb, req.Resource = "update", row(KindReservation).Resource.Resource+"/status"
 	if len(a.Decisions) == 0 {
 		return fmt.Errorf("no decision to append to reservation %s/%s", a.Namespace, a.Name)
