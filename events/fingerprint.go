@@ -28,7 +28,43 @@ func fingerprint(v *View) uint64 {
 	f := v.Fleet
 	str(string(f.UID))
 	str(f.ResourceVersion)
-	num(int64(v.FleetOverlay))
+	// The status itself, not only the resourceVersion: a driver may show the fleet with a status
+	// of its own on its way (loop.Overlayer) under the same resourceVersion, and a view decided on
+	// one status must not stand for one on another (a write that failed).
+	st := &f.Status
+	num(st.ObservedGeneration)
+	str(string(st.State))
+	num(int64(st.Members.Desired)<<32 | int64(st.Members.Current))
+	num(int64(st.Members.Ready)<<32 | int64(st.Members.Updated))
+	if r := st.RecommendedMembers; r != nil {
+		num(int64(*r))
+	} else {
+		num(-1)
+	}
+	str(st.Selector)
+	str(st.BlockedBy)
+	str(st.NextAction)
+	if d := st.Disks; d != nil {
+		num(int64(len(d.Unused))<<32 | int64(len(d.Foreign)))
+		for _, n := range d.Unused {
+			str(n)
+		}
+		for _, n := range d.Foreign {
+			str(n)
+		}
+	} else {
+		num(-1)
+	}
+	num(int64(len(st.Conditions)))
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		str(c.Type)
+		str(string(c.Status))
+		str(c.Reason)
+		str(c.Message)
+		num(c.ObservedGeneration)
+		num(c.LastTransitionTime.Unix())
+	}
 	flag(v.Deleting)
 	flag(v.Uninstalling)
 	flag(v.HasFinalizer)

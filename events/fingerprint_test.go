@@ -37,15 +37,19 @@ func TestNormalizeFingerprints(t *testing.T) {
 		t.Errorf("an hour later, nothing else changed: fingerprint %x, want %x", later.Fingerprint, base.Fingerprint)
 	}
 	for name, edit := range map[string]func(*Observation){
-		"the fleet's resourceVersion":  func(o *Observation) { o.Fleet.ResourceVersion = "8" },
-		"a status overlaid":            func(o *Observation) { o.FleetOverlay = 1 },
-		"a member's resourceVersion":   func(o *Observation) { o.Pods[0].ResourceVersion = "12" },
-		"its node NotReady":            func(o *Observation) { o.Nodes["n1"].Status.Conditions[0].Status = corev1.ConditionFalse },
-		"a priority class missing":     func(o *Observation) { o.PriorityClassMissing = true },
-		"a service account missing":    func(o *Observation) { o.ServiceAccountMissing = true },
-		"an object under its name":     func(o *Observation) { o.Unowned = []string{"Service/a"} },
-		"a refusal of this generation": func(o *Observation) { o.Refused = &Refusal{Generation: 2, Object: "StatefulSet/a", Message: "no"} },
-		"the node cache synced or not": func(o *Observation) { o.NodesSynced = false },
+		"the fleet's resourceVersion":             func(o *Observation) { o.Fleet.ResourceVersion = "8" },
+		"a status overlaid, same resourceVersion": func(o *Observation) { o.Fleet.Status.Members.Current = 2 },
+		"a condition's message":                   func(o *Observation) { o.Fleet.Status.Conditions = []metav1.Condition{{Type: "Ready", Message: "x"}} },
+		"the next action":                         func(o *Observation) { o.Fleet.Status.NextAction = "set the workload to 2 members" },
+		"a recommendation":                        func(o *Observation) { n := int32(0); o.Fleet.Status.RecommendedMembers = &n },
+		"an unused disk":                          func(o *Observation) { o.Fleet.Status.Disks = &v1alpha1.DiskAudit{Unused: []string{"data-a-3"}} },
+		"a member's resourceVersion":              func(o *Observation) { o.Pods[0].ResourceVersion = "12" },
+		"its node NotReady":                       func(o *Observation) { o.Nodes["n1"].Status.Conditions[0].Status = corev1.ConditionFalse },
+		"a priority class missing":                func(o *Observation) { o.PriorityClassMissing = true },
+		"a service account missing":               func(o *Observation) { o.ServiceAccountMissing = true },
+		"an object under its name":                func(o *Observation) { o.Unowned = []string{"Service/a"} },
+		"a refusal of this generation":            func(o *Observation) { o.Refused = &Refusal{Generation: 2, Object: "StatefulSet/a", Message: "no"} },
+		"the node cache synced or not":            func(o *Observation) { o.NodesSynced = false },
 	} {
 		v := observe(edit)
 		if v.Fingerprint == base.Fingerprint {

@@ -23,11 +23,6 @@ type Observation struct {
 	Now time.Time
 	// Fleet is nil when the fleet no longer exists.
 	Fleet *v1alpha1.CelldFleet
-	// FleetOverlay identifies the status a driver shows on Fleet in place of the one its caches
-	// hold (a write of its own on its way, or answered and not yet shown); 0 when none. The
-	// fleet's resourceVersion does not change with it, so the fingerprint takes it too: a view
-	// decided while a write was on its way must not stand for one after the write failed.
-	FleetOverlay uint64
 	// Reservations are every reservation of the fleet's bucket, whichever fleet they bind.
 	Reservations []*v1alpha1.CelldReservation
 	// Rivals are the other fleets the operator sees that name the fleet's bucket: while no

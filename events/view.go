@@ -72,9 +72,6 @@ type View struct {
 	Utilization  *Utilization
 	// Refused is the API server's refusal of an object rendered from this generation of the spec.
 	Refused *Refusal
-	// FleetOverlay is the observation's: which status the driver showed on Fleet, 0 when the
-	// cached one.
-	FleetOverlay uint64
 	// Fingerprint identifies everything a decision reads from the view but Now. Normalize
 	// computes it once per observation, where it walks every member anyway, so that deciding on a
 	// fleet whose view did not change is one comparison however many members it has. Zero means
@@ -204,7 +201,7 @@ func (v *View) Key() string { return v.Namespace + "/" + v.Name }
 
 // Normalize folds an observation into the View the machine decides on.
 func Normalize(namespace, name string, o *Observation) View {
-	v := View{Now: o.Now, Namespace: namespace, Name: name, Fleet: o.Fleet, FleetOverlay: o.FleetOverlay, NodesSynced: o.NodesSynced, Utilization: o.Utilization}
+	v := View{Now: o.Now, Namespace: namespace, Name: name, Fleet: o.Fleet, NodesSynced: o.NodesSynced, Utilization: o.Utilization}
 	if o.Fleet == nil {
 		return v
 	}

@@ -43,9 +43,9 @@ type Sender interface {
 // written and does not ask for it again while the write is on its way.
 type Overlayer interface {
 	// Overlay is f with what the driver has yet to write, or has written and the caches do not
-	// show yet: they show cachedRV; and a number that identifies what it overlaid (never reused
-	// for another status). f itself and 0 when nothing is.
-	Overlay(key events.FleetKey, f *v1alpha1.CelldFleet, cachedRV string) (*v1alpha1.CelldFleet, uint64)
+	// show yet: they show cachedRV; f itself when nothing is. The view's fingerprint hashes the
+	// status it shows, so no number names it.
+	Overlay(key events.FleetKey, f *v1alpha1.CelldFleet, cachedRV string) *v1alpha1.CelldFleet
 }
 
 // Forgetter is a Driver that holds something of each fleet: the loop tells it of a fleet that
@@ -147,7 +147,7 @@ func (l *Loop) Sync(ctx context.Context, key events.FleetKey, now time.Time) (Re
 		cachedRV = obs.Fleet.ResourceVersion
 		obs.Fleet = l.ownAnswer(key, obs.Fleet)
 		if o, ok := l.driver.(Overlayer); ok {
-			obs.Fleet, obs.FleetOverlay = o.Overlay(key, obs.Fleet, cachedRV)
+			obs.Fleet = o.Overlay(key, obs.Fleet, cachedRV)
 		}
 	}
 	view := events.Normalize(ns, name, obs)

@@ -55,8 +55,6 @@ type StatusWriter struct {
 	pacedInFlight, pacedNow int
 	entries                 map[events.FleetKey]*statusEntry
 	stopped                 bool
-	// seq numbers the statuses handed over, so an overlay names the one it shows.
-	seq uint64
 	// paths counts the paths taken, by StatusPaths' names.
 	paths map[string]int
 }
@@ -102,8 +100,6 @@ type statusEntry struct {
 	// answeredOn: the resourceVersion they showed when the answer came.
 	answered   *v1alpha1.CelldFleetStatus
 	answeredOn string
-	// nextSeq, sendingSeq and answeredSeq number the three.
-	nextSeq, sendingSeq, answeredSeq uint64
 }
 
 // NewStatusWriter is a writer that writes with send; cachedRV is the resourceVersion the
@@ -130,8 +126,7 @@ func (w *StatusWriter) Put(key events.FleetKey, f *v1alpha1.CelldFleet, publishe
 	} else {
 		w.paths[PathCoalesced]++
 	}
-	w.seq++
-	e.next, e.nextSeq = st.DeepCopy(), w.seq
+	e.next = st.DeepCopy()
 	e.urgent = machine.ReaderActs(published, st)
 	if w.queued[key] {
 		if e.urgent && w.promote(key) {
@@ -313,7 +308,7 @@ func (w *StatusWriter) send1(ctx context.Context, key events.FleetKey) (answered
 		return func() {}
 	}
 	st, since, uid := e.next, e.since, e.uid
-	e.next, e.sending, e.sendingSeq = nil, st, e.nextSeq
+	e.next, e.sending = nil, st
 	w.mu.Unlock()
 
 	got, err := w.send(ctx, key, uid, st)
@@ -365,7 +360,7 @@ func (w *StatusWriter) settle(key events.FleetKey, e *statusEntry, got *v1alpha1
 	// A failed write is not shown as made: the fleet's next sync sees the status missing. Nor is
 	// an answer the caches show already, or a fleet that is gone.
 	if err == nil && got != nil && cached != got.ResourceVersion {
-		e.answered, e.answeredOn, e.answeredSeq = got.Status.DeepCopy(), cached, e.sendingSeq
+		e.answered, e.answeredOn = got.Status.DeepCopy(), cached
 	}
 	e.sending = nil
 	if e.next != nil {
@@ -377,35 +372,35 @@ func (w *StatusWriter) settle(key events.FleetKey, e *statusEntry, got *v1alpha1
 
 // Overlay is f as the writer will have made it: with the status handed over and not yet
 // answered, or the answer the caches do not show yet (they show cachedRV, which may be older
-// than f: the answer to the sync's own write of the fleet); and the number of the status shown.
-// f itself and 0 when the writer holds nothing newer of it.
-func (w *StatusWriter) Overlay(key events.FleetKey, f *v1alpha1.CelldFleet, cachedRV string) (*v1alpha1.CelldFleet, uint64) {
+// than f: the answer to the sync's own write of the fleet). f itself when the writer holds
+// nothing newer of it.
+func (w *StatusWriter) Overlay(key events.FleetKey, f *v1alpha1.CelldFleet, cachedRV string) *v1alpha1.CelldFleet {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e := w.entries[key]
 	if e == nil || e.uid != f.UID {
-		return f, 0
+		return f
 	}
-	st, seq := e.next, e.nextSeq
+	st := e.next
 	if st == nil {
-		st, seq = e.sending, e.sendingSeq
+		st = e.sending
 	}
 	path := PathOverlaidWaiting
 	if st == nil && e.answered != nil {
 		if cachedRV != e.answeredOn {
 			// The caches moved on: they show the answer, or a write made after it.
 			delete(w.entries, key)
-			return f, 0
+			return f
 		}
-		st, seq, path = e.answered, e.answeredSeq, PathOverlaidAnswered
+		st, path = e.answered, PathOverlaidAnswered
 	}
 	if st == nil {
-		return f, 0
+		return f
 	}
 	w.paths[path]++
 	c := *f
 	c.Status = *st
-	return &c, seq
+	return &c
 }
 
 // Forget drops what the writer holds of a fleet that is gone; a write in flight finishes.
@@ -494,7 +489,7 @@ func (d statusDriver) Do(ctx context.Context, t *Target, a machine.Action) error
 }
 
 // Overlay shows the fleet with the status the writer has yet to write, or the caches to show.
-func (d statusDriver) Overlay(key events.FleetKey, f *v1alpha1.CelldFleet, cachedRV string) (*v1alpha1.CelldFleet, uint64) {
+func (d statusDriver) Overlay(key events.FleetKey, f *v1alpha1.CelldFleet, cachedRV string) *v1alpha1.CelldFleet {
 	return d.w.Overlay(key, f, cachedRV)
 }
 
