@@ -171,6 +171,8 @@ func (l *Loop) Sync(ctx context.Context, key events.FleetKey, now time.Time) (Re
 	target := &Target{Fleet: obs.Fleet, Decided: decided}
 	times := syncTimes{trace: TraceFrom(ctx), start: start, decided: decided}
 	defer func() {
+		// The acknowledgment point: the machine learns which of its actions were made.
+		m.Advance(d.Actions[:res.Applied], view.Now)
 		if target.Fleet != obs.Fleet {
 			l.answered(key, target.Fleet, cachedRV)
 		}

@@ -395,3 +395,35 @@ func TestSyncTakesATerminatingNamespaceForNoRefusal(t *testing.T) {
 		t.Errorf("a Forbidden bind requeued after %v, want %v", requeued, ForbiddenRetry)
 	}
 }
+
+// TestSyncTellsTheMachineWhatWasWritten: the machine paces its status on the writes the loop
+// acknowledged. A status written a moment ago holds the next change back for the rest of the
+// interval; a status whose write failed does not.
+func TestSyncTellsTheMachineWhatWasWritten(t *testing.T) {
+	for _, failed := range []bool{false, true} {
+		f := &answering{fake: newFake(), rv: 100}
+		f.fleet.Finalizers = []string{v1alpha1.FleetFinalizer}
+		if failed {
+			f.fail[machine.PublishStatus] = errors.New("etcd is unavailable")
+		}
+		l := New(f, nopLog(), Hooks{})
+		ctx := context.Background()
+		_, _ = l.Sync(ctx, teamAlpha, time.Unix(100, 0))
+		if statusWrites(f.sent) != 1 {
+			t.Fatalf("failed %v: the first sync sent %v, want one status write", failed, f.sent)
+		}
+		if !failed {
+			f.catchUp()
+		}
+		delete(f.fail, machine.PublishStatus)
+		changed := f.fleet.DeepCopy()
+		changed.Spec.Members, changed.Generation, changed.ResourceVersion = 4, 2, "300"
+		f.fleet, f.generation, f.sent = changed, 2, nil
+		if _, err := l.Sync(ctx, teamAlpha, time.Unix(101, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := statusWrites(f.sent), map[bool]int{false: 0, true: 1}[failed]; got != want {
+			t.Errorf("failed %v: a change a second after the first status: %d status writes, want %d (%v)", failed, got, want, f.sent)
+		}
+	}
+}

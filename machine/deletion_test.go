@@ -111,8 +111,9 @@ func TestDeletionBlockedByOrderedScaleDown(t *testing.T) {
 }
 
 // A step on a cache that has not seen its deletes yet plans them again: the deletes go out again
-// (the driver sends none for a claim already going), but no disk is named by a second Event; a
-// disk no earlier step named is.
+// (the driver sends none for a claim already going), but no disk is named by a second Event once
+// the first was recorded (Advance); a disk no earlier Event named is, and so are all of them when
+// the Event that named them was not recorded.
 func TestDiskNamedOnce(t *testing.T) {
 	v := convergedFleet(t, v1alpha1.ProfilePersistentFleet)
 	v.Deleting = true
@@ -135,12 +136,22 @@ func TestDiskNamedOnce(t *testing.T) {
 		}
 		return names, deletes
 	}
-	if names, deletes := named(m.Step(&v)); len(names) != 3 || deletes != 3 {
+	d := m.Step(&v)
+	if names, deletes := named(d); len(names) != 3 || deletes != 3 {
 		t.Fatalf("first step: named %v, %d deletes; want 3 of each", names, deletes)
 	}
-	if names, deletes := named(m.Step(&v)); len(names) != 0 || deletes != 3 {
+	// Its first action failed (the Event): nothing was named.
+	m.Advance(nil, v.Now)
+	d = m.Step(&v)
+	if names, deletes := named(d); len(names) != 3 || deletes != 3 {
+		t.Fatalf("after the Event failed: named %v, %d deletes; want 3 of each again", names, deletes)
+	}
+	m.Advance(d.Actions, v.Now)
+	d = m.Step(&v)
+	if names, deletes := named(d); len(names) != 0 || deletes != 3 {
 		t.Errorf("the same view again: named %v, %d deletes; want none named, the 3 deletes again", names, deletes)
 	}
+	m.Advance(d.Actions, v.Now)
 	w := copyView(v)
 	extra := w.Disks[0]
 	extra.Name, extra.UID, extra.Ordinal = events.ClaimName(w.Fleet.Name, 3), "uid-extra", 3

@@ -14,8 +14,9 @@ import (
 )
 
 // Fleet is the lifecycle machine of one fleet. The state it steps from is derived from
-// observation every time; what it keeps between steps is a memo of drift comparisons and when it
-// last asked for its status to be written, whose loss (an operator restart) changes no decision.
+// observation every time; what it keeps between steps is a memo of drift comparisons and what
+// its writes were, learnt only when they were made (Advance, the acknowledgment point), whose
+// loss (an operator restart) changes no decision.
 type Fleet struct {
 	state v1alpha1.FleetState
 	sm    *stateless.StateMachine
@@ -29,15 +30,22 @@ type Fleet struct {
 	fired *Transition
 	// unhandled is the last trigger fired that the table has no row for.
 	unhandled Trigger
-	// published is when this machine last asked for its status to be written, and asked what:
-	// a status is written at most once per ProgressInterval while the fleet shows the status
-	// asked for. Both are set together; asked is nil after a restart, which writes at once.
+	// The acknowledgment point's memory, set by Advance alone.
+	//
+	// published is when the decision that last wrote the fleet's status was made, and asked the
+	// status it wrote: a status is written at most once per ProgressInterval while the fleet
+	// shows the status asked for. Both are set together; asked is nil after a restart, which
+	// writes at once.
 	published time.Time
 	asked     *v1alpha1.CelldFleetStatus
 	// announced are the disks a DiskDeleted Event of this machine named. A step on a cache that
 	// has not seen their deletes yet plans them again (the driver sends no delete for a claim
 	// its fresh read finds going already), but names none of them a second time.
 	announced map[types.UID]bool
+
+	// announcing are the disks the last decision's DiskDeleted Event names, by the Event's key:
+	// they count as announced once Advance says the Event was recorded.
+	announcing map[string][]types.UID
 }
 
 type memoKey struct {
@@ -83,6 +91,7 @@ type Transition struct {
 // triggers, run to completion: the one that completes the change in flight (the observation
 // shows it rolled out), then the one the fleet's request calls for.
 func (m *Fleet) Step(v *events.View) Decision {
+	m.announcing = nil
 	if v.Fleet == nil {
 		return Decision{}
 	}
@@ -135,6 +144,29 @@ func (m *Fleet) Step(v *events.View) Decision {
 		m.quiet, m.quietFP = &q, fp
 	}
 	return d
+}
+
+// Advance is the acknowledgment point: the loop tells the machine which of a decision's actions
+// were made (sent, or handed to a driver that writes them later, and not refused), in the order
+// of the decision, and when it was decided (the view's Now). What the machine remembers of its
+// writes, it learns here and nowhere else: a decision that was not carried out (a failure
+// before its status or its Event went out) leaves the machine as if it had not been decided.
+func (m *Fleet) Advance(done []Action, decided time.Time) {
+	for i := range done {
+		a := &done[i]
+		switch {
+		case a.Kind == PublishStatus && a.Status != nil:
+			m.published, m.asked = decided, a.Status
+		case a.Kind == RecordEvent && len(m.announcing[a.Key]) > 0:
+			if m.announced == nil {
+				m.announced = map[types.UID]bool{}
+			}
+			for _, uid := range m.announcing[a.Key] {
+				m.announced[uid] = true
+			}
+		}
+	}
+	m.announcing = nil
 }
 
 // settledAfter is the size to record as settled on the workload after this step: the current

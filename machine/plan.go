@@ -124,7 +124,6 @@ func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetS
 			}
 			s := st
 			p.add(Action{Kind: PublishStatus, Key: "status/" + v.Key(), Status: &s})
-			p.m.published, p.m.asked = v.Now, &s
 		}
 	}
 	if wait := p.requeue(); wait > 0 {
@@ -432,14 +431,14 @@ func (p *planner) deleting() {
 			// named, ahead of the deletes: a delete that fails stops the step, and none that went
 			// out before it goes unsaid. It is the step's first write (no member is left, so the
 			// workload is stopped already).
-			p.add(Action{Kind: RecordEvent, Key: "event/disks/" + strings.Join(names, ","), EventType: "Normal", Reason: "DiskDeleted",
+			key := "event/disks/" + strings.Join(names, ",")
+			p.add(Action{Kind: RecordEvent, Key: key, EventType: "Normal", Reason: "DiskDeleted",
 				Message: fmt.Sprintf("deleting %s of the deleted fleet", diskNames(names))})
-			if p.m.announced == nil {
-				p.m.announced = map[types.UID]bool{}
-			}
+			uids := make([]types.UID, 0, len(deleting))
 			for _, a := range deleting {
-				p.m.announced[a.UID] = true
+				uids = append(uids, a.UID)
 			}
+			p.m.announcing = map[string][]types.UID{key: uids}
 		}
 		for _, a := range deleting {
 			p.add(a)

@@ -778,6 +778,28 @@ var Table = []Mutant{
 		Mistake:     "a create refused because the namespace is being deleted is taken for a refusal of the fleet's spec",
 		Threatens:   "Degraded only for what a person must fix; a namespace's deletion is no tenant's mistake",
 	},
+	// The acknowledgment point: the machine learns what was written when it was written.
+	{
+		Name: "loop-never-acknowledges", File: "loop/loop.go",
+		Original:    "\t\tm.Advance(d.Actions[:res.Applied], view.Now)\n",
+		Replacement: "",
+		Mistake:     "the loop never tells the machine what it wrote: every status change is written at once, the interval never holds one back",
+		Threatens:   "a fleet's status is written at most once per ProgressInterval (writes per fleet in motion)",
+	},
+	{
+		Name: "machine-advance-forgets-status", File: "machine/fleet.go",
+		Original:    "m.published, m.asked = decided, a.Status",
+		Replacement: "m.published = decided",
+		Mistake:     "the time of a status write is kept but not the status: the machine cannot tell whether the fleet shows its write, and never paces",
+		Threatens:   "a fleet's status is written at most once per ProgressInterval (writes per fleet in motion)",
+	},
+	{
+		Name: "machine-announces-unrecorded-disks", File: "machine/fleet.go",
+		Original:    "\tm.announcing = nil\n}",
+		Replacement: "\tfor _, uids := range m.announcing {\n\t\tfor _, uid := range uids {\n\t\t\tif m.announced == nil {\n\t\t\t\tm.announced = map[types.UID]bool{}\n\t\t\t}\n\t\t\tm.announced[uid] = true\n\t\t}\n\t}\n\tm.announcing = nil\n}",
+		Mistake:     "the disks an Event was to name count as named whether or not the Event was recorded: a failed Event leaves them unannounced for good",
+		Threatens:   "every disk a deletion deletes is named by an Event before it goes",
+	},
 	// The checks every driver makes before a request (loop.Dispatch).
 	{
 		Name: "send-force-on-a-node-that-may-be-alive", File: "loop/send.go",
