@@ -37,12 +37,6 @@ type StatusWriter struct {
 	Written func(lag time.Duration)
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
-	// Busy, when set, reports whether the writes that move fleets have a backlog (syncs waiting
-	// for a worker, most workers in a sync). A status that only updates counts or messages then
-	// waits, coalesced, until it clears or the oldest has waited MaxProgressWait: under a wave of
-	// fleets in motion the API server's time goes to the steps, and the statuses readers act on
-	// (Busy never holds them) still go at once. Read only by Run's workers.
-	Busy func() bool
 
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -172,24 +166,6 @@ func (w *StatusWriter) promote(key events.FleetKey) bool {
 // fleets; at rest they go as soon as they come.
 const PacedInFlight = 2
 
-// MaxProgressWait is the longest a status that only updates counts or messages waits for Busy to
-// clear: how stale the counts a fleet shows may be while the operator is busy elsewhere.
-var MaxProgressWait = 30 * time.Second
-
-// busyTick is how often Run's workers look again whether Busy cleared.
-const busyTick = 100 * time.Millisecond
-
-// pacedHeld reports whether the paced writes wait for Busy to clear. Call with mu held.
-func (w *StatusWriter) pacedHeld() bool {
-	if w.Busy == nil || w.stopped || len(w.paced) == 0 {
-		return false
-	}
-	if e := w.entries[w.paced[0]]; e != nil && e.next != nil && w.clock().Sub(e.since) >= MaxProgressWait {
-		return false
-	}
-	return w.Busy()
-}
-
 // pacedFull reports whether the paced writes in flight are at their bound. Call with mu held.
 func (w *StatusWriter) pacedFull() bool {
 	return w.pacedInFlight > 0 && w.pacedNow >= w.pacedInFlight
@@ -201,7 +177,7 @@ func (w *StatusWriter) pacedFull() bool {
 func (w *StatusWriter) take() (key events.FleetKey, paced, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for len(w.urgent) == 0 && (len(w.paced) == 0 || w.pacedFull() || w.pacedHeld()) {
+	for len(w.urgent) == 0 && (len(w.paced) == 0 || w.pacedFull()) {
 		if w.stopped && len(w.paced) == 0 {
 			return events.FleetKey{}, false, false
 		}
@@ -418,23 +394,6 @@ func (w *StatusWriter) Forget(key events.FleetKey) {
 // is dropped.
 func (w *StatusWriter) Run(workers int, bind func() (context.Context, context.CancelFunc, bool)) {
 	var wg sync.WaitGroup
-	if w.Busy != nil {
-		// Busy clearing signals nothing: the workers look again now and then.
-		tick := time.NewTicker(busyTick)
-		defer tick.Stop()
-		quit := make(chan struct{})
-		defer close(quit)
-		go func() {
-			for {
-				select {
-				case <-tick.C:
-					w.cond.Broadcast()
-				case <-quit:
-					return
-				}
-			}
-		}()
-	}
 	for range workers {
 		wg.Go(func() {
 			for {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -88,8 +87,6 @@ type Controller struct {
 	loop *loop.Loop
 	// statuses writes the fleets' status apart from the syncs that decide it.
 	statuses *loop.StatusWriter
-	// inSync counts the workers in a sync.
-	inSync atomic.Int64
 
 	mu sync.Mutex
 	// eventAt is when an informer event first enqueued a key not yet synced, for the
@@ -141,7 +138,6 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 		return f.ResourceVersion
 	})
 	ctl.statuses.Written = func(lag time.Duration) { opts.Metrics.statusLag.Observe(lag.Seconds()) }
-	ctl.statuses.Busy = ctl.busy
 	ctl.statuses.Failed = func(key events.FleetKey, err error) {
 		ns, name := key.Namespace, key.Name
 		opts.Metrics.actions.WithLabelValues(string(machine.PublishStatus), "error").Inc()
@@ -246,12 +242,6 @@ func (c *Controller) resync(ctx context.Context) {
 	}
 }
 
-// busy reports a backlog of syncs: keys waiting for a worker, or more than half the workers in a
-// sync. Statuses that only report progress wait while it lasts (loop.StatusWriter.Busy).
-func (c *Controller) busy() bool {
-	return c.queue.Len() > 0 || c.inSync.Load() > int64(c.opts.Workers/2)
-}
-
 func (c *Controller) processNext(ctx context.Context) bool {
 	key, quit := c.queue.Get()
 	if quit {
@@ -269,9 +259,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	// Not once the lease is lost: from then on another replica may be writing.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), syncTimeout)
 	sctx, unbind := c.opts.Leadership.Bound(sctx)
-	c.inSync.Add(1)
 	err := c.Sync(sctx, key)
-	c.inSync.Add(-1)
 	unbind()
 	cancel()
 	if err == nil {

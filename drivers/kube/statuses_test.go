@@ -199,32 +199,3 @@ func pendingStatuses(w *loop.StatusWriter) int {
 func key(namespace, name string) events.FleetKey {
 	return events.FleetKey{Namespace: namespace, Name: name}
 }
-
-// TestBusyIsABacklogOfSyncs: the status writer holds progress while keys wait for a worker or
-// more than half the workers are in a sync, and not otherwise.
-func TestBusyIsABacklogOfSyncs(t *testing.T) {
-	ctl, err := NewController(Clients{Kube: kubefake.NewClientset(), Celld: celldfake.NewSimpleClientset(), Recorder: record.NewFakeRecorder(10)},
-		Options{Log: zerolog.Nop(), Metrics: NewMetrics(), Workers: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ctl.busy() {
-		t.Error("busy with nothing queued and no sync")
-	}
-	ctl.inSync.Store(4)
-	if ctl.busy() {
-		t.Error("busy with half the workers in a sync")
-	}
-	ctl.inSync.Store(5)
-	if !ctl.busy() {
-		t.Error("not busy with more than half the workers in a sync")
-	}
-	ctl.inSync.Store(0)
-	ctl.queue.Add(key("team", "alpha"))
-	if !ctl.busy() {
-		t.Error("not busy with a key waiting for a worker")
-	}
-	if ctl.statuses.Busy == nil {
-		t.Error("the status writer is not told when the operator is busy")
-	}
-}

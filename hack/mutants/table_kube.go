@@ -69,27 +69,6 @@ func init() {
 			Threatens:   "the writes that move fleets are not slowed by member-count updates (issue 33)",
 		},
 		Mutant{
-			Name: "status-writer-progress-ignores-backlog", File: "loop/statuswriter.go",
-			Original:    "\treturn w.Busy()\n}",
-			Replacement: "\treturn false\n}",
-			Mistake:     "progress-only statuses are written whatever the backlog of syncs: under a wave of fleets in motion they take the API server's time from the steps",
-			Threatens:   "the writes that move fleets are not slowed by member-count updates (issue 33)",
-		},
-		Mutant{
-			Name: "status-writer-progress-held-forever", File: "loop/statuswriter.go",
-			Original:    "w.clock().Sub(e.since) >= MaxProgressWait {",
-			Replacement: "w.clock().Sub(e.since) >= 1000*MaxProgressWait {",
-			Mistake:     "progress waits for the backlog to clear however long it lasts: a fleet in a long wave shows counts minutes old",
-			Threatens:   "a status that only reports progress is at most MaxProgressWait stale",
-		},
-		Mutant{
-			Name: "kube-busy-ignores-queue", File: "drivers/kube/controller.go",
-			Original:    "return c.queue.Len() > 0 || c.inSync.Load() > int64(c.opts.Workers/2)",
-			Replacement: "return c.inSync.Load() > int64(c.opts.Workers/2)",
-			Mistake:     "the operator is taken for idle while keys wait for a worker",
-			Threatens:   "the writes that move fleets are not slowed by member-count updates (issue 33)",
-		},
-		Mutant{
 			Name: "kube-status-writer-keeps-older", File: "loop/statuswriter.go",
 			Original:    "\te.next = st.DeepCopy()\n",
 			Replacement: "\tif e.next == nil {\n\t\te.next = st.DeepCopy()\n\t}\n",
