@@ -93,6 +93,10 @@ type Premise struct {
 	NodeUnhealthySince time.Time
 	// Ready names member Pods that must still exist, be ready and not be terminating.
 	Ready []string
+	// Nodes are the nodes the decision saw the fleet's members on. The premise asks nothing of
+	// them that Ready does not: a driver may read them at once, beside the members' list, rather
+	// than after it (a member found on another node has its node read then).
+	Nodes []string
 	// FleetGeneration, when set, is the metadata.generation of the fleet named Fleet as the
 	// decision saw it: a size the user asked for since must be decided on, not overwritten by
 	// an older one.

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -394,4 +395,45 @@ func TestReaderActsSeesStateAndConditions(t *testing.T) {
 	if !ReaderActs(nil, published.DeepCopy()) {
 		t.Error("a fleet's first status: ReaderActs = false, want true")
 	}
+}
+
+// TestScaleInPremiseNamesTheNodesSeen: a scale-in's premise names the nodes the decision saw the
+// members on, each once, so a driver can read them beside the members' list.
+func TestScaleInPremiseNamesTheNodesSeen(t *testing.T) {
+	w := newWorld(v1alpha1.ProfilePersistentFleet, 4)
+	m := New()
+	for i := 0; i < 60; i++ {
+		if i == 2 {
+			w.fleet.Spec.Members, w.fleet.Generation = 3, w.fleet.Generation+1
+		}
+		v := events.Normalize(worldNS, worldName, w.observe())
+		d := m.Step(&v)
+		for _, a := range d.Actions {
+			if a.Kind == Apply && a.Premise != nil && a.Premise.RolledOut && len(a.Premise.Ready) > 0 {
+				var want []string
+				for _, mb := range v.Members {
+					if mb.NodeName != "" && !slices.Contains(want, mb.NodeName) {
+						want = append(want, mb.NodeName)
+					}
+				}
+				slices.Sort(want)
+				if len(want) == 0 || !slices.Equal(a.Premise.Nodes, want) {
+					t.Fatalf("the scale-in's premise names nodes %v; the decision saw the members on %v", a.Premise.Nodes, want)
+				}
+				return
+			}
+			if a.Kind == Requeue {
+				continue
+			}
+			if err := a.Premise.Check(w.fresh(a.Premise)); err != nil {
+				t.Fatalf("premise refused %s: %v", a.Key, err)
+			}
+			if err := w.apply(a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.Advance(d.Actions, v.Now)
+		w.tick()
+	}
+	t.Fatal("no scale-in in 60 ticks")
 }

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -258,7 +259,7 @@ func (p *planner) live() {
 			if replicas < fx.current {
 				// A scale-in takes a member away: every member must still be ready, and the last
 				// change rolled out.
-				a.Premise.Ready = p.readyMembers("")
+				a.Premise.Ready, a.Premise.Nodes = p.readyMembers(""), p.memberNodes()
 				a.Premise.RolledOut = true
 			}
 		}
@@ -314,6 +315,18 @@ func (p *planner) readyMembers(except string) []string {
 	return out
 }
 
+// memberNodes are the nodes the view shows the members on, each once, in order.
+func (p *planner) memberNodes() []string {
+	var out []string
+	for i := range p.v.Members {
+		if n := p.v.Members[i].NodeName; n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // history appends the policy's decisions that this step acts on.
 func (p *planner) history(replicas int32) {
 	fx := p.fx
@@ -361,7 +374,7 @@ func (p *planner) heal(workload kinds.Ref) {
 	// The workload as decided on, too: a cache behind a change written since (a grow applied by
 	// the step before) would show a workload settled that its controller has yet to act on.
 	w := &p.v.Workload
-	premise := &Premise{Ready: p.readyMembers(m.Name), OnlyNotReady: m.Name, Fleet: p.v.Fleet.Name, FleetGeneration: p.v.Fleet.Generation,
+	premise := &Premise{Ready: p.readyMembers(m.Name), Nodes: p.memberNodes(), OnlyNotReady: m.Name, Fleet: p.v.Fleet.Name, FleetGeneration: p.v.Fleet.Generation,
 		Workload: true, WorkloadExists: w.Exists, WorkloadGeneration: w.Generation, WorkloadRef: workload}
 	switch c.reason {
 	case HealNodeGone, HealNodeFenced, HealNodeUnreachable, HealStuckTerminating:

@@ -522,6 +522,15 @@ func (ap *Applier) fresh(ctx context.Context, t *Target, a machine.Action) (mach
 			}
 		})
 	}
+	if readPods && ap.nodes != nil {
+		// The nodes the decision saw the members on, read beside the list: the members' nodes
+		// read after it share these reads (sent after the decision) rather than send their own,
+		// so a step waits for one round trip, not two. A member found elsewhere has its node
+		// read then.
+		for _, n := range p.Nodes {
+			read(func() { _, _ = ap.node(ctx, n, decided) })
+		}
+	}
 	if readPods {
 		read(func() {
 			pods, podsErr = ap.members(ctx, t, a)

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -70,52 +72,55 @@ func (r *rounds) sentAlone() []string {
 	return append([]string(nil), r.lone...)
 }
 
-// TestPremiseReadsGoAtOnce: a scale-in's premise (every member ready on a ready node, the
-// fleet's generation, the workload) is confirmed in two rounds of reads that each go at once: the
-// members, the fleet and the workload; then the node of every member. Reads sent one after
-// another make a step wait for the sum of their round trips.
-func TestPremiseReadsGoAtOnce(t *testing.T) {
+// premiseServer is an API server that holds the premise's reads by rounds (round names the round
+// of a request, "" for one that is not expected) and records every request.
+type premiseServer struct {
+	f     *v1alpha1.CelldFleet
+	d     *appsv1.Deployment
+	seen  []string
+	mu    sync.Mutex
+	ap    *Applier
+	pods  []corev1.Pod
+	round func(what string) string
+	r     *rounds
+}
+
+func newPremiseServer(t *testing.T, r *rounds, nodes []string, round func(what string) string) *premiseServer {
 	f := testFleet(v1alpha1.ProfileBucket)
 	d := render.Render(f, 3, -1).Deployment.DeepCopy()
 	d.TypeMeta = metav1.TypeMeta{Kind: "Deployment", APIVersion: "apps/v1"}
 	d.Generation = 4
-	member := func(name, node string) corev1.Pod {
-		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.Namespace, Labels: render.SelectorLabels(f)},
+	s := &premiseServer{f: f, d: d, r: r, round: round}
+	for i, node := range nodes {
+		s.pods = append(s.pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("alpha-%d", i), Namespace: f.Namespace, Labels: render.SelectorLabels(f)},
 			Spec:   corev1.PodSpec{NodeName: node},
-			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}})
 	}
-	pods := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"},
-		Items: []corev1.Pod{member("alpha-0", "n1"), member("alpha-1", "n2")}}
 	fleet := f.DeepCopy()
 	fleet.TypeMeta = metav1.TypeMeta{Kind: "CelldFleet", APIVersion: v1alpha1.SchemeGroupVersion.String()}
-
-	const first, second = "the members, the fleet and the workload", "the members' nodes"
-	r := newRounds(time.Second, map[string]int{first: 3, second: 2})
-	var mu sync.Mutex
-	var seen []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		path := req.URL.Path
-		mu.Lock()
-		seen = append(seen, req.Method+" "+path)
-		mu.Unlock()
+		s.mu.Lock()
+		s.seen = append(s.seen, req.Method+" "+path)
+		s.mu.Unlock()
 		var body any
+		var what string
 		switch {
 		case path == "/api/v1/namespaces/team/pods":
-			r.hold(first, "LIST pods")
-			body = pods
+			what, body = "LIST pods", &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: s.pods}
 		case path == "/apis/celld.io/v1alpha1/namespaces/team/celldfleets/alpha":
-			r.hold(first, "GET fleet")
-			body = fleet
+			what, body = "GET fleet", fleet
 		case path == "/apis/apps/v1/namespaces/team/deployments/"+d.Name:
-			r.hold(first, "GET deployment")
-			body = d
+			what, body = "GET deployment", d
 		case strings.HasPrefix(path, "/api/v1/nodes/"):
 			name := strings.TrimPrefix(path, "/api/v1/nodes/")
-			r.hold(second, "GET node "+name)
-			body = readyNode(name)
+			what, body = "GET node "+name, readyNode(name)
 		default:
 			http.Error(w, "unexpected "+path, http.StatusBadRequest)
 			return
+		}
+		if rd := round(what); rd != "" {
+			r.hold(rd, what)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		writeJSON(w, body)
@@ -130,30 +135,46 @@ func TestPremiseReadsGoAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ap := &Applier{Kube: kube, Celld: celld, Recorder: record.NewFakeRecorder(10), nodes: newNodeReads()}
+	s.ap = &Applier{Kube: kube, Celld: celld, Recorder: record.NewFakeRecorder(10), nodes: newNodeReads()}
+	return s
+}
 
-	premise := &machine.Premise{Ready: []string{"alpha-0", "alpha-1"}, Fleet: f.Name, FleetGeneration: f.Generation,
+// confirm reads the premise of a scale-in whose decision saw the members on seenOn, and checks
+// that it holds on what was read, and that every read of a round went out with the others.
+func (s *premiseServer) confirm(t *testing.T, seenOn []string, reads int) {
+	t.Helper()
+	var names []string
+	for _, p := range s.pods {
+		names = append(names, p.Name)
+	}
+	premise := &machine.Premise{Ready: names, Nodes: seenOn, Fleet: s.f.Name, FleetGeneration: s.f.Generation,
 		Workload: true, WorkloadExists: true, WorkloadGeneration: 4}
-	a := machine.Action{Kind: machine.Apply, Key: "apply/deployment", Ref: kinds.Ref{Namespace: f.Namespace, Name: d.Name},
-		Object: render.Render(f, 2, -1).Deployment, Premise: premise}
-	target := &Target{Fleet: f, Decided: time.Now()}
+	a := machine.Action{Kind: machine.Apply, Key: "apply/deployment", Ref: kinds.Ref{Namespace: s.f.Namespace, Name: s.d.Name},
+		Object: render.Render(s.f, 2, -1).Deployment, Premise: premise}
+	target := &Target{Fleet: s.f, Decided: time.Now()}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	fresh, err := ap.fresh(ctx, target, a)
+	fresh, err := s.ap.fresh(ctx, target, a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lone := r.sentAlone(); len(lone) > 0 {
+	s.mu.Lock()
+	seen := append([]string(nil), s.seen...)
+	s.mu.Unlock()
+	if lone := s.r.sentAlone(); len(lone) > 0 {
 		t.Errorf("%q went out while no other read of its round was in flight (the API server got %q): the reads went one after another",
 			lone, seen)
 	}
-	if len(seen) != 5 {
-		t.Errorf("the API server got %q; want 5 reads: the members, the fleet, the workload and two nodes", seen)
+	if len(seen) != reads {
+		t.Errorf("the API server got %q; want %d reads: the members, the fleet, the workload and each node once", seen, reads)
 	}
-	if len(fresh.Pods) != 2 || fresh.MemberNodes["n1"] == nil || fresh.MemberNodes["n2"] == nil ||
-		fresh.FleetGeneration != f.Generation || !fresh.WorkloadExists || fresh.WorkloadGeneration != 4 {
-		t.Errorf("fresh: %d pods, nodes %v, fleet generation %d, workload %t at %d", len(fresh.Pods), fresh.MemberNodes,
-			fresh.FleetGeneration, fresh.WorkloadExists, fresh.WorkloadGeneration)
+	for _, p := range s.pods {
+		if fresh.MemberNodes[p.Spec.NodeName] == nil {
+			t.Errorf("no fresh read of node %s of member %s: %v", p.Spec.NodeName, p.Name, fresh.MemberNodes)
+		}
+	}
+	if len(fresh.Pods) != len(s.pods) || fresh.FleetGeneration != s.f.Generation || !fresh.WorkloadExists || fresh.WorkloadGeneration != 4 {
+		t.Errorf("fresh: %d pods, fleet generation %d, workload %t at %d", len(fresh.Pods), fresh.FleetGeneration, fresh.WorkloadExists, fresh.WorkloadGeneration)
 	}
 	if target.CurrentKey != a.Key || target.Current == nil {
 		t.Errorf("the workload's read is not kept for the apply: key %q, %v", target.CurrentKey, target.Current)
@@ -161,6 +182,42 @@ func TestPremiseReadsGoAtOnce(t *testing.T) {
 	if err := premise.Check(fresh); err != nil {
 		t.Errorf("the premise holds on the server's objects: %v", err)
 	}
+}
+
+// TestPremiseReadsGoAtOnce: a scale-in's premise (every member ready on a ready node, the
+// fleet's generation, the workload) is confirmed in two rounds of reads that each go at once when
+// the decision named no nodes: the members, the fleet and the workload; then the node of every
+// member. Reads sent one after another make a step wait for the sum of their round trips.
+func TestPremiseReadsGoAtOnce(t *testing.T) {
+	const first, second = "the members, the fleet and the workload", "the members' nodes"
+	r := newRounds(time.Second, map[string]int{first: 3, second: 2})
+	s := newPremiseServer(t, r, []string{"n1", "n2"}, func(what string) string {
+		if strings.HasPrefix(what, "GET node ") {
+			return second
+		}
+		return first
+	})
+	s.confirm(t, nil, 5)
+}
+
+// TestPremiseReadsOfTheNodesSeenGoWithTheList: with the nodes the decision saw the members on,
+// they are read beside the members' list, in one round, each once; a member found on a node the
+// decision did not see has that node read after the list.
+func TestPremiseReadsOfTheNodesSeenGoWithTheList(t *testing.T) {
+	const all = "every read"
+	r := newRounds(time.Second, map[string]int{all: 5})
+	s := newPremiseServer(t, r, []string{"n1", "n2"}, func(string) string { return all })
+	s.confirm(t, []string{"n1", "n2"}, 5)
+
+	const first, second = "the members, the fleet, the workload and n1", "n3, found by the list"
+	r = newRounds(time.Second, map[string]int{first: 4, second: 1})
+	s = newPremiseServer(t, r, []string{"n1", "n3"}, func(what string) string {
+		if what == "GET node n3" {
+			return second
+		}
+		return first
+	})
+	s.confirm(t, []string{"n1"}, 5)
 }
 
 // TestPremiseReadsFailInAFixedOrder: whichever read answers first, a premise's reads fail with the
