@@ -12,6 +12,13 @@ func init() {
 			Threatens:   "premise: the workload a heal names; clause 3",
 		},
 		Mutant{
+			Name: "kube-member-nodes-after-the-list", File: "drivers/kube/apply.go",
+			Original:    "\t\tfor _, n := range p.Nodes {\n\t\t\tread(func() { _, _ = ap.node(ctx, n, decided) })\n\t\t}\n",
+			Replacement: "",
+			Mistake:     "the nodes the decision saw the members on are not read beside the list: every step waits for two rounds of reads",
+			Threatens:   "the scale-in step's latency at 500 fleets (issue 33)",
+		},
+		Mutant{
 			Name: "kube-heal-counted-when-already-gone", File: "drivers/kube/apply.go",
 			Original:    "case apierrors.IsNotFound(err):\n\t\treturn nil\n\tcase err != nil:\n\t\treturn fmt.Errorf(\"delete pod %s: %w\", a.Key, err)",
 			Replacement: "case apierrors.IsNotFound(err):\n\tcase err != nil:\n\t\treturn fmt.Errorf(\"delete pod %s: %w\", a.Key, err)",
