@@ -104,22 +104,22 @@ func (k *Checker) After(passes []Pass) error {
 		if other := reservedToAnother(o); other != "" {
 			inputs = append(inputs, "its bucket reserved to fleet uid "+other)
 		}
-		if err := k.J.Held(o.Fleet, o.PVCs, inputs, o.Unowned, p.Sent); err != nil {
+		if err := k.J.Held(o.Fleet, o.PVCs, inputs, o.Unowned, p.Written()); err != nil {
 			return err
 		}
-		if err := k.J.Unfenced(o.Fleet, o.Now, o.Pods, o.Nodes, o.NodesSynced, p.Sent); err != nil {
+		if err := k.J.Unfenced(o.Fleet, o.Now, o.Pods, o.Nodes, o.NodesSynced, p.Written()); err != nil {
 			return err
 		}
-		if err := k.J.Stuck(o.Fleet, o.Now, o.StatefulSet, o.Pods, o.PVCs, o.Nodes, o.NodesSynced, p.Sent); err != nil {
+		if err := k.J.Stuck(o.Fleet, o.Now, o.StatefulSet, o.Pods, o.PVCs, o.Nodes, o.NodesSynced, p.Written()); err != nil {
 			return err
 		}
-		if err := k.J.DiskGoing(o.Fleet, o.Pods, o.PVCs, p.Sent); err != nil {
+		if err := k.J.DiskGoing(o.Fleet, o.Pods, o.PVCs, p.Written()); err != nil {
 			return err
 		}
-		if err := k.J.DeletionBlocked(o.Fleet, o.StatefulSet, o.Pods, p.Sent); err != nil {
+		if err := k.J.DeletionBlocked(o.Fleet, o.StatefulSet, o.Pods, p.Written()); err != nil {
 			return err
 		}
-		if err := k.J.CannotComeBack(o.Fleet, o.Pods, o.Nodes, o.NodesSynced, p.Sent); err != nil {
+		if err := k.J.CannotComeBack(o.Fleet, o.Pods, o.Nodes, o.NodesSynced, p.Written()); err != nil {
 			return err
 		}
 	}

@@ -182,6 +182,17 @@ type Pass struct {
 	Decision machine.Decision
 	// Sent are the requests the pass sent, in order: what it did, not only what it decided.
 	Sent []sim.Request
+	// Handed are the statuses the pass handed to the status writer, as the requests that write
+	// them: the writer sends each later (or a newer one that replaced it), apart from the pass.
+	Handed []sim.Request
+}
+
+// Written is what the pass wrote or handed over to be written: Sent, then Handed.
+func (p Pass) Written() []sim.Request {
+	if len(p.Handed) == 0 {
+		return p.Sent
+	}
+	return append(append([]sim.Request(nil), p.Sent...), p.Handed...)
 }
 
 // Sync runs the loop once for every fleet the caches hold, at the cluster's clock (the
@@ -193,7 +204,14 @@ func (o *Operator) Sync(c *sim.Cluster) []Pass {
 		o.last = nil
 		from := c.RequestCount()
 		res, err := o.loop.Sync(context.Background(), key, c.Now())
-		out = append(out, Pass{Key: key, Obs: o.last, Decision: res.Decision, Sent: c.RequestsFrom(from)})
+		p := Pass{Key: key, Obs: o.last, Decision: res.Decision, Sent: c.RequestsFrom(from)}
+		for _, a := range res.Decision.Actions[:res.Applied] {
+			if a.Kind == machine.PublishStatus && a.Status != nil {
+				p.Handed = append(p.Handed, sim.Request{Time: c.Now(), Action: a.Kind, Key: a.Key, Verb: "update", Resource: "celldfleets/status",
+					Namespace: key.Namespace, Name: key.Name, Status: a.Status.DeepCopy()})
+			}
+		}
+		out = append(out, p)
 		o.trace(c, key, res, err)
 	}
 	return out
