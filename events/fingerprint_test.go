@@ -15,7 +15,8 @@ import (
 func TestNormalizeFingerprints(t *testing.T) {
 	observe := func(edit func(*Observation)) View {
 		f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1", ResourceVersion: "7", Generation: 2},
-			Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet, Bucket: v1alpha1.BucketSpec{Name: "b"}}}
+			Spec:   v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet, Bucket: v1alpha1.BucketSpec{Name: "b"}},
+			Status: v1alpha1.CelldFleetStatus{Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "MembersNotReady", Message: "the fleet is converging"}}}}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-0", ResourceVersion: "11", Labels: map[string]string{LabelFleetUID: "u1"}},
 			Spec: corev1.PodSpec{NodeName: "n1"}}
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
@@ -39,17 +40,21 @@ func TestNormalizeFingerprints(t *testing.T) {
 	for name, edit := range map[string]func(*Observation){
 		"the fleet's resourceVersion":             func(o *Observation) { o.Fleet.ResourceVersion = "8" },
 		"a status overlaid, same resourceVersion": func(o *Observation) { o.Fleet.Status.Members.Current = 2 },
-		"a condition's message":                   func(o *Observation) { o.Fleet.Status.Conditions = []metav1.Condition{{Type: "Ready", Message: "x"}} },
-		"the next action":                         func(o *Observation) { o.Fleet.Status.NextAction = "set the workload to 2 members" },
-		"a recommendation":                        func(o *Observation) { n := int32(0); o.Fleet.Status.RecommendedMembers = &n },
-		"an unused disk":                          func(o *Observation) { o.Fleet.Status.Disks = &v1alpha1.DiskAudit{Unused: []string{"data-a-3"}} },
-		"a member's resourceVersion":              func(o *Observation) { o.Pods[0].ResourceVersion = "12" },
-		"its node NotReady":                       func(o *Observation) { o.Nodes["n1"].Status.Conditions[0].Status = corev1.ConditionFalse },
-		"a priority class missing":                func(o *Observation) { o.PriorityClassMissing = true },
-		"a service account missing":               func(o *Observation) { o.ServiceAccountMissing = true },
-		"an object under its name":                func(o *Observation) { o.Unowned = []string{"Service/a"} },
-		"a refusal of this generation":            func(o *Observation) { o.Refused = &Refusal{Generation: 2, Object: "StatefulSet/a", Message: "no"} },
-		"the node cache synced or not":            func(o *Observation) { o.NodesSynced = false },
+		"a condition": func(o *Observation) {
+			o.Fleet.Status.Conditions = append(o.Fleet.Status.Conditions, metav1.Condition{Type: "Degraded"})
+		},
+		"a condition's status":         func(o *Observation) { o.Fleet.Status.Conditions[0].Status = metav1.ConditionTrue },
+		"a condition's message":        func(o *Observation) { o.Fleet.Status.Conditions[0].Message = "waiting for member a-2" },
+		"the next action":              func(o *Observation) { o.Fleet.Status.NextAction = "set the workload to 2 members" },
+		"a recommendation":             func(o *Observation) { n := int32(0); o.Fleet.Status.RecommendedMembers = &n },
+		"an unused disk":               func(o *Observation) { o.Fleet.Status.Disks = &v1alpha1.DiskAudit{Unused: []string{"data-a-3"}} },
+		"a member's resourceVersion":   func(o *Observation) { o.Pods[0].ResourceVersion = "12" },
+		"its node NotReady":            func(o *Observation) { o.Nodes["n1"].Status.Conditions[0].Status = corev1.ConditionFalse },
+		"a priority class missing":     func(o *Observation) { o.PriorityClassMissing = true },
+		"a service account missing":    func(o *Observation) { o.ServiceAccountMissing = true },
+		"an object under its name":     func(o *Observation) { o.Unowned = []string{"Service/a"} },
+		"a refusal of this generation": func(o *Observation) { o.Refused = &Refusal{Generation: 2, Object: "StatefulSet/a", Message: "no"} },
+		"the node cache synced or not": func(o *Observation) { o.NodesSynced = false },
 	} {
 		v := observe(edit)
 		if v.Fingerprint == base.Fingerprint {
