@@ -60,7 +60,7 @@ func TestSyncDoesNotWaitForTheStatus(t *testing.T) {
 		close(release)
 		t.Fatal("the sync waited for its own status write")
 	}
-	if n := pendingStatuses(ctl.statuses); n != 1 {
+	if n := ctl.statuses.Waiting(); n != 1 {
 		t.Fatalf("%d fleets with a status handed over, want 1", n)
 	}
 	waitFor(t, "the caches to show what the sync wrote", func() bool {
@@ -137,7 +137,7 @@ func TestFailedStatusWriteIsRequeued(t *testing.T) {
 	if n := len(last.Decision.Actions); n != 0 {
 		t.Fatalf("the second sync while the status is on its way decided %d actions, want none: %+v", n, last.Decision.Actions)
 	}
-	if n := pendingStatuses(ctl.statuses); n != 1 {
+	if n := ctl.statuses.Waiting(); n != 1 {
 		t.Fatalf("%d fleets with a status on its way, want 1", n)
 	}
 	drainStatuses(ctx, ctl.statuses)
@@ -157,7 +157,7 @@ func TestFailedStatusWriteIsRequeued(t *testing.T) {
 	if err := ctl.Sync(ctx, key("team", "alpha")); err != nil {
 		t.Fatal(err)
 	}
-	if n := pendingStatuses(ctl.statuses); n != 1 {
+	if n := ctl.statuses.Waiting(); n != 1 {
 		t.Errorf("%d fleets with a status handed over after the failed one, want 1", n)
 	}
 }
@@ -188,11 +188,6 @@ func startedController(t *testing.T, kube *kubefake.Clientset, celld, status *ce
 func drainStatuses(ctx context.Context, w *loop.StatusWriter) {
 	for w.WriteNext(ctx) {
 	}
-}
-
-// pendingStatuses counts the fleets whose status waits or is being written.
-func pendingStatuses(w *loop.StatusWriter) int {
-	return w.Waiting()
 }
 
 // key is the key of fleet name in namespace.
