@@ -179,6 +179,9 @@ func (w *StatusWriter) take() (key events.FleetKey, paced, ok bool) {
 	defer w.mu.Unlock()
 	for len(w.urgent) == 0 && (len(w.paced) == 0 || w.pacedFull()) {
 		if w.stopped && len(w.paced) == 0 {
+			// The others may be waiting for a paced place that will never free: wake them to
+			// return too, or Run never does and a shutdown hangs.
+			w.cond.Broadcast()
 			return events.FleetKey{}, false, false
 		}
 		w.cond.Wait()

@@ -179,7 +179,7 @@ func TestStatusWriterHasOneWriteInFlightPerFleet(t *testing.T) {
 	time.Sleep(20 * time.Millisecond) // room for a second worker to take the fleet, wrongly
 	close(s.block)
 	w.Stop()
-	<-done
+	waitStopped(t, done)
 	if got := s.sentList(); got != "team/alpha=4 team/alpha=6" {
 		t.Errorf("sent %q; want the one in flight, then the latest: team/alpha=4 team/alpha=6", got)
 	}
@@ -306,7 +306,7 @@ func TestStatusWriterRecreatedFleet(t *testing.T) {
 	close(s.block)
 	waitFor(t, "the recreated fleet's status", func() bool { return s.sentList() == "team/alpha=4 team/alpha=1" })
 	w.Stop()
-	<-done
+	waitStopped(t, done)
 	if got := shown(w, key("team", "alpha"), old, "10"); got != old {
 		t.Error("the deleted fleet's status is overlaid on it")
 	}
@@ -351,7 +351,7 @@ func TestStatusWriterArrivalDuringItsFleetsWrite(t *testing.T) {
 	w.Put(key("team", "x"), x, &x.Status, arrival(x, 5))
 	close(s.block)
 	w.Stop()
-	<-done
+	waitStopped(t, done)
 	if got, want := s.sentList(), "team/x=4 team/x=5 team/y=4 team/z=4"; got != want {
 		t.Errorf("sent %q; want %q: x's arrival as soon as its write in flight is answered", got, want)
 	}
@@ -401,12 +401,46 @@ func TestStatusWriterBoundsPacedWritesInFlight(t *testing.T) {
 	}
 	close(s.block)
 	w.Stop()
-	<-done
+	waitStopped(t, done)
 	if got := len(strings.Fields(s.sentList())); got != 9 {
 		t.Errorf("sent %d statuses, want all 9: %s", got, s.sentList())
 	}
 	if most[true] != PacedInFlight {
 		t.Errorf("at most %d paced writes were in flight at once, want %d", most[true], PacedInFlight)
+	}
+}
+
+// TestStatusWriterStopsWithPacedWritesWaiting: a stop that comes while paced writes wait for a
+// place still ends Run once they are written: every worker returns, not only those that happened
+// to be woken by the last paced write's end.
+func TestStatusWriterStopsWithPacedWritesWaiting(t *testing.T) {
+	for range 20 {
+		s := newFakeStatusServer()
+		s.block = make(chan struct{})
+		w := s.writer()
+		done := s.start(w, 8)
+		for i := range 6 {
+			f := fleetNamed(fmt.Sprintf("p%d", i))
+			w.Put(events.KeyOf(f), f, &f.Status, progress(f, 4))
+		}
+		waitFor(t, "the paced writes in flight", func() bool { return w.Waiting() == 6-PacedInFlight })
+		time.Sleep(5 * time.Millisecond) // the idle workers asleep, waiting for a paced place
+		w.Stop()
+		close(s.block)
+		waitStopped(t, done)
+		if got := len(strings.Fields(s.sentList())); got != 6 {
+			t.Fatalf("sent %d statuses, want all 6: %s", got, s.sentList())
+		}
+	}
+}
+
+// waitStopped waits for the writer's Run to return, and fails rather than hang when it does not.
+func waitStopped(t *testing.T, done <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after Stop: a worker still waits")
 	}
 }
 
