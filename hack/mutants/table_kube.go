@@ -118,6 +118,13 @@ func init() {
 			Threatens:   "one status write in flight per fleet; the latest status wins",
 		},
 		Mutant{
+			Name: "kube-status-writer-stop-strands-workers", File: "loop/statuswriter.go",
+			Original:    "\t\t\tw.cond.Broadcast()\n\t\t\treturn events.FleetKey{}, false, false",
+			Replacement: "\t\t\treturn events.FleetKey{}, false, false",
+			Mistake:     "a worker that finds the writer stopped returns alone: those asleep waiting for a paced place are never woken, and a shutdown hangs",
+			Threatens:   "the operator stops when asked (a lost lease or SIGTERM ends the process)",
+		},
+		Mutant{
 			Name: "loop-overlay-dropped", File: "loop/loop.go",
 			Original:    "obs.Fleet = o.Overlay(key, obs.Fleet, cachedRV)",
 			Replacement: "_ = o.Overlay(key, obs.Fleet, cachedRV)",
