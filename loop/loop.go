@@ -18,6 +18,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -61,6 +62,8 @@ type Target struct {
 	// the object it writes (nil: absent), so sending it needs no second read. The driver's own.
 	Current    any
 	CurrentKey string
+	// Answers are the server's answers to the sync's Applies, in order: the objects as written.
+	Answers []kinds.Object
 	// Decided is when the machine decided the actions (the clock's time right after the step,
 	// not the observation's Now): a driver may confirm a premise on a read another sync sent, but
 	// only on one sent after this. Zero when no sync decided (an action sent on its own).
@@ -87,6 +90,8 @@ type Loop struct {
 
 	mu       sync.Mutex
 	machines map[events.FleetKey]*fleetMachine
+	// paths counts the answers' paths taken, by AnswerPaths' names.
+	paths map[string]int
 }
 
 type fleetMachine struct {
@@ -97,11 +102,9 @@ type fleetMachine struct {
 	// refusedUntil ends a refusal that may pass on its own (Forbidden: a namespace being
 	// deleted, a permission or policy not yet in place); zero holds it until the spec changes.
 	refusedUntil time.Time
-	// answer is the API server's answer to this loop's last write of the fleet itself (its
-	// status, its finalizer), and answeredOn the resourceVersion the caches showed when that sync
-	// observed: while they still show it, the answer is newer than anything they hold.
-	answer     *v1alpha1.CelldFleet
-	answeredOn string
+	// answers are the API server's answers to the loop's own latest writes of the fleet and its
+	// workload, while the caches have not shown them.
+	answers answers
 }
 
 // ForbiddenRetry is how long a Forbidden refusal holds the fleet, Degraded, before the refused
@@ -110,7 +113,7 @@ var ForbiddenRetry = time.Minute
 
 // New returns a loop with no memory: a process start or a leader change.
 func New(d Driver, log zerolog.Logger, hooks Hooks) *Loop {
-	return &Loop{driver: d, log: log, hooks: hooks, machines: map[events.FleetKey]*fleetMachine{}}
+	return &Loop{driver: d, log: log, hooks: hooks, machines: map[events.FleetKey]*fleetMachine{}, paths: map[string]int{}}
 }
 
 // Result is what one sync did.
@@ -140,14 +143,13 @@ func (l *Loop) Sync(ctx context.Context, key events.FleetKey, now time.Time) (Re
 	// of the refusal its predecessor's spec earned.
 	m := l.machineFor(key, obs.Fleet)
 	obs.Refused = l.refusal(key, now)
-	var cachedRV string
+	cached := versionsOf(obs)
 	if obs.Fleet != nil {
-		// A sync that follows the operator's own status write before its watch event arrives
-		// would otherwise compare with the status before it, and write the same again.
-		cachedRV = obs.Fleet.ResourceVersion
-		obs.Fleet = l.ownAnswer(key, obs.Fleet)
+		// A sync that follows the operator's own writes before their watch events arrive would
+		// otherwise decide on the objects before them.
+		l.overlayAnswers(key, obs, cached, now)
 		if o, ok := l.driver.(Overlayer); ok {
-			obs.Fleet = o.Overlay(key, obs.Fleet, cachedRV)
+			obs.Fleet = o.Overlay(key, obs.Fleet, cached.fleet)
 		}
 	}
 	view := events.Normalize(ns, name, obs)
@@ -173,9 +175,7 @@ func (l *Loop) Sync(ctx context.Context, key events.FleetKey, now time.Time) (Re
 	defer func() {
 		// The acknowledgment point: the machine learns which of its actions were made.
 		m.Advance(d.Actions[:res.Applied], view.Now)
-		if target.Fleet != obs.Fleet {
-			l.answered(key, target.Fleet, cachedRV)
-		}
+		l.answered(key, obs.Fleet, target, cached, now)
 	}()
 	for _, a := range d.Actions {
 		alog := log.With().Str("action", string(a.Kind)).Str("key", a.Key).Logger()
@@ -291,30 +291,35 @@ func (l *Loop) refuse(key events.FleetKey, r *events.Refusal, until time.Time) {
 	}
 }
 
-// ownAnswer is the fleet as the API server answered this loop's own last write of it, while the
-// caches still show the version that sync observed; the cached fleet otherwise, and then the
-// answer is dropped: the caches caught up with it, or someone else wrote the fleet since.
-func (l *Loop) ownAnswer(key events.FleetKey, cached *v1alpha1.CelldFleet) *v1alpha1.CelldFleet {
+// overlayAnswers puts into obs the loop's answers about the fleet that still stand.
+func (l *Loop) overlayAnswers(key events.FleetKey, obs *events.Observation, cached cachedVersions, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fm := l.machines[key]
-	if fm == nil || fm.answer == nil {
-		return cached
+	if fm := l.machines[key]; fm != nil {
+		if p := fm.answers.overlay(obs, cached, now); p != "" {
+			l.paths[p]++
+		}
 	}
-	if fm.answer.UID == cached.UID && fm.answeredOn == cached.ResourceVersion {
-		return fm.answer
-	}
-	fm.answer, fm.answeredOn = nil, ""
-	return cached
 }
 
-// answered keeps the API server's answer to a write of the fleet, made by a sync that observed
-// the caches at cachedRV.
-func (l *Loop) answered(key events.FleetKey, answer *v1alpha1.CelldFleet, cachedRV string) {
+// Paths counts the paths of the loop's answers taken, by the names AnswerPaths lists.
+func (l *Loop) Paths() map[string]int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if fm := l.machines[key]; fm != nil && answer != nil && answer.UID == fm.uid {
-		fm.answer, fm.answeredOn = answer, cachedRV
+	out := make(map[string]int, len(l.paths))
+	for k, n := range l.paths {
+		out[k] = n
+	}
+	return out
+}
+
+// answered keeps the API server's answers to a sync's writes, made by a sync that observed the
+// caches at cached.
+func (l *Loop) answered(key events.FleetKey, observed *v1alpha1.CelldFleet, t *Target, cached cachedVersions, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if fm := l.machines[key]; fm != nil && observed != nil && observed.UID == fm.uid {
+		fm.answers.record(observed, t.Fleet, t.Answers, cached, now)
 	}
 }
 

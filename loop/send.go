@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -17,7 +18,9 @@ import (
 type Writer interface {
 	// Current reads the object an Apply writes, bypassing every cache; nil when it is absent.
 	Current(ctx context.Context, t *Target, a machine.Action) (metav1.Object, error)
-	Apply(ctx context.Context, t *Target, a machine.Action) error
+	// Apply writes the action's object and returns the server's answer: the object as written
+	// (nil when the server gave none).
+	Apply(ctx context.Context, t *Target, a machine.Action) (kinds.Object, error)
 	BindReservation(ctx context.Context, t *Target, a machine.Action) error
 	AppendHistory(ctx context.Context, t *Target, a machine.Action) error
 	// SetFinalizer adds the fleet's finalizer (AddFinalizer) or removes it.
@@ -61,7 +64,11 @@ func Route(ctx context.Context, w Writer, t *Target, a machine.Action) error {
 	case machine.DeletePod:
 		return w.DeletePod(ctx, t, a)
 	case machine.Apply:
-		return w.Apply(ctx, t, a)
+		obj, err := w.Apply(ctx, t, a)
+		if err == nil && obj != nil {
+			t.Answers = append(t.Answers, obj)
+		}
+		return err
 	case machine.BindReservation:
 		return w.BindReservation(ctx, t, a)
 	case machine.AppendHistory:

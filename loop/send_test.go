@@ -9,21 +9,26 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
-// recorder is a Writer that records the methods called; current is what Current answers.
+// recorder is a Writer that records the methods called; current is what Current answers, and
+// answer what Apply does.
 type recorder struct {
 	called  []string
 	current metav1.Object
+	answer  kinds.Object
 }
 
 func (r *recorder) Current(context.Context, *Target, machine.Action) (metav1.Object, error) {
 	r.called = append(r.called, "Current")
 	return r.current, nil
 }
-func (r *recorder) rec(name string) error                                { r.called = append(r.called, name); return nil }
-func (r *recorder) Apply(context.Context, *Target, machine.Action) error { return r.rec("Apply") }
+func (r *recorder) rec(name string) error { r.called = append(r.called, name); return nil }
+func (r *recorder) Apply(context.Context, *Target, machine.Action) (kinds.Object, error) {
+	return r.answer, r.rec("Apply")
+}
 func (r *recorder) BindReservation(context.Context, *Target, machine.Action) error {
 	return r.rec("BindReservation")
 }
@@ -117,11 +122,17 @@ func TestCheckNeverAppliesOverSomeoneElsesObject(t *testing.T) {
 		{"rendered with no controller", nil, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "alpha"}}, false, false},
 		{"not an object", nil, "alpha", false, false},
 	} {
-		r := &recorder{current: c.current}
-		err := Dispatch(context.Background(), r, &Target{}, machine.Action{Kind: machine.Apply, Key: "apply/Service/alpha", Object: c.object})
+		answer := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "alpha", ResourceVersion: "9"}}
+		r := &recorder{current: c.current, answer: answer}
+		tg := &Target{}
+		err := Dispatch(context.Background(), r, tg, machine.Action{Kind: machine.Apply, Key: "apply/Service/alpha", Object: c.object})
 		sent := len(r.called) > 0 && r.called[len(r.called)-1] == "Apply"
 		if sent != c.sent || (err == nil) != c.sent || errors.Is(err, machine.ErrPremiseChanged) != c.changed {
 			t.Errorf("%s: sent %v, err %v; want sent %v, a changed premise %v", c.name, sent, err, c.sent, c.changed)
+		}
+		// The server's answer goes back to the loop, which decides on it while the caches lag.
+		if answered := len(tg.Answers) == 1 && tg.Answers[0] == kinds.Object(answer); answered != c.sent || len(tg.Answers) > 1 {
+			t.Errorf("%s: answers %v; want the writer's answer exactly when the Apply was sent", c.name, tg.Answers)
 		}
 	}
 }

@@ -106,7 +106,7 @@ func (c *coverage) add(w *harness.World) {
 	for k, n := range w.Faults {
 		c.faults[k] += n
 	}
-	for k, n := range w.Op.StatusPaths() {
+	for k, n := range w.Op.Paths() {
 		c.paths[k] += n
 	}
 }
@@ -126,10 +126,15 @@ func (c *coverage) table() string {
 	for _, k := range harness.FaultKinds {
 		fmt.Fprintf(&b, "coverage: fault  %9d  %s\n", c.faults[k], k)
 	}
-	for _, k := range loop.StatusPaths {
+	for _, k := range paths() {
 		fmt.Fprintf(&b, "coverage: path   %9d  %s\n", c.paths[k], k)
 	}
 	return b.String()
+}
+
+// paths are the status writer's and the loop's paths a run must take.
+func paths() []string {
+	return append(append([]string{}, loop.StatusPaths...), loop.AnswerPaths...)
 }
 
 func (c *coverage) missing() []string {
@@ -151,7 +156,7 @@ func (c *coverage) missing() []string {
 			out = append(out, "fault "+k)
 		}
 	}
-	for _, k := range loop.StatusPaths {
+	for _, k := range paths() {
 		if c.paths[k] == 0 {
 			out = append(out, "path "+k)
 		}

@@ -104,7 +104,7 @@ func (w applierWriter) Current(ctx context.Context, t *Target, a machine.Action)
 	return w.ap.currentFor(ctx, t, a)
 }
 
-func (w applierWriter) Apply(ctx context.Context, _ *Target, a machine.Action) error {
+func (w applierWriter) Apply(ctx context.Context, _ *Target, a machine.Action) (kinds.Object, error) {
 	return w.ap.apply(ctx, a)
 }
 
@@ -139,26 +139,30 @@ func (w applierWriter) RecordEvent(_ context.Context, t *Target, a machine.Actio
 
 // apply server-side applies the rendered object with the operator's field manager, forcing
 // ownership of the fields it sets: a hand edit of one of them is drift the operator repairs.
-func (ap *Applier) apply(ctx context.Context, a machine.Action) error {
+// It returns the object as the server answered, stripped as the caches strip it.
+func (ap *Applier) apply(ctx context.Context, a machine.Action) (kinds.Object, error) {
 	body, err := applyBody(a.Object)
 	if err != nil {
-		return fmt.Errorf("apply %s: %w", a.Key, err)
+		return nil, fmt.Errorf("apply %s: %w", a.Key, err)
 	}
 	force := true
-	err = ap.patch(ctx, a, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+	answer, err := ap.patch(ctx, a, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 	if apierrors.IsInvalid(err) && !kinds.IsWorkload(a.Object) {
 		// A hand edit of a list the API server merges by key (a Service's ports, keyed by port
 		// number) stays beside the operator's entry, and the two together can be invalid (two
 		// ports named "client"): apply cannot take the edit back. The operator's spec fields
 		// then replace the edited ones whole, and the object is applied again.
 		if err = ap.replaceSpec(ctx, a); err == nil {
-			err = ap.patch(ctx, a, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+			answer, err = ap.patch(ctx, a, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("apply %s: %w", a.Key, err)
+		return nil, fmt.Errorf("apply %s: %w", a.Key, err)
 	}
-	return nil
+	if answer != nil {
+		answer.SetManagedFields(nil)
+	}
+	return answer, nil
 }
 
 // currentFor is the object an Apply writes as read fresh for this action: the premise's read
@@ -193,10 +197,10 @@ func getOwned(ctx context.Context, c objectClient, name string) (metav1.Object, 
 }
 
 // patch sends one patch of the action's object.
-func (ap *Applier) patch(ctx context.Context, a machine.Action, pt types.PatchType, body []byte, opts metav1.PatchOptions) error {
+func (ap *Applier) patch(ctx context.Context, a machine.Action, pt types.PatchType, body []byte, opts metav1.PatchOptions) (kinds.Object, error) {
 	c, name, err := ap.clientFor(a)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	return c.patch(ctx, name, pt, body, opts)
 }
@@ -237,7 +241,7 @@ func (ap *Applier) replaceSpec(ctx context.Context, a machine.Action) error {
 	if err != nil {
 		return err
 	}
-	if err := ap.patch(ctx, a, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+	if _, err := ap.patch(ctx, a, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("replace the edited spec: %w", err)
 	}
 	return nil

@@ -103,8 +103,18 @@ func TestApplyIsOneServerSideApplyPerObject(t *testing.T) {
 			fx := newFixture()
 			m := obj.(metav1.Object)
 			a := machine.Action{Kind: machine.Apply, Key: "apply/" + m.GetName(), Ref: kinds.Ref{Namespace: f.Namespace, Name: m.GetName()}, Object: obj}
-			if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, a); err != nil {
+			tg := &Target{Fleet: f}
+			if err := fx.ap.Do(context.Background(), tg, a); err != nil {
 				t.Fatalf("%s %T: %v", profile, obj, err)
+			}
+			// The loop decides its next sync on the answer while the caches lag: the object as
+			// the server wrote it, stripped as the caches strip theirs.
+			if len(tg.Answers) != 1 {
+				t.Fatalf("%s %T: %d answers, want the server's one", profile, obj, len(tg.Answers))
+			}
+			if got := tg.Answers[0]; kinds.Of(got) != kinds.Of(obj) || got.GetName() != m.GetName() || len(got.GetManagedFields()) != 0 {
+				t.Errorf("%s %T: answered %s %s at %q with %d managedFields entries; want the object written, stripped",
+					profile, obj, kinds.Of(got), got.GetName(), got.GetResourceVersion(), len(got.GetManagedFields()))
 			}
 			p, ok := only(t, writesOf(fx.requests())).(k8stesting.PatchActionImpl)
 			if !ok {

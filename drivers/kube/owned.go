@@ -73,7 +73,8 @@ func (a typedAccessor) client(k kubernetes.Interface, namespace string) objectCl
 // objectClient reads, patches and creates objects of one kind in one namespace.
 type objectClient interface {
 	get(ctx context.Context, name string) (metav1.Object, error)
-	patch(ctx context.Context, name string, pt types.PatchType, body []byte, opts metav1.PatchOptions) error
+	// patch returns the object as the server answered the patch.
+	patch(ctx context.Context, name string, pt types.PatchType, body []byte, opts metav1.PatchOptions) (kinds.Object, error)
 	create(ctx context.Context, obj runtime.Object, opts metav1.CreateOptions) error
 	list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
 }
@@ -102,9 +103,13 @@ func (r reflectClient) get(ctx context.Context, name string) (metav1.Object, err
 	return o.(metav1.Object), nil
 }
 
-func (r reflectClient) patch(ctx context.Context, name string, pt types.PatchType, body []byte, opts metav1.PatchOptions) error {
-	_, err := r.call("Patch", ctx, name, pt, body, opts)
-	return err
+func (r reflectClient) patch(ctx context.Context, name string, pt types.PatchType, body []byte, opts metav1.PatchOptions) (kinds.Object, error) {
+	out, err := r.call("Patch", ctx, name, pt, body, opts)
+	if err != nil {
+		return nil, err
+	}
+	obj, _ := out.(kinds.Object)
+	return obj, nil
 }
 
 func (r reflectClient) create(ctx context.Context, obj runtime.Object, opts metav1.CreateOptions) error {

@@ -143,30 +143,30 @@ func finalizerForbidden() field.ErrorList {
 		"no new finalizers can be added if the object is being deleted")}
 }
 
-func (w simWriter) Apply(_ context.Context, _ *loop.Target, a machine.Action) error {
+func (w simWriter) Apply(_ context.Context, _ *loop.Target, a machine.Action) (kinds.Object, error) {
 	c, req := w.c, w.req
 	o, ok := a.Object.(object)
 	if !ok {
-		return fmt.Errorf("object %T is not a Kubernetes object", a.Object)
+		return nil, fmt.Errorf("object %T is not a Kubernetes object", a.Object)
 	}
 	k, ok := kindOf(o)
 	if !ok {
-		return fmt.Errorf("object %T is not a kind the cluster stores", a.Object)
+		return nil, fmt.Errorf("object %T is not a kind the cluster stores", a.Object)
 	}
 	req.Verb, req.Resource, req.Name = "apply", row(k).Resource.Resource, o.GetName()
 	if o.GetNamespace() != "" {
 		req.Namespace = o.GetNamespace()
 	}
 	if err := c.conflict(k, req.Name); err != nil {
-		return err
+		return nil, err
 	}
 	if err := c.checkPremise(a); err != nil {
-		return err
+		return nil, err
 	}
 	workload := k == KindStatefulSet || k == KindDeployment
 	if workload && c.refusals > 0 {
 		c.refusals--
-		return invalid(o, field.ErrorList{field.Invalid(field.NewPath("spec", "template", "spec", "containers").Index(0).Child("image"),
+		return nil, invalid(o, field.ErrorList{field.Invalid(field.NewPath("spec", "template", "spec", "containers").Index(0).Child("image"),
 			"", "the API server refuses this object (injected)")})
 	}
 	var before workloadState
@@ -175,13 +175,13 @@ func (w simWriter) Apply(_ context.Context, _ *loop.Target, a machine.Action) er
 	}
 	res, err := c.apply(a.Object, a.Namespace)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Changed = res.changed
 	if workload {
 		c.recordReplicaWrite(k, before, res)
 	}
-	return nil
+	return copyOf(res.stored), nil
 }
 
 func (w simWriter) SetFinalizer(_ context.Context, _ *loop.Target, a machine.Action) error {

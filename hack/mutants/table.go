@@ -765,11 +765,32 @@ var Table = []Mutant{
 	},
 	// A sync decided on the operator's own answer, and the client that moves fleets sized to the server.
 	{
-		Name: "loop-own-answer-outlives-cache", File: "loop/loop.go",
-		Original:    "if fm.answer.UID == cached.UID && fm.answeredOn == cached.ResourceVersion {",
-		Replacement: "if fm.answer.UID == cached.UID {",
+		Name: "loop-own-answer-outlives-cache", File: "loop/answers.go",
+		Original:    "if answered.UID == obs.Fleet.UID && f.on == cached.fleet {",
+		Replacement: "if answered.UID == obs.Fleet.UID {",
 		Mistake:     "the answer to the operator's own write is kept after the cache moved on: someone else's write of the fleet is never decided on",
 		Threatens:   "decisions on the newest fleet: a spec change or a deletion seen late",
+	},
+	{
+		Name: "loop-workload-answer-outlives-cache", File: "loop/answers.go",
+		Original:    "case on != w.on:",
+		Replacement: "case on == w.obj.GetResourceVersion():",
+		Mistake:     "the workload's answer is dropped only once the cache shows that very write: someone else's write of the workload since is never decided on",
+		Threatens:   "decisions on the newest workload: a hand edit or a scale seen late",
+	},
+	{
+		Name: "loop-workload-answer-never-expires", File: "loop/answers.go",
+		Original:    "case on == \"\" && now.Sub(w.at) > AnswerTTL:",
+		Replacement: "case on == \"\" && w.at.IsZero():",
+		Mistake:     "the answer to a create stands in for a cache that shows none for as long as it does: a workload deleted since is decided on as present",
+		Threatens:   "decisions on what exists: a deleted workload is created again",
+	},
+	{
+		Name: "send-drops-the-apply-answer", File: "loop/send.go",
+		Original:    "t.Answers = append(t.Answers, obj)",
+		Replacement: "_ = obj",
+		Mistake:     "the server's answer to an Apply is not handed back: the next sync decides on a cache behind the operator's own write, and its premise refuses the write",
+		Threatens:   "0 failed (retried) actions: a decision never on a cache behind the operator's own write",
 	},
 	{
 		Name: "loop-terminating-namespace-refuses-spec", File: "loop/loop.go",

@@ -126,8 +126,8 @@ func init() {
 		},
 		Mutant{
 			Name: "loop-overlay-dropped", File: "loop/loop.go",
-			Original:    "obs.Fleet = o.Overlay(key, obs.Fleet, cachedRV)",
-			Replacement: "_ = o.Overlay(key, obs.Fleet, cachedRV)",
+			Original:    "obs.Fleet = o.Overlay(key, obs.Fleet, cached.fleet)",
+			Replacement: "_ = o.Overlay(key, obs.Fleet, cached.fleet)",
 			Mistake:     "the loop decides on the cached status while its own write is on its way: the same status is asked for again on every sync until the caches show it",
 			Threatens:   "one status write per change (writes at rest 0; the status writer's coalescing)",
 		},

@@ -67,6 +67,9 @@ func (o *Operator) Restart(c *sim.Cluster) {
 		for k, n := range o.statuses.Paths() {
 			o.retired[k] += n
 		}
+		for k, n := range o.loop.Paths() {
+			o.retired[k] += n
+		}
 	}
 	o.held = nil // sent, and their answers lost with the process
 	o.statuses = loop.NewStatusWriter(o.sendStatus, o.cachedRV)
@@ -151,9 +154,12 @@ func (o *Operator) AnswerStatuses(round int) {
 // StatusesWaiting counts the fleets whose status waits to be written.
 func (o *Operator) StatusesWaiting() int { return o.statuses.Waiting() }
 
-// StatusPaths counts the status writers' paths taken, over restarts.
-func (o *Operator) StatusPaths() map[string]int {
+// Paths counts the status writers' and the loops' paths taken, over restarts.
+func (o *Operator) Paths() map[string]int {
 	out := o.statuses.Paths()
+	for k, n := range o.loop.Paths() {
+		out[k] += n
+	}
 	for k, n := range o.retired {
 		out[k] += n
 	}
