@@ -28,8 +28,11 @@ build: ## build bin/celld-operator and the kubectl plugin bin/kubectl-celld
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/celld-operator
 	$(GO) build -o bin/kubectl-celld ./cmd/kubectl-celld
 
+# A package's tests end with a stack dump after TEST_TIMEOUT: the e2e package, the longest, takes
+# about 23 minutes, and a hang must show where it hangs well inside CI's limit.
+TEST_TIMEOUT ?= 45m
 test: lint ## everything: vet, generated-file check, unit, property, scenario and end-to-end tests
-	$(GO) test -count=1 -timeout 80m ./...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -count=1 -tags faults $(FAULT_PKGS)
 
 unit: ## unit, property and scenario tests only (no control plane)
