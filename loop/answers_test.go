@@ -85,6 +85,9 @@ func TestSyncDecidesOnItsOwnWorkloadWhileTheCacheLags(t *testing.T) {
 	if got := f.observedDeployment(); got != "201" {
 		t.Errorf("the second sync decided on workload %s, want the answer's 201", got)
 	}
+	if got := l.Paths(); got[PathWorkloadAnswered] != 1 || got[PathWorkloadCaughtUp] != 0 {
+		t.Errorf("paths %v; want one sync on the answer, none caught up", got)
+	}
 	if _, err := l.Sync(ctx, teamAlpha, time.Unix(100, 0).Add(AnswerTTL)); err != nil {
 		t.Fatal(err)
 	}
@@ -124,5 +127,9 @@ func TestSyncDropsItsWorkloadAnswerOnceTheCacheMoves(t *testing.T) {
 	_, _ = l.Sync(ctx, teamAlpha, time.Unix(103, 0))
 	if got := f.observedDeployment(); got != "500" {
 		t.Errorf("with the cache at someone else's 500, decided on %s, want the cache's", got)
+	}
+	// The create's answer went when the cache showed 201, the second answer when it showed 500.
+	if got := l.Paths(); got[PathWorkloadAnswered] != 1 || got[PathWorkloadCaughtUp] != 2 {
+		t.Errorf("paths %v; want one sync on the answer and two answers gone", got)
 	}
 }

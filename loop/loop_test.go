@@ -419,8 +419,14 @@ func TestSyncTellsTheMachineWhatWasWritten(t *testing.T) {
 		changed := f.fleet.DeepCopy()
 		changed.Spec.Members, changed.Generation, changed.ResourceVersion = 4, 2, "300"
 		f.fleet, f.generation, f.sent = changed, 2, nil
-		if _, err := l.Sync(ctx, teamAlpha, time.Unix(101, 0)); err != nil {
+		res, err := l.Sync(ctx, teamAlpha, time.Unix(101, 0))
+		if err != nil {
 			t.Fatal(err)
+		}
+		// A requeue is made by asking for it: every action counts as made, so the machine
+		// learns of each.
+		if res.Applied != len(res.Decision.Actions) {
+			t.Errorf("failed %v: %d of %d actions counted as made (%v)", failed, res.Applied, len(res.Decision.Actions), res.Decision.Actions)
 		}
 		if got, want := statusWrites(f.sent), map[bool]int{false: 0, true: 1}[failed]; got != want {
 			t.Errorf("failed %v: a change a second after the first status: %d status writes, want %d (%v)", failed, got, want, f.sent)

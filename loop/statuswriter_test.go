@@ -444,6 +444,27 @@ func waitStopped(t *testing.T, done <-chan struct{}) {
 	}
 }
 
+// TestStatusWriterPromotesAPacedFleet: a status readers act on, handed over for a fleet whose
+// progress waits among the paced ones, moves that fleet ahead alone: the others keep their order
+// and every fleet waits once.
+func TestStatusWriterPromotesAPacedFleet(t *testing.T) {
+	s := newFakeStatusServer()
+	w := s.writer()
+	a, b, c := fleetNamed("a"), fleetNamed("b"), fleetNamed("c")
+	for _, f := range []*v1alpha1.CelldFleet{a, b, c} {
+		w.Put(events.KeyOf(f), f, &f.Status, progress(f, 4))
+	}
+	w.Put(events.KeyOf(b), b, &b.Status, arrival(b, 5))
+	if got := w.Waiting(); got != 3 {
+		t.Fatalf("%d statuses waiting, want 3: one per fleet", got)
+	}
+	for w.WriteNext(context.Background()) {
+	}
+	if got, want := s.sentList(), "team/b=5 team/a=4 team/c=4"; got != want {
+		t.Errorf("sent %q; want %q", got, want)
+	}
+}
+
 // key is the key of fleet name in namespace.
 func key(namespace, name string) events.FleetKey {
 	return events.FleetKey{Namespace: namespace, Name: name}
