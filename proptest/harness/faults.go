@@ -255,6 +255,31 @@ func (w *World) removeForeign() error {
 	return nil
 }
 
+// removeKeptDisks deletes the disks a fleet's predecessor under the same name left (an
+// uninstall keeps every disk): the new fleet never adopts them and says ForeignDisks, so its user
+// deletes them once they have taken what they need.
+func (w *World) removeKeptDisks() error {
+	live := map[string]types.UID{}
+	for _, o := range w.C.List(sim.KindFleet, Namespace) {
+		if f := o.(*v1alpha1.CelldFleet); f.DeletionTimestamp == nil {
+			live[f.Name] = f.UID
+		}
+	}
+	for _, c := range w.C.PVCs(Namespace) {
+		uid, ok := live[c.Labels["app.kubernetes.io/instance"]]
+		if !ok || c.DeletionTimestamp != nil {
+			continue
+		}
+		if other := types.UID(c.Labels["celld.io/fleet-uid"]); other == "" || other == uid {
+			continue
+		}
+		if err := w.C.Delete(sim.KindPVC, Namespace, c.Name); err != nil && !isNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
 func isNotFound(err error) bool {
 	var s interface{ Status() metav1.Status }
 	return errors.As(err, &s) && s.Status().Code == 404

@@ -379,6 +379,9 @@ func (w *World) StopFaults() error {
 	if err := w.removeForeign(); err != nil {
 		return err
 	}
+	if err := w.removeKeptDisks(); err != nil {
+		return err
+	}
 	w.C.StopInjecting()
 	// A claim whose volume is lost never binds again: its user deletes it, and the StatefulSet
 	// makes a new one.
