@@ -2,6 +2,7 @@ package machine_test
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,21 @@ func TestOperatorDetectedStatesAreDegradedNotDestructive(t *testing.T) {
 				v.Members[2].Ready, v.Members[2].NotReadySince = false, v.Now.Add(-2*grace)
 			},
 			reason: machine.ReasonMemberStuck, message: "member a-2 has not been ready for 1m0s", progressing: metav1.ConditionFalse,
+		},
+		{
+			// The first not ready is on a node that went down a moment ago: healing waits on the
+			// node's grace and may yet replace it, so it is not the one a person must look at.
+			name: "two members not ready past the grace period, the first on a node within its grace",
+			base: persistent,
+			breaks: func(v *events.View) {
+				v.Members[0].Ready, v.Members[0].NotReadySince = false, v.Now.Add(-2*grace)
+				nodes := maps.Clone(v.Nodes) // the base's map is shared with the other cases
+				nodes[v.Members[0].NodeName] = events.NodeView{UnhealthySince: v.Now.Add(-grace / 4)}
+				v.Nodes = nodes
+				v.Members[2].Ready, v.Members[2].NotReadySince = false, v.Now.Add(-2*grace)
+			},
+			reason: machine.ReasonMemberStuck, message: "member a-2 has not been ready for 1m0s", progressing: metav1.ConditionFalse,
+			requeue: grace * 3 / 4, // the node's grace ends
 		},
 		{
 			name: "the same member, and a scale-in requested meanwhile",

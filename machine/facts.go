@@ -253,13 +253,12 @@ func computeFacts(v *events.View) *facts {
 		}
 		unfenced := len(fx.unfenced)
 		l, wait := fx.classify(m, grace)
-		if l == nil && len(fx.unfenced) == unfenced && !m.Ready && !m.Terminating && !fx.onLostClaim(m) {
+		if l == nil && wait == 0 && len(fx.unfenced) == unfenced && !m.Ready && !m.Terminating && !fx.onLostClaim(m) {
 			// Not ready, and nothing healing can do about it: after the grace period the fleet
-			// says so, instead of waiting in silence.
+			// says so, instead of waiting in silence. A member healing waits on (its node's
+			// grace, a broken rollout's) is not stuck: the fleet names one that is.
 			if left := m.NotReadySince.Add(grace).Sub(v.Now); left > 0 {
-				if wait == 0 || left < wait {
-					wait = left
-				}
+				wait = left
 			} else if fx.stuck == nil {
 				fx.stuck = m
 			}

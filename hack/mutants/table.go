@@ -772,6 +772,13 @@ var Table = []Mutant{
 		Threatens:   "decisions on the newest fleet: a spec change or a deletion seen late",
 	},
 	{
+		Name: "stuck-while-healing-waits", File: "machine/facts.go",
+		Original:    "if l == nil && wait == 0 && len(fx.unfenced) == unfenced",
+		Replacement: "if l == nil && len(fx.unfenced) == unfenced",
+		Mistake:     "a member healing still waits on (its node's grace, a broken rollout's) is called stuck: the fleet names it and not the member a person must look at",
+		Threatens:   "what only a person can unblock is reported, naming the member",
+	},
+	{
 		Name: "loop-workload-answer-outlives-cache", File: "loop/answers.go",
 		Original:    "case on != w.on:",
 		Replacement: "case on == w.obj.GetResourceVersion():",
