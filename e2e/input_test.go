@@ -197,6 +197,17 @@ func TestUndecodableFleetIsolated(t *testing.T) {
 	// A new operator starts with the bad fleet stored: its caches sync and it serves the others.
 	op.stop(t)
 	f.startOperator()
+	if statusStored {
+		// The operator writes the status it decides over the one that does not decode: until
+		// then no typed client can read the fleet, the updates below included.
+		err := wait.PollUntilContextTimeout(f.ctx, poll, 30*time.Second, true, func(context.Context) (bool, error) {
+			_, err := f.fleets().Get(f.ctx, statusBad.Name, metav1.GetOptions{})
+			return err == nil, nil
+		})
+		if err != nil {
+			t.Fatalf("the fleet whose status did not decode still does not, 30s after the operator started")
+		}
+	}
 	for _, fl := range fleets {
 		f.update(fl.Name, func(fl *v1alpha1.CelldFleet) { fl.Spec.Members = 3 })
 	}
