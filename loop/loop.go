@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -306,11 +307,7 @@ func (l *Loop) overlayAnswers(key events.FleetKey, obs *events.Observation, cach
 func (l *Loop) Paths() map[string]int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make(map[string]int, len(l.paths))
-	for k, n := range l.paths {
-		out[k] = n
-	}
-	return out
+	return maps.Clone(l.paths)
 }
 
 // answered keeps the API server's answers to a sync's writes, made by a sync that observed the

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -253,11 +254,7 @@ func (w *StatusWriter) Holds(key events.FleetKey) (waiting, sending bool) {
 func (w *StatusWriter) Paths() map[string]int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make(map[string]int, len(w.paths))
-	for k, n := range w.paths {
-		out[k] = n
-	}
-	return out
+	return maps.Clone(w.paths)
 }
 
 // done ends a write a worker took: a paced one frees its place for the next.
