@@ -364,17 +364,34 @@ func (j *judging) podDeletionReason(p *corev1.Pod, fleet types.UID) string {
 	if j.nodeLost(p.Spec.NodeName) {
 		return "node lost"
 	}
-	if at, ok := j.lostAt[string(fleet)+"/"+p.Name]; ok && p.Spec.NodeName == "" && j.e.At.Sub(at) < evictionRace {
-		// The node lifecycle controller evicts a Pod from a fenced node by name, with no UID
+	if at, ok := j.lostAt[string(fleet)+"/"+p.Name]; ok && j.e.At.Sub(at) < evictionRace {
+		// The taint eviction controller evicts a Pod from a fenced node by name, with no UID
 		// precondition: when the member's heal wins that race, the eviction lands on the
-		// replacement its StatefulSet has just created. That Pod never had a node: no member
-		// ran in it, and its controller creates it again.
-		return "unscheduled replacement evicted by name"
+		// replacement its StatefulSet has just created, before or after the scheduler gave it
+		// a node. Before, no member ran in it. After, the controller's own mark on the Pod
+		// says who deleted it; the operator never writes that mark.
+		switch {
+		case p.Spec.NodeName == "":
+			return "unscheduled replacement evicted by name"
+		case taintManagerMarked(p):
+			return "replacement evicted by name by the taint manager"
+		}
 	}
 	return ""
 }
 
-// evictionRace bounds how long after a member's heal the node lifecycle controller's eviction by
+// taintManagerMarked: the taint eviction controller's condition, which it writes on the Pod it
+// fetched by name just before it deletes that name.
+func taintManagerMarked(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == "DeletionByTaintManager" {
+			return true
+		}
+	}
+	return false
+}
+
+// evictionRace bounds how long after a member's heal the taint eviction controller's eviction by
 // name may land on the replacement.
 const evictionRace = 10 * time.Second
 

@@ -21,9 +21,9 @@ import (
 // the contract and flags each way of breaking it: a step of two members, a scale-in before the
 // rollout or with a member not ready, growth in two writes, a Pod or a claim deleted with nothing
 // to explain it, a heal while another member is not ready, a member forced away from a node that
-// may be alive. A healed member's replacement that the node lifecycle controller evicts by name
-// before it has a node is no member taken away; the same deletion later, or once it has a node,
-// or of a Pod no heal replaced, is.
+// may be alive. A healed member's replacement that the taint eviction controller evicts by name
+// (before it has a node, or carrying that controller's mark) is no member taken away; the same
+// deletion later, or once it has a node with no such mark, or of a Pod no heal replaced, is.
 func TestContractJudge(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -81,6 +81,27 @@ func TestContractJudge(t *testing.T) {
 			h.heal(0, "n9")
 			h.deletePod(0, true)
 		}, [][]string{{"clause 3: Pod pf-0", "deleted with its fleet live"}}},
+		{"a healed member's scheduled replacement evicted by name by the taint manager", func(h *history) {
+			h.heal(0, "n9")
+			h.taintManagerMarks(0, "DeletionByTaintManager")
+			h.deletePod(0, true)
+		}, nil},
+		{"a healed member's scheduled replacement marked by another controller", func(h *history) {
+			h.heal(0, "n9")
+			h.taintManagerMarks(0, "PreemptionByScheduler")
+			h.deletePod(0, true)
+		}, [][]string{{"clause 3: Pod pf-0", "deleted with its fleet live"}}},
+		{"a healed member's scheduled replacement evicted by the taint manager long after", func(h *history) {
+			h.heal(0, "n9")
+			h.at = h.at.Add(evictionRace)
+			h.taintManagerMarks(0, "DeletionByTaintManager")
+			h.deletePod(0, true)
+		}, [][]string{{"clause 3: Pod pf-0", "deleted with its fleet live"}}},
+		{"a member no heal replaced, marked by the taint manager on a healthy node", func(h *history) {
+			h.heal(0, "n9")
+			h.taintManagerMarks(3, "DeletionByTaintManager")
+			h.deletePod(3, true)
+		}, [][]string{{"clause 3: Pod pf-3", "deleted with its fleet live"}}},
 		{"an unscheduled member deleted that no heal replaced", func(h *history) {
 			h.heal(0, "")
 			p := h.pods[3].DeepCopy()
@@ -292,6 +313,14 @@ func (h *history) deletePod(i int, graceful bool) {
 }
 
 func (h *history) goneAfterScaleDown(i int) { h.deletePod(i, true) }
+
+// taintManagerMarks: member i gets the DisruptionTarget condition, with the reason given, that
+// the taint eviction controller writes before it deletes a Pod by name.
+func (h *history) taintManagerMarks(i int, reason string) {
+	p := h.pods[i].DeepCopy()
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: reason})
+	h.pods[i] = h.write(watch.Modified, p).(*corev1.Pod)
+}
 
 // heal: member i's node turns NotReady and is fenced (tainted out-of-service), the member is
 // force-deleted and comes back on another node.
