@@ -50,6 +50,9 @@ type StatusWriter struct {
 	pacedInFlight, pacedNow int
 	entries                 map[events.FleetKey]*statusEntry
 	stopped                 bool
+	// asleep counts the workers waiting on cond and woken those it woke: a stop is whole only
+	// once every sleeper has been woken to return, which the shutdown test waits on in steps.
+	asleep, woken int
 	// paths counts the paths taken, by StatusPaths' names.
 	paths map[string]int
 }
@@ -185,7 +188,10 @@ func (w *StatusWriter) take() (key events.FleetKey, paced, ok bool) {
 			w.cond.Broadcast()
 			return events.FleetKey{}, false, false
 		}
+		w.asleep++
 		w.cond.Wait()
+		w.asleep--
+		w.woken++
 	}
 	key, paced = w.next()
 	return key, paced, true

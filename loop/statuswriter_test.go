@@ -426,14 +426,31 @@ func TestStatusWriterStopsWithPacedWritesWaiting(t *testing.T) {
 			w.Put(events.KeyOf(f), f, &f.Status, progress(f, 4))
 		}
 		waitFor(t, "the paced writes in flight", func() bool { return w.Waiting() == 3-PacedInFlight })
-		time.Sleep(5 * time.Millisecond) // the idle workers asleep, waiting for a paced place
+		idle := 32 - PacedInFlight
+		waitFor(t, "the idle workers asleep", func() bool { n, _ := w.sleepers(); return n == idle })
+		_, woken := w.sleepers()
 		w.Stop()
+		// Stop wakes them all; each finds a paced write waiting for a place and sleeps again.
+		// Only then do the writes in flight end, so the wake-ups their ends give are the only
+		// ones left to reach the sleepers.
+		waitFor(t, "the idle workers woken by Stop and asleep again", func() bool {
+			n, now := w.sleepers()
+			return n == idle && now == woken+idle
+		})
 		close(s.block)
 		waitStopped(t, done)
 		if got := len(strings.Fields(s.sentList())); got != 3 {
 			t.Fatalf("sent %d statuses, want all 3: %s", got, s.sentList())
 		}
 	}
+}
+
+// sleepers is how many workers wait on the writer's condition, and how many wake-ups they have
+// had.
+func (w *StatusWriter) sleepers() (asleep, woken int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.asleep, w.woken
 }
 
 // waitStopped waits for the writer's Run to return, and fails rather than hang when it does not.
