@@ -239,8 +239,21 @@ func (l *Loop) do(ctx context.Context, t *Target, a machine.Action) error {
 	return Send(ctx, l.driver, t, a)
 }
 
-// Send confirms an action's premise on the sender's fresh reads, then sends it.
+// Send confirms an action's premise on the sender's fresh reads, then sends it. A request that
+// carries its read's preconditions (a disk's delete carries the claim's resourceVersion) and
+// meets a Conflict found a write made since that read, by someone else: the premise is
+// confirmed once more, on new reads, and the request sent once more. Others write claims as a
+// matter of course (the volume binder, the StatefulSet controller's owner references), and a
+// retry on the next sync would cost a requeue and a whole sync's reads for the same answer.
 func Send(ctx context.Context, s Sender, t *Target, a machine.Action) error {
+	err := confirmAndSend(ctx, s, t, a)
+	if a.Premise != nil && apierrors.IsConflict(err) {
+		err = confirmAndSend(ctx, s, t, a)
+	}
+	return err
+}
+
+func confirmAndSend(ctx context.Context, s Sender, t *Target, a machine.Action) error {
 	if a.Premise != nil {
 		fresh, err := s.Fresh(ctx, t, a)
 		if err != nil {

@@ -6,9 +6,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
@@ -136,3 +139,76 @@ func TestCheckNeverAppliesOverSomeoneElsesObject(t *testing.T) {
 		}
 	}
 }
+
+// scripted is a Sender whose fresh reads and requests answer in turn from its scripts; it counts
+// both.
+type scripted struct {
+	reads    []machine.Fresh
+	answers  []error
+	freshes  int
+	requests int
+}
+
+func (s *scripted) Fresh(context.Context, *Target, machine.Action) (machine.Fresh, error) {
+	f := s.reads[min(s.freshes, len(s.reads)-1)]
+	s.freshes++
+	return f, nil
+}
+
+func (s *scripted) Do(context.Context, *Target, machine.Action) error {
+	err := s.answers[min(s.requests, len(s.answers)-1)]
+	s.requests++
+	return err
+}
+
+// TestSendConfirmsAgainOnAConflict: a request that meets a Conflict (someone wrote the object
+// since the fresh read its preconditions carry) is confirmed again on a new read and sent once
+// more; a premise the new read refutes sends nothing more, a second Conflict is the caller's, and
+// an action with no premise, or a failure that is no Conflict, is never sent twice.
+func TestSendConfirmsAgainOnAConflict(t *testing.T) {
+	const fleet = types.UID("f-1")
+	claim := func(uid types.UID, owner types.UID) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-pf-3", UID: uid,
+			Labels: map[string]string{events.LabelFleetUID: string(owner)}}}
+	}
+	mine := machine.Fresh{Disk: claim("c-1", fleet)}
+	relabelled := machine.Fresh{Disk: claim("c-1", "someone-else")}
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "persistentvolumeclaims"}, "data-pf-3",
+		errors.New("the object has been modified"))
+	disk := machine.Action{Kind: machine.DeleteDisk, Key: "team/pf/disk/data-pf-3",
+		Premise: &machine.Premise{NoMembers: true, DiskOf: fleet, DiskUID: "c-1"}}
+	unconfirmed := disk
+	unconfirmed.Premise = nil
+	cases := []struct {
+		name              string
+		a                 machine.Action
+		reads             []machine.Fresh
+		answers           []error
+		freshes, requests int
+		want              error // nil, or what the error must be
+	}{
+		{"a conflict, confirmed again", disk, []machine.Fresh{mine}, []error{conflict, nil}, 2, 2, nil},
+		{"a conflict, and the new read refutes the premise", disk, []machine.Fresh{mine, relabelled}, []error{conflict, nil}, 2, 1, machine.ErrPremiseChanged},
+		{"two conflicts", disk, []machine.Fresh{mine}, []error{conflict, conflict, nil}, 2, 2, conflict},
+		{"a failure that is no conflict", disk, []machine.Fresh{mine}, []error{errBoom, nil}, 1, 1, errBoom},
+		{"a conflict on an action with no premise", unconfirmed, []machine.Fresh{mine}, []error{conflict, nil}, 0, 1, conflict},
+		{"sent at once", disk, []machine.Fresh{mine}, []error{nil}, 1, 1, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := &scripted{reads: c.reads, answers: c.answers}
+			err := Send(context.Background(), s, &Target{}, c.a)
+			if s.freshes != c.freshes || s.requests != c.requests {
+				t.Errorf("%d fresh reads and %d requests, want %d and %d", s.freshes, s.requests, c.freshes, c.requests)
+			}
+			switch {
+			case c.want == nil && err != nil:
+				t.Errorf("Send: %v, want no error", err)
+			case c.want != nil && !errors.Is(err, c.want):
+				t.Errorf("Send: %v, want %v", err, c.want)
+			}
+		})
+	}
+}
+
+var errBoom = errors.New("connection reset")

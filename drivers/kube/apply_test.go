@@ -440,6 +440,59 @@ func TestDeleteDiskOnTheConfirmedClaim(t *testing.T) {
 	}
 }
 
+// A claim someone writes between the fresh read and the delete (the delete meets a Conflict on
+// its resourceVersion) is read and confirmed again, and deleted at the version that read found,
+// within the same action; when the second read finds it relabelled, nothing more is deleted.
+func TestDeleteDiskConfirmedAgainAfterAConflict(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		relabel  bool
+		deletes  []string // the resourceVersion preconditions sent
+		refused  bool
+		deletedC bool
+	}{
+		{"touched by a controller", false, []string{"17", "18"}, false, true},
+		{"relabelled to another fleet", true, []string{"17"}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-0", Namespace: "team", UID: "uid-pvc", ResourceVersion: "17",
+				Labels: map[string]string{events.LabelFleetUID: "uid-fleet"}}}
+			fx := newFixture(pvc)
+			var sent []string
+			fx.kube.PrependReactor("delete", "persistentvolumeclaims", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				d := action.(k8stesting.DeleteActionImpl)
+				sent = append(sent, *d.DeleteOptions.Preconditions.ResourceVersion)
+				if len(sent) > 1 {
+					return false, nil, nil
+				}
+				// Another writer got there first: the claim moves on to version 18.
+				touched := pvc.DeepCopy()
+				touched.ResourceVersion = "18"
+				if tc.relabel {
+					touched.Labels[events.LabelFleetUID] = "uid-other"
+				}
+				if err := fx.kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), touched, "team"); err != nil {
+					t.Fatal(err)
+				}
+				return true, nil, apierrors.NewConflict(corev1.Resource("persistentvolumeclaims"), d.Name, errors.New("the object has been modified"))
+			})
+			a := machine.Action{Kind: machine.DeleteDisk, Key: "disk/team/data-alpha-0/uid-pvc", Ref: kinds.Ref{Namespace: "team", Name: "data-alpha-0"},
+				UID: "uid-pvc", ResourceVersion: "9", Premise: &machine.Premise{NoMembers: true, DiskOf: "uid-fleet", DiskUID: "uid-pvc"}}
+			err := fx.ap.Do(context.Background(), &Target{}, a)
+			if tc.refused != errors.Is(err, machine.ErrPremiseChanged) || (!tc.refused && err != nil) {
+				t.Fatalf("err %v; want the premise refused: %v", err, tc.refused)
+			}
+			if strings.Join(sent, ",") != strings.Join(tc.deletes, ",") {
+				t.Errorf("deletes sent at resourceVersions %v; want %v", sent, tc.deletes)
+			}
+			_, gerr := fx.kube.CoreV1().PersistentVolumeClaims("team").Get(context.Background(), "data-alpha-0", metav1.GetOptions{})
+			if apierrors.IsNotFound(gerr) != tc.deletedC {
+				t.Errorf("claim deleted: %v; want %v", apierrors.IsNotFound(gerr), tc.deletedC)
+			}
+		})
+	}
+}
+
 func TestPublishStatus(t *testing.T) {
 	f := testFleet(v1alpha1.ProfileBucket)
 	st := v1alpha1.CelldFleetStatus{State: v1alpha1.StateSteady, ObservedGeneration: 1}

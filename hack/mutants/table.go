@@ -800,6 +800,20 @@ var Table = []Mutant{
 		Threatens:   "0 failed (retried) actions: a decision never on a cache behind the operator's own write",
 	},
 	{
+		Name: "send-retries-a-conflict-unconfirmed", File: "loop/loop.go",
+		Original:    "if a.Premise != nil && apierrors.IsConflict(err) {\n\t\terr = confirmAndSend(ctx, s, t, a)",
+		Replacement: "if a.Premise != nil && apierrors.IsConflict(err) {\n\t\terr = s.Do(ctx, t, a)",
+		Mistake:     "a request that met someone else's write is sent again on the old read: a claim relabelled to another fleet meanwhile is deleted",
+		Threatens:   "clause 4: a disk is deleted only while it is still the fleet's, on a fresh read",
+	},
+	{
+		Name: "send-gives-up-on-a-conflict", File: "loop/loop.go",
+		Original:    "if a.Premise != nil && apierrors.IsConflict(err) {",
+		Replacement: "if a.Premise != nil && apierrors.IsConflict(err) && false {",
+		Mistake:     "a disk's delete that met a controller's write to the claim waits for another sync: a failed action and a requeue for the same answer",
+		Threatens:   "0 failed (retried) actions in the lifecycle",
+	},
+	{
 		Name: "loop-terminating-namespace-refuses-spec", File: "loop/loop.go",
 		Original:    "if (a.Kind == machine.Apply || a.Kind == machine.BindReservation) && !terminating {",
 		Replacement: "if a.Kind == machine.Apply || a.Kind == machine.BindReservation {",
