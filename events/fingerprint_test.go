@@ -47,6 +47,7 @@ func TestNormalizeFingerprints(t *testing.T) {
 		"a condition's message":        func(o *Observation) { o.Fleet.Status.Conditions[0].Message = "waiting for member a-2" },
 		"the next action":              func(o *Observation) { o.Fleet.Status.NextAction = "set the workload to 2 members" },
 		"a recommendation":             func(o *Observation) { n := int32(0); o.Fleet.Status.RecommendedMembers = &n },
+		"a recommendation of one":      func(o *Observation) { n := int32(1); o.Fleet.Status.RecommendedMembers = &n },
 		"an unused disk":               func(o *Observation) { o.Fleet.Status.Disks = &v1alpha1.DiskAudit{Unused: []string{"data-a-3"}} },
 		"a member's resourceVersion":   func(o *Observation) { o.Pods[0].ResourceVersion = "12" },
 		"its node NotReady":            func(o *Observation) { o.Nodes["n1"].Status.Conditions[0].Status = corev1.ConditionFalse },
