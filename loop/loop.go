@@ -242,9 +242,8 @@ func (l *Loop) do(ctx context.Context, t *Target, a machine.Action) error {
 // Send confirms an action's premise on the sender's fresh reads, then sends it. A request that
 // carries its read's preconditions (a disk's delete carries the claim's resourceVersion) and
 // meets a Conflict found a write made since that read, by someone else: the premise is
-// confirmed once more, on new reads, and the request sent once more. Others write claims as a
-// matter of course (the volume binder, the StatefulSet controller's owner references), and a
-// retry on the next sync would cost a requeue and a whole sync's reads for the same answer.
+// confirmed once more, on new reads, and the request sent once more: a retry on the next sync
+// would cost a requeue and a whole sync's reads for the same answer.
 func Send(ctx context.Context, s Sender, t *Target, a machine.Action) error {
 	err := confirmAndSend(ctx, s, t, a)
 	if a.Premise != nil && apierrors.IsConflict(err) {

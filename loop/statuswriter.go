@@ -50,8 +50,8 @@ type StatusWriter struct {
 	pacedInFlight, pacedNow int
 	entries                 map[events.FleetKey]*statusEntry
 	stopped                 bool
-	// asleep counts the workers waiting on cond and woken those it woke: a stop is whole only
-	// once every sleeper has been woken to return, which the shutdown test waits on in steps.
+	// asleep counts the workers waiting on cond, woken their wake-ups: a stop is whole only once
+	// every sleeper has been woken to return, and the shutdown test steps through it on these.
 	asleep, woken int
 	// paths counts the paths taken, by StatusPaths' names.
 	paths map[string]int
