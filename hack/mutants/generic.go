@@ -170,6 +170,25 @@ func gremlinsBinary(root string) (string, error) {
 	return bin, nil
 }
 
+// uncachedTests returns environ with -count=1 added to GOFLAGS. go-gremlins sets every mutant's
+// timeout from how long its coverage run of the package's tests took, and a second pass over an
+// unchanged tree would find that run's result in Go's test cache: a test that takes seconds
+// would be timed at a fraction of one, and the mutants would time out, each counted as detected.
+func uncachedTests(environ []string) []string {
+	out := make([]string, 0, len(environ)+1)
+	flags := "-count=1"
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {
+			if v = strings.TrimSpace(v); v != "" {
+				flags = v + " " + flags
+			}
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "GOFLAGS="+flags)
+}
+
 // runGeneric runs the generic pass over pkgs and prints each package's score. It fails when a
 // mutant lives that equivalent.txt does not explain.
 func runGeneric(root string, workers int, pkgs []string) int {
@@ -204,6 +223,7 @@ func runGeneric(root string, workers int, pkgs []string) int {
 		cmd := exec.Command(bin, "unleash", "--silent", "--workers", fmt.Sprint(max(workers, 1)),
 			"--timeout-coefficient", fmt.Sprint(gremlinsTimeoutCoefficient), "--output", out, "./"+p)
 		cmd.Dir = root
+		cmd.Env = uncachedTests(os.Environ())
 		if b, err := cmd.CombinedOutput(); err != nil {
 			fmt.Printf("generic: %s: go-gremlins failed: %v\n%s\n", p, err, tail(b, 20))
 			return 1

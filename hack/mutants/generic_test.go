@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -84,5 +85,33 @@ func TestEquivalentsNameLinesThatExist(t *testing.T) {
 		if !found {
 			t.Errorf("equivalent.txt: %s no longer has the line %q: re-examine the mutant, then update or drop the entry", e.File, e.Source)
 		}
+	}
+}
+
+func TestGremlinsRunsTestsUncached(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		in   []string
+		want string
+	}{
+		{"no GOFLAGS", []string{"HOME=/root"}, "GOFLAGS=-count=1"},
+		{"empty GOFLAGS", []string{"GOFLAGS=", "HOME=/root"}, "GOFLAGS=-count=1"},
+		{"flags kept", []string{"GOFLAGS=-mod=mod -tags=faults", "HOME=/root"}, "GOFLAGS=-mod=mod -tags=faults -count=1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := uncachedTests(c.in)
+			var flags []string
+			for _, kv := range got {
+				if strings.HasPrefix(kv, "GOFLAGS=") {
+					flags = append(flags, kv)
+				}
+			}
+			if len(flags) != 1 || flags[0] != c.want {
+				t.Errorf("GOFLAGS in %q = %q, want exactly [%q]", got, flags, c.want)
+			}
+			if !slices.Contains(got, "HOME=/root") {
+				t.Errorf("%q lost HOME=/root", got)
+			}
+		})
 	}
 }
