@@ -498,6 +498,21 @@ func (r *run) judgeStatus(v *events.View, d Decision) {
 	if st.Members.Ready != ready {
 		r.fatalf("status: %d members ready; the view shows %d", st.Members.Ready, ready)
 	}
+	// A condition's transition time is when its status last changed: kept from the published
+	// condition of its type while the status is the same, the decision's time otherwise.
+	now := metav1.NewTime(v.Now.UTC().Truncate(time.Second))
+	for _, c := range st.Conditions {
+		want, why := now, "a new status"
+		for _, old := range v.Fleet.Status.Conditions {
+			if old.Type == c.Type && old.Status == c.Status {
+				want, why = old.LastTransitionTime, "the published status is the same"
+			}
+		}
+		if !c.LastTransitionTime.Equal(&want) {
+			r.fatalf("status: %s=%s has lastTransitionTime %s, want %s (%s); published %+v", c.Type, c.Status,
+				c.LastTransitionTime.UTC().Format(time.RFC3339), want.UTC().Format(time.RFC3339), why, v.Fleet.Status.Conditions)
+		}
+	}
 	for _, c := range st.Conditions {
 		if c.Type != v1alpha1.ConditionReady || c.Status != metav1.ConditionTrue {
 			continue

@@ -3,6 +3,7 @@ package machine_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,6 +110,45 @@ func TestRestartReachesTheWorkload(t *testing.T) {
 		}
 		if tmpl != at {
 			t.Errorf("restart at %s: want the StatefulSet applied with it in its Pod template, got %s", at, kinds(d))
+		}
+	}
+}
+
+// Pausing a fleet changes Progressing from True to False, and that is a transition: its time is
+// the pause's, not the rollout's that made it True. Once written, the paused fleet's conditions
+// keep their times, however late it is decided on again.
+func TestPausedConditionsTellWhenTheyChanged(t *testing.T) {
+	v := copyView(convergedFleet(t, v1alpha1.ProfilePersistentFleet))
+	rolloutBegan := metav1.NewTime(v.Now.Add(-time.Hour).UTC().Truncate(time.Second))
+	for i := range v.Fleet.Status.Conditions {
+		if c := &v.Fleet.Status.Conditions[i]; c.Type == v1alpha1.ConditionProgressing {
+			c.Status, c.LastTransitionTime = metav1.ConditionTrue, rolloutBegan
+		}
+	}
+	v.Fleet.Annotations = map[string]string{v1alpha1.AnnotationPaused: "true"}
+	v.Fleet.Spec.Members = 5
+	v.Fleet.Generation++
+	v.Fleet.ResourceVersion += "p"
+	now := metav1.NewTime(v.Now.UTC().Truncate(time.Second))
+	d := machine.New().Step(&v)
+	for _, typ := range []string{v1alpha1.ConditionProgressing, v1alpha1.ConditionReconciliationPaused} {
+		if c := conditionOf(d.Status, typ); !c.LastTransitionTime.Equal(&now) {
+			t.Errorf("paused: %s=%s since %s, want since the pause (%s)", typ, c.Status, c.LastTransitionTime.UTC(), now.UTC())
+		}
+	}
+
+	written := d.Status
+	v.Fleet.Status = written
+	v.Fleet.ResourceVersion += "s"
+	v.Now = v.Now.Add(10 * time.Minute)
+	again := machine.New().Step(&v)
+	if len(again.Actions) != 0 {
+		t.Errorf("paused, status written, decided again 10 minutes later: want nothing, got %s", kinds(again))
+	}
+	for _, c := range written.Conditions {
+		if got := conditionOf(again.Status, c.Type); !got.LastTransitionTime.Equal(&c.LastTransitionTime) || got.Status != c.Status {
+			t.Errorf("decided again: %s=%s since %s, want %s since %s as written", c.Type, got.Status, got.LastTransitionTime.UTC(),
+				c.Status, c.LastTransitionTime.UTC())
 		}
 	}
 }

@@ -186,20 +186,12 @@ func (p *planner) paused() ([]Action, v1alpha1.CelldFleetStatus) {
 			// Whatever was in flight goes on in the workload's controller, but the operator
 			// starts nothing.
 			c.Status, c.Reason, c.Message = metav1.ConditionFalse, "ReconciliationPaused", "the operator starts no change while the fleet is paused"
-			for _, old := range f.Status.Conditions {
-				if old.Type == c.Type && old.Status == c.Status {
-					c.LastTransitionTime = old.LastTransitionTime
-				}
-			}
+			stampTransition(c, p.v.Now, f.Status.Conditions)
 		}
 	}
 	st.Conditions = append(st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciliationPaused, Status: metav1.ConditionTrue,
-		Reason: "Paused", Message: p.blocked, ObservedGeneration: f.Generation, LastTransitionTime: metav1.NewTime(p.v.Now.UTC().Truncate(1e9))})
-	for _, old := range f.Status.Conditions {
-		if c := &st.Conditions[len(st.Conditions)-1]; old.Type == c.Type && old.Status == c.Status {
-			c.LastTransitionTime = old.LastTransitionTime
-		}
-	}
+		Reason: "Paused", Message: p.blocked, ObservedGeneration: f.Generation})
+	stampTransition(&st.Conditions[len(st.Conditions)-1], p.v.Now, f.Status.Conditions)
 	if statusEqual(&st, &f.Status) {
 		return nil, st
 	}

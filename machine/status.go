@@ -152,15 +152,21 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 	// Keep the transition time of a condition whose status did not change, so an unchanged fleet
 	// writes nothing.
 	for i := range st.Conditions {
-		c := &st.Conditions[i]
-		c.LastTransitionTime = metav1.NewTime(v.Now.UTC().Truncate(1e9))
-		for _, old := range f.Status.Conditions {
-			if old.Type == c.Type && old.Status == c.Status {
-				c.LastTransitionTime = old.LastTransitionTime
-			}
-		}
+		stampTransition(&st.Conditions[i], v.Now, f.Status.Conditions)
 	}
 	return st
+}
+
+// stampTransition gives c the transition time of the published condition of its type when that
+// one has the same status, and now otherwise: the time says when the status last changed, and a
+// condition that changed only its reason or message keeps it.
+func stampTransition(c *metav1.Condition, now time.Time, published []metav1.Condition) {
+	c.LastTransitionTime = metav1.NewTime(now.UTC().Truncate(time.Second))
+	for _, old := range published {
+		if old.Type == c.Type && old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+	}
 }
 
 func orText(s, alt string) string {
