@@ -63,6 +63,11 @@ func TestPremiseRefusesWhatChanged(t *testing.T) {
 		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-a-0", UID: types.UID(uid), ResourceVersion: "12",
 			Labels: map[string]string{events.LabelFleetUID: fleet}}}
 	}
+	lostClaim := Premise{Claim: "data-a-0"}
+	lost := claim("claim-uid", "fleet-uid")
+	lost.Status.Phase = corev1.ClaimLost
+	deleting := claim("claim-uid", "fleet-uid")
+	deleting.DeletionTimestamp = &metav1.Time{Time: tp}
 	terminating := readyPod("a-1")
 	terminating.DeletionTimestamp = &metav1.Time{Time: tp}
 	for _, tc := range []struct {
@@ -100,6 +105,11 @@ func TestPremiseRefusesWhatChanged(t *testing.T) {
 		{"a disk relabelled to another fleet", disk, Fresh{Disk: claim("claim-uid", "other-fleet")}, true},
 		{"a disk unlabelled", disk, Fresh{Disk: claim("claim-uid", "")}, true},
 		{"a disk whose fleet has a member again", disk, Fresh{Disk: claim("claim-uid", "fleet-uid"), Members: 1}, true},
+		{"a lost claim's heal, the claim still lost", lostClaim, Fresh{Claim: lost}, false},
+		{"a lost claim's heal, the claim gone", lostClaim, Fresh{}, false},
+		{"a lost claim's heal, the claim being deleted", lostClaim, Fresh{Claim: deleting}, false},
+		{"a lost claim's heal, the claim bound again", lostClaim, Fresh{Claim: claim("claim-uid", "fleet-uid")}, true},
+		{"no claim in the premise, a bound claim read", Premise{}, Fresh{Claim: claim("claim-uid", "fleet-uid")}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.premise.Check(tc.fresh)

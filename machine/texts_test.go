@@ -1,0 +1,65 @@
+package machine
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/capacity"
+	"github.com/celld/celld-operator/events"
+)
+
+// capacityAt is a settled Bucket fleet of two in capacity mode mode with target utilization
+// target (0: unset), and the CapacityObserved condition a fresh machine gives it on usage u.
+func capacityAt(t *testing.T, mode v1alpha1.CapacityMode, target int32, u *events.Utilization) (metav1.Condition, bool) {
+	t.Helper()
+	r := newRun(t, v1alpha1.ProfileBucket, 2, map[string]int{})
+	r.settle()
+	c := &r.w.fleet.Spec.Capacity
+	c.Mode, c.TargetUtilization = mode, target
+	r.w.fleet.Generation++
+	o := r.w.observe()
+	if u != nil {
+		u.Time = r.w.now
+	}
+	o.Utilization = u
+	v := events.Normalize(worldNS, worldName, o)
+	d := New().Step(&v)
+	for _, c := range d.Status.Conditions {
+		if c.Type == ConditionCapacityObserved {
+			return c, true
+		}
+	}
+	return metav1.Condition{}, false
+}
+
+// The CapacityObserved condition is the fleet's when its mode reads usage, and says what the
+// mode does while nothing is observed; the target it quotes is the spec's, or the default.
+func TestCapacityConditionFollowsTheMode(t *testing.T) {
+	if c, ok := capacityAt(t, v1alpha1.CapacityManual, 0, nil); ok {
+		t.Errorf("Manual: want no %s condition, got %s %s", ConditionCapacityObserved, c.Reason, c.Message)
+	}
+	for mode, keeps := range map[v1alpha1.CapacityMode]string{
+		v1alpha1.CapacityRecommend: "the fleet stays at spec.members",
+		v1alpha1.CapacityAuto:      "the fleet keeps its size",
+	} {
+		c, ok := capacityAt(t, mode, 0, nil)
+		if !ok || c.Status != metav1.ConditionFalse || !strings.HasSuffix(c.Message, ": "+keeps) {
+			t.Errorf("%s, no usage: want False ending %q, got %t %s %s", mode, keeps, ok, c.Status, c.Message)
+		}
+	}
+	for _, tc := range []struct {
+		target int32
+		want   string
+	}{{0, "target 70%"}, {50, "target 50%"}, {90, "target 90%"}} {
+		if capacity.DefaultTargetUtilization != 70 {
+			t.Fatalf("the default target is %d: update the cases", capacity.DefaultTargetUtilization)
+		}
+		c, ok := capacityAt(t, v1alpha1.CapacityRecommend, tc.target, &events.Utilization{Percent: 40, Members: 2})
+		if !ok || !strings.Contains(c.Message, tc.want) {
+			t.Errorf("targetUtilization %d: want %q in the message, got %t %s", tc.target, tc.want, ok, c.Message)
+		}
+	}
+}
