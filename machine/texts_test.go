@@ -63,3 +63,47 @@ func TestCapacityConditionFollowsTheMode(t *testing.T) {
 		}
 	}
 }
+
+// A fleet's status says what the operator does next and, when it waits, for what; at rest it
+// names no next step and carries no disk audit.
+func TestStatusSaysWhatComesNextAndWhatItWaitsFor(t *testing.T) {
+	r := newRun(t, v1alpha1.ProfilePersistentFleet, 3, map[string]int{})
+	r.settle()
+	decide := func() v1alpha1.CelldFleetStatus {
+		v := events.Normalize(worldNS, worldName, r.w.observe())
+		return New().Step(&v).Status
+	}
+	progressing := func(st v1alpha1.CelldFleetStatus) metav1.Condition {
+		for _, c := range st.Conditions {
+			if c.Type == v1alpha1.ConditionProgressing {
+				return c
+			}
+		}
+		t.Fatalf("no Progressing condition: %+v", st.Conditions)
+		return metav1.Condition{}
+	}
+
+	st := decide()
+	if st.NextAction != "" || st.BlockedBy != "" || st.Disks != nil {
+		t.Errorf("at rest: nextAction %q, blockedBy %q, disks %+v; want none", st.NextAction, st.BlockedBy, st.Disks)
+	}
+
+	r.w.fleet.Spec.Members = 4
+	r.w.fleet.Generation++
+	st = decide()
+	if want := "set the workload to 4 members"; st.NextAction != want || progressing(st).Message != want {
+		t.Errorf("grown to 4: nextAction %q, Progressing %q; want %q", st.NextAction, progressing(st).Message, want)
+	}
+
+	r.w.fleet.Spec.Members = 3
+	r.w.fleet.Generation++
+	p := r.w.members()[1]
+	setPodReady(p, false, r.w.now)
+	st = decide()
+	if want := "member " + p.Name + " to be ready"; st.NextAction != "" || !strings.Contains(st.BlockedBy, want) {
+		t.Errorf("a member not ready: nextAction %q, blockedBy %q; want blockedBy naming %q", st.NextAction, st.BlockedBy, want)
+	}
+	if c := progressing(st); c.Message != "waiting for "+st.BlockedBy {
+		t.Errorf("a member not ready: Progressing %s %q; want \"waiting for %s\"", c.Status, c.Message, st.BlockedBy)
+	}
+}
