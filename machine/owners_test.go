@@ -150,6 +150,13 @@ func TestUninstallKeepsEveryDisk(t *testing.T) {
 	if !strings.Contains(said, "data-a-0, data-a-1") {
 		t.Errorf("event %q: want it to name the kept disks", said)
 	}
+	// With no disk to keep, the event says only that none is deleted.
+	bare := deletingView(v1alpha1.ProfilePersistentFleet, true)
+	for _, a := range machine.New().Step(&bare).Actions {
+		if a.Kind == machine.RecordEvent && a.Reason == "DisksKept" && strings.Contains(a.Message, "kept:") {
+			t.Errorf("no disks, event %q: want no list of kept disks", a.Message)
+		}
+	}
 	// Uninstalling is only ever about a fleet being deleted.
 	live := events.Normalize("ns", "a", &events.Observation{Fleet: newFleet(v1alpha1.ProfilePersistentFleet), Uninstalling: true})
 	if live.Uninstalling {

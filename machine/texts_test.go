@@ -3,6 +3,7 @@ package machine
 import (
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -105,5 +106,44 @@ func TestStatusSaysWhatComesNextAndWhatItWaitsFor(t *testing.T) {
 	}
 	if c := progressing(st); c.Message != "waiting for "+st.BlockedBy {
 		t.Errorf("a member not ready: Progressing %s %q; want \"waiting for %s\"", c.Status, c.Message, st.BlockedBy)
+	}
+}
+
+// A published status's log line carries its state and sizes, and what blocks the fleet when
+// something does.
+func TestPublishStatusLineCarriesTheStatus(t *testing.T) {
+	st := &v1alpha1.CelldFleetStatus{State: v1alpha1.StateSteady, Members: v1alpha1.MemberCounts{Desired: 3, Current: 3, Ready: 2}}
+	a := Action{Kind: PublishStatus, Key: "status/ns/a", Status: st}
+	if got, want := a.String(), "state=Steady desired=3 current=3 ready=2"; !strings.Contains(got, want) || strings.Contains(got, "blockedBy") {
+		t.Errorf("got %q, want %q and no blockedBy", got, want)
+	}
+	st.BlockedBy = "member a-1 to be ready"
+	if got, want := a.String(), `blockedBy="member a-1 to be ready"`; !strings.Contains(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := (Action{Kind: PublishStatus, Key: "status/ns/a"}).String(); got != "PublishStatus status/ns/a" {
+		t.Errorf("no status: got %q", got)
+	}
+}
+
+// Two members not ready, each within its grace period: the fleet is stepped again when the
+// sooner of the two periods ends, whichever member comes first.
+func TestRequeueIsTheSoonestWait(t *testing.T) {
+	for _, since := range [][2]time.Duration{{10 * time.Second, 40 * time.Second}, {40 * time.Second, 10 * time.Second}} {
+		r := newRun(t, v1alpha1.ProfilePersistentFleet, 3, map[string]int{})
+		r.settle()
+		ms := r.w.members()
+		setPodReady(ms[0], false, r.w.now.Add(-since[0]))
+		setPodReady(ms[1], false, r.w.now.Add(-since[1]))
+		v := events.Normalize(worldNS, worldName, r.w.observe())
+		var after []time.Duration
+		for _, a := range New().Step(&v).Actions {
+			if a.Kind == Requeue {
+				after = append(after, a.After)
+			}
+		}
+		if want := worldGrace - max(since[0], since[1]); len(after) != 1 || after[0] != want {
+			t.Errorf("%s and %s not ready, grace %s: requeues %v, want one after %s", since[0], since[1], worldGrace, after, want)
+		}
 	}
 }
