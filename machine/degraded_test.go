@@ -86,8 +86,10 @@ func TestOperatorDetectedStatesAreDegradedNotDestructive(t *testing.T) {
 		// reason is the Degraded condition's reason ("" for Degraded=False); message must appear
 		// in its message.
 		reason, message string
-		progressing     metav1.ConditionStatus
-		requeue         time.Duration
+		// without, when set, must not appear in the Degraded condition's message.
+		without     string
+		progressing metav1.ConditionStatus
+		requeue     time.Duration
 	}{
 		{
 			name: "a member not ready past the grace period, on the current template",
@@ -171,6 +173,7 @@ func TestOperatorDetectedStatesAreDegradedNotDestructive(t *testing.T) {
 				v.Disks[1].Terminating = true
 			},
 			reason: machine.ReasonDiskLost, message: "disks data-a-1 (member a-1) are being deleted or lost, not by the operator", progressing: metav1.ConditionFalse,
+			without: "Lost claim",
 		},
 		{
 			name: "a member that cannot start on its Lost claim past the grace period: no heal, a new Pod would mount the same claim",
@@ -216,6 +219,8 @@ func TestOperatorDetectedStatesAreDegradedNotDestructive(t *testing.T) {
 				t.Errorf("Degraded=%s %s: %s; want False", deg.Status, deg.Reason, deg.Message)
 			case c.reason != "" && (deg.Status != metav1.ConditionTrue || deg.Reason != c.reason || !strings.Contains(deg.Message, c.message)):
 				t.Errorf("Degraded=%s %s: %s\nwant True %s containing %q", deg.Status, deg.Reason, deg.Message, c.reason, c.message)
+			case c.without != "" && strings.Contains(deg.Message, c.without):
+				t.Errorf("Degraded=%s %s: %s\nwant no %q in it", deg.Status, deg.Reason, deg.Message, c.without)
 			}
 			if p := conditionOf(d.Status, v1alpha1.ConditionProgressing); p.Status != c.progressing {
 				t.Errorf("Progressing=%s %s: %s; want %s", p.Status, p.Reason, p.Message, c.progressing)
@@ -242,6 +247,14 @@ func TestOperatorDetectedStatesAreDegradedNotDestructive(t *testing.T) {
 			published.Fleet.Status = d.Status
 			if got := warnings(machine.New().Step(&published)); len(got) != 0 {
 				t.Errorf("Warning Events %q once the Degraded condition is published, want none (one per transition, not per resync)", got)
+			}
+			// Nor when the published status says it and is stale in another field: the status is
+			// written again, the Event is not.
+			stale := copyView(v)
+			stale.Fleet.Status = *d.Status.DeepCopy()
+			stale.Fleet.Status.Members.Ready++
+			if got := warnings(machine.New().Step(&stale)); len(got) != 0 {
+				t.Errorf("Warning Events %q with the Degraded condition published and members.ready stale, want none", got)
 			}
 			if c.reason != "" {
 				other := copyView(v)

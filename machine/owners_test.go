@@ -70,6 +70,20 @@ func TestSomeoneElsesObjectIsNeverWritten(t *testing.T) {
 		})
 	}
 
+	// One name taken is said in the singular, two in the plural, both named.
+	for _, tc := range []struct {
+		taken []string
+		says  string
+	}{
+		{[]string{"Service/a"}, "Service/a exists and does not belong to this fleet"},
+		{[]string{"Service/a", "Service/a-peers"}, "Service/a, Service/a-peers exist and do not belong to this fleet"},
+	} {
+		v := events.Normalize("ns", "a", &events.Observation{Fleet: f, Unowned: tc.taken})
+		if c := conditionOf(machine.New().Step(&v).Status, v1alpha1.ConditionDegraded); !strings.Contains(c.Message, tc.says) {
+			t.Errorf("%v taken: Degraded %q, want %q", tc.taken, c.Message, tc.says)
+		}
+	}
+
 	// A running fleet whose Service was replaced by someone else's: the Service is left alone,
 	// the workload is held where it is, nothing is deleted.
 	run := convergedFleet(t, v1alpha1.ProfilePersistentFleet)
