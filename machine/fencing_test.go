@@ -157,3 +157,27 @@ func TestUnfencedMemberBlocksScaleIn(t *testing.T) {
 		t.Fatalf("Degraded %s, want MemberUnreachable", c.Reason)
 	}
 }
+
+// The MemberUnreachable message names every unfenced member and its node, and says what
+// becomes of the member once its node is fenced: on a PersistentFleet, its own disk.
+func TestUnreachableMembersAreAllNamed(t *testing.T) {
+	base := convergedFleet(t, v1alpha1.ProfilePersistentFleet)
+	for _, down := range [][]int{{0}, {0, 1}} {
+		v := copyView(base)
+		v.Nodes = map[string]events.NodeView{}
+		for k, n := range base.Nodes {
+			v.Nodes[k] = n
+		}
+		for _, i := range down {
+			v.Nodes[v.Members[i].NodeName] = events.NodeView{Ready: false, UnhealthySince: v.Now.Add(-time.Hour)}
+		}
+		c := conditionOf(machine.New().Step(&v).Status, v1alpha1.ConditionDegraded)
+		if c.Reason != machine.ReasonMemberUnreachable || !strings.Contains(c.Message, "replaced under the same name, on its own disk") {
+			t.Fatalf("%v down: Degraded %s %q, want MemberUnreachable saying the member comes back on its own disk", down, c.Reason, c.Message)
+		}
+		others := "; the same holds for members " + v.Members[1].Name + " on " + v.Members[1].NodeName
+		if got := strings.Contains(c.Message, "the same holds"); got != (len(down) > 1) || got && !strings.HasSuffix(c.Message, others) {
+			t.Errorf("%v down: Degraded %q; want %q exactly when two are down", down, c.Message, others)
+		}
+	}
+}
