@@ -19,6 +19,8 @@ func TestMissingClaimWaitsForTheGracePeriod(t *testing.T) {
 	}{
 		{"within the grace period", worldGrace / 2, 0},
 		{"past the grace period", 2 * worldGrace, 1},
+		{"a second before the grace period ends", worldGrace - time.Second, 0},
+		{"when the grace period ends", worldGrace, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, v := steadyView(t)
@@ -44,6 +46,48 @@ func TestMissingClaimWaitsForTheGracePeriod(t *testing.T) {
 			}
 			if heals != tc.heals || (d.To == v1alpha1.StateHealing) != (tc.heals == 1) {
 				t.Fatalf("%d heals for a lost volume, state %s; want %d", heals, d.To, tc.heals)
+			}
+		})
+	}
+}
+
+// TestBrokenRolloutWaitsForTheGracePeriod: a member not ready on a revision the workload no
+// longer rolls out is replaced once it has been not ready for the grace period, from its last
+// instant on; before that the fleet is stepped again when the period ends.
+func TestBrokenRolloutWaitsForTheGracePeriod(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		notReady time.Duration
+		heals    int
+		requeue  time.Duration
+	}{
+		{"half the grace period", worldGrace / 2, 0, worldGrace / 2},
+		{"a second before it ends", worldGrace - time.Second, 0, time.Second},
+		{"when it ends", worldGrace, 1, 0},
+		{"past it", 2 * worldGrace, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, v := steadyView(t)
+			v.Members = append([]events.Member(nil), v.Members...)
+			v.Workload.UpdateRevision = "new-hash"
+			for i := range v.Members {
+				v.Members[i].Revision = "new-hash"
+			}
+			m := &v.Members[1]
+			m.Ready, m.Revision, m.NotReadySince = false, "old-hash", v.Now.Add(-tc.notReady)
+			d := New().Step(&v)
+			heals := 0
+			var requeue time.Duration
+			for _, a := range d.Actions {
+				switch {
+				case a.Kind == DeletePod && a.Reason == string(HealBrokenRollout) && a.Name == m.Name:
+					heals++
+				case a.Kind == Requeue:
+					requeue = a.After
+				}
+			}
+			if heals != tc.heals || requeue != tc.requeue {
+				t.Fatalf("%d heals for a broken rollout, requeue after %s; want %d, %s (%s)", heals, requeue, tc.heals, tc.requeue, d.Actions)
 			}
 		})
 	}
