@@ -3,6 +3,7 @@ package machine
 import (
 	"testing"
 
+	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
 )
 
@@ -38,6 +39,31 @@ func TestMissingOnlyAbove(t *testing.T) {
 			}
 			if got := missingOnlyAbove(v, m); got != tc.want {
 				t.Errorf("replicas %d, members %v, member %d: got %t, want %t", tc.replicas, tc.present, tc.member, got, tc.want)
+			}
+		})
+	}
+}
+
+// deletionInFlight: a deleted fleet's workload was stopped, or is gone while members or the
+// fleet's own disks remain; a disk of another fleet is not this one's deletion.
+func TestDeletionInFlight(t *testing.T) {
+	fleet := fleet(v1alpha1.ProfilePersistentFleet)
+	for _, tc := range []struct {
+		name string
+		v    events.View
+		want bool
+	}{
+		{"workload stopped", events.View{Workload: events.WorkloadView{Exists: true, Replicas: 0}}, true},
+		{"workload running", events.View{Workload: events.WorkloadView{Exists: true, Replicas: 3}}, false},
+		{"workload gone, a member left", events.View{Members: []events.Member{{Name: "a-0"}}}, true},
+		{"workload gone, one of its disks left", events.View{Disks: []events.Disk{{Name: "data-a-0", FleetUID: fleet.UID}}}, true},
+		{"workload gone, only another fleet's disk", events.View{Disks: []events.Disk{{Name: "data-a-0", FleetUID: "other"}}}, false},
+		{"nothing left", events.View{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.v.Fleet = fleet
+			if got := deletionInFlight(&tc.v); got != tc.want {
+				t.Errorf("got %t, want %t", got, tc.want)
 			}
 		})
 	}
