@@ -49,9 +49,13 @@ func (r *run) decide(u *events.Utilization) (Decision, metav1.Condition) {
 func TestCapacityConditionSaysWhatHoldsAScaleIn(t *testing.T) {
 	r := autoAt(t, 4)
 	low := &events.Utilization{Time: r.w.now, Percent: 10, Members: 4}
-	_, c := r.decide(low)
+	d, c := r.decide(low)
 	if c.Status != metav1.ConditionTrue || c.Reason != ReasonScaleInStabilization || !strings.Contains(c.Message, "2 members recommended") {
 		t.Fatalf("a scale-in within its window: got %s %s: %s", c.Status, c.Reason, c.Message)
+	}
+	// The fleet's blockedBy says the same.
+	if _, waits, _ := strings.Cut(c.Message, "the scale-in waits for "); waits == "" || !strings.Contains(d.Status.BlockedBy, waits) {
+		t.Errorf("a scale-in within its window: blockedBy %q, want it to say %q", d.Status.BlockedBy, waits)
 	}
 
 	// Past the window, a member not ready holds it.
@@ -169,5 +173,29 @@ func TestAWithdrawnScaleInIsRecorded(t *testing.T) {
 	}
 	if got := *r.w.sts.Spec.Replicas; got != 6 {
 		t.Errorf("a member removed at once under a withdrawn request: replicas %d, want 6 until the new request's window ends", got)
+	}
+}
+
+// A scale-in within its window and a member within its grace period: the fleet is stepped again
+// when the sooner of the two ends.
+func TestRequeueIsTheSoonerOfWindowAndGrace(t *testing.T) {
+	requeue := func(d Decision) time.Duration {
+		for _, a := range d.Actions {
+			if a.Kind == Requeue {
+				return a.After
+			}
+		}
+		return 0
+	}
+	r := autoAt(t, 4)
+	low := &events.Utilization{Time: r.w.now, Percent: 10, Members: 4}
+	d, c := r.decide(low)
+	window := requeue(d)
+	if c.Reason != ReasonScaleInStabilization || window <= worldGrace/2 {
+		t.Fatalf("a scale-in within its window: %s %s, requeue after %s; want a window longer than %s", c.Reason, c.Message, window, worldGrace/2)
+	}
+	setPodReady(r.w.members()[0], false, r.w.now.Add(-worldGrace/2))
+	if d, _ = r.decide(low); requeue(d) != worldGrace/2 {
+		t.Errorf("window %s left, a member's grace %s left: requeue after %s, want %s", window, worldGrace/2, requeue(d), worldGrace/2)
 	}
 }
