@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -197,5 +198,49 @@ func TestRequeueIsTheSoonerOfWindowAndGrace(t *testing.T) {
 	setPodReady(r.w.members()[0], false, r.w.now.Add(-worldGrace/2))
 	if d, _ = r.decide(low); requeue(d) != worldGrace/2 {
 		t.Errorf("window %s left, a member's grace %s left: requeue after %s, want %s", window, worldGrace/2, requeue(d), worldGrace/2)
+	}
+}
+
+// Each step of a scale-in past its window is recorded in the history with the write that takes
+// it: ShrinkOne from the current size to one less.
+func TestScaleInStepsAreRecorded(t *testing.T) {
+	r := autoAt(t, 4)
+	low := &events.Utilization{Time: r.w.now, Percent: 10, Members: 4}
+	r.decide(low)
+	r.w.now = r.w.now.Add(3 * time.Minute)
+	low.Time = r.w.now
+	d, _ := r.decide(low)
+	var shrinks []string
+	for _, a := range d.Actions {
+		if a.Kind != AppendHistory {
+			continue
+		}
+		for _, rec := range a.Decisions {
+			if rec.Kind == v1alpha1.DecisionShrinkOne {
+				shrinks = append(shrinks, fmt.Sprintf("%d->%d", rec.From, rec.To))
+			}
+		}
+	}
+	if len(shrinks) != 1 || shrinks[0] != "4->3" {
+		t.Errorf("a scale-in step past its window: ShrinkOne records %v, want [4->3] (actions %s)", shrinks, d.Actions)
+	}
+}
+
+// A step the fleet does not take is not recorded: past the window, a fleet held by a name someone
+// else owns keeps its size and its history.
+func TestAHeldScaleInStepIsNotRecorded(t *testing.T) {
+	r := autoAt(t, 4)
+	low := &events.Utilization{Time: r.w.now, Percent: 10, Members: 4}
+	r.decide(low)
+	r.w.now = r.w.now.Add(3 * time.Minute)
+	o := r.w.observe()
+	o.Utilization = &events.Utilization{Time: r.w.now, Percent: 10, Members: 4}
+	o.Unowned = []string{"Service/" + worldName + "-peers"}
+	v := events.Normalize(worldNS, worldName, o)
+	d := New().Step(&v)
+	for _, a := range d.Actions {
+		if a.Kind == AppendHistory || a.Kind == Apply {
+			t.Errorf("held by a taken name: want no step and no record, got %s", a)
+		}
 	}
 }
