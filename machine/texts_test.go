@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +146,44 @@ func TestRequeueIsTheSoonestWait(t *testing.T) {
 		if want := worldGrace - max(since[0], since[1]); len(after) != 1 || after[0] != want {
 			t.Errorf("%s and %s not ready, grace %s: requeues %v, want one after %s", since[0], since[1], worldGrace, after, want)
 		}
+	}
+}
+
+// A converged fleet given a new image at the same size: the workload's write carries the
+// spec's premise only, not a scale-in's (every member ready, the last change rolled out), and the
+// Event of a growth names its trigger.
+func TestSameSizeApplyIsNoScaleIn(t *testing.T) {
+	r := newRun(t, v1alpha1.ProfilePersistentFleet, 3, map[string]int{})
+	r.settle()
+	r.w.fleet.Spec.Image = "registry.example/celld:next"
+	r.w.fleet.Generation++
+	v := events.Normalize(worldNS, worldName, r.w.observe())
+	d := New().Step(&v)
+	applied := false
+	for _, a := range d.Actions {
+		if a.Kind == Apply && a.Ref.Kind == "StatefulSet" {
+			applied = true
+			if p := a.Premise; p == nil || p.RolledOut || len(p.Ready) != 0 || len(p.Nodes) != 0 {
+				t.Errorf("same-size apply %s: premise %+v, want the spec's only", a.Key, p)
+			}
+		}
+	}
+	if !applied {
+		t.Fatalf("a new image: want the StatefulSet applied, got %s", d.Actions)
+	}
+
+	// A growth's Event names the trigger that started it.
+	r.w.fleet.Spec.Image = "registry.example/celld:1.2"
+	r.w.fleet.Spec.Members = 4
+	r.w.fleet.Generation++
+	v = events.Normalize(worldNS, worldName, r.w.observe())
+	var said []string
+	for _, a := range New().Step(&v).Actions {
+		if a.Kind == RecordEvent {
+			said = append(said, a.Message)
+		}
+	}
+	if want := "Steady -> Growing (TargetAboveCurrent): 3 -> 4 members in one step"; !slices.Contains(said, want) {
+		t.Errorf("a growth: Events %q, want %q", said, want)
 	}
 }
