@@ -92,3 +92,33 @@ func TestBrokenRolloutWaitsForTheGracePeriod(t *testing.T) {
 		})
 	}
 }
+
+// A fleet still provisioning heals a member of a broken rollout too (an ordered StatefulSet would
+// wait on it forever), once the others are ready; a fleet held for a missing service account
+// changes nothing.
+func TestProvisioningHealsABrokenRollout(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		_, v := steadyView(t)
+		v.Members = append([]events.Member(nil), v.Members...)
+		v.Workload.Settled = -1 // never settled: provisioning
+		v.Workload.UpdateRevision = "new-hash"
+		for i := range v.Members {
+			v.Members[i].Revision = "new-hash"
+		}
+		m := &v.Members[2]
+		m.Ready, m.Revision, m.NotReadySince = false, "old-hash", v.Now.Add(-2*worldGrace)
+		if held {
+			v.ServiceAccountMissing = true
+		}
+		d := New().Step(&v)
+		heals := 0
+		for _, a := range d.Actions {
+			if a.Kind == DeletePod && a.Name == m.Name {
+				heals++
+			}
+		}
+		if want := map[bool]int{false: 1, true: 0}[held]; heals != want {
+			t.Errorf("provisioning, held %t: %d heals of %s, want %d (%s)", held, heals, m.Name, want, d.Actions)
+		}
+	}
+}
