@@ -60,11 +60,14 @@ func TestBrokenRolloutWaitsForTheGracePeriod(t *testing.T) {
 		notReady time.Duration
 		heals    int
 		requeue  time.Duration
+		member   int
 	}{
-		{"half the grace period", worldGrace / 2, 0, worldGrace / 2},
-		{"a second before it ends", worldGrace - time.Second, 0, time.Second},
-		{"when it ends", worldGrace, 1, 0},
-		{"past it", 2 * worldGrace, 1, 0},
+		{"half the grace period", worldGrace / 2, 0, worldGrace / 2, 1},
+		{"a second before it ends", worldGrace - time.Second, 0, time.Second, 1},
+		{"when it ends", worldGrace, 1, 0, 1},
+		{"past it", 2 * worldGrace, 1, 0, 1},
+		{"the lowest member, within it", worldGrace / 2, 0, worldGrace / 2, 0},
+		{"the lowest member, past it", 2 * worldGrace, 1, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, v := steadyView(t)
@@ -73,7 +76,8 @@ func TestBrokenRolloutWaitsForTheGracePeriod(t *testing.T) {
 			for i := range v.Members {
 				v.Members[i].Revision = "new-hash"
 			}
-			m := &v.Members[1]
+			// The lowest member too: ordinal 0 is a member like any other.
+			m := &v.Members[tc.member]
 			m.Ready, m.Revision, m.NotReadySince = false, "old-hash", v.Now.Add(-tc.notReady)
 			d := New().Step(&v)
 			heals := 0
