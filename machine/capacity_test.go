@@ -180,24 +180,16 @@ func TestAWithdrawnScaleInIsRecorded(t *testing.T) {
 // A scale-in within its window and a member within its grace period: the fleet is stepped again
 // when the sooner of the two ends.
 func TestRequeueIsTheSoonerOfWindowAndGrace(t *testing.T) {
-	requeue := func(d Decision) time.Duration {
-		for _, a := range d.Actions {
-			if a.Kind == Requeue {
-				return a.After
-			}
-		}
-		return 0
-	}
 	r := autoAt(t, 4)
 	low := &events.Utilization{Time: r.w.now, Percent: 10, Members: 4}
 	d, c := r.decide(low)
-	window := requeue(d)
+	window := requeueAfter(d)
 	if c.Reason != ReasonScaleInStabilization || window <= worldGrace/2 {
 		t.Fatalf("a scale-in within its window: %s %s, requeue after %s; want a window longer than %s", c.Reason, c.Message, window, worldGrace/2)
 	}
 	setPodReady(r.w.members()[0], false, r.w.now.Add(-worldGrace/2))
-	if d, _ = r.decide(low); requeue(d) != worldGrace/2 {
-		t.Errorf("window %s left, a member's grace %s left: requeue after %s, want %s", window, worldGrace/2, requeue(d), worldGrace/2)
+	if d, _ = r.decide(low); requeueAfter(d) != worldGrace/2 {
+		t.Errorf("window %s left, a member's grace %s left: requeue after %s, want %s", window, worldGrace/2, requeueAfter(d), worldGrace/2)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -28,13 +29,20 @@ func capacityAt(t *testing.T, mode v1alpha1.CapacityMode, target int32, u *event
 	}
 	o.Utilization = u
 	v := events.Normalize(worldNS, worldName, o)
-	d := New().Step(&v)
-	for _, c := range d.Status.Conditions {
-		if c.Type == ConditionCapacityObserved {
-			return c, true
-		}
+	if c := apimeta.FindStatusCondition(New().Step(&v).Status.Conditions, ConditionCapacityObserved); c != nil {
+		return *c, true
 	}
 	return metav1.Condition{}, false
+}
+
+// requeueAfter is when the decision asks to be stepped again; 0 when it does not.
+func requeueAfter(d Decision) time.Duration {
+	for _, a := range d.Actions {
+		if a.Kind == Requeue {
+			return a.After
+		}
+	}
+	return 0
 }
 
 // The CapacityObserved condition is the fleet's when its mode reads usage, and says what the
@@ -76,13 +84,11 @@ func TestStatusSaysWhatComesNextAndWhatItWaitsFor(t *testing.T) {
 		return New().Step(&v).Status
 	}
 	progressing := func(st v1alpha1.CelldFleetStatus) metav1.Condition {
-		for _, c := range st.Conditions {
-			if c.Type == v1alpha1.ConditionProgressing {
-				return c
-			}
+		c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing)
+		if c == nil {
+			t.Fatalf("no Progressing condition: %+v", st.Conditions)
 		}
-		t.Fatalf("no Progressing condition: %+v", st.Conditions)
-		return metav1.Condition{}
+		return *c
 	}
 
 	st := decide()

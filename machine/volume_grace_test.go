@@ -81,15 +81,12 @@ func TestBrokenRolloutWaitsForTheGracePeriod(t *testing.T) {
 			m.Ready, m.Revision, m.NotReadySince = false, "old-hash", v.Now.Add(-tc.notReady)
 			d := New().Step(&v)
 			heals := 0
-			var requeue time.Duration
 			for _, a := range d.Actions {
-				switch {
-				case a.Kind == DeletePod && a.Reason == string(HealBrokenRollout) && a.Name == m.Name:
+				if a.Kind == DeletePod && a.Reason == string(HealBrokenRollout) && a.Name == m.Name {
 					heals++
-				case a.Kind == Requeue:
-					requeue = a.After
 				}
 			}
+			requeue := requeueAfter(d)
 			if heals != tc.heals || requeue != tc.requeue {
 				t.Fatalf("%d heals for a broken rollout, requeue after %s; want %d, %s (%s)", heals, requeue, tc.heals, tc.requeue, d.Actions)
 			}
