@@ -80,6 +80,7 @@ type Controller struct {
 	ap      *Applier
 	meta    metadata.Interface
 	queue   workqueue.TypedRateLimitingInterface[events.FleetKey]
+	order   *answerFirst
 	metrics *Metrics
 	util    *utilizations
 	sampler *sampler
@@ -113,6 +114,7 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 		opts.Metrics = NewMetrics()
 	}
 	inf := NewInformers(c.Kube, c.Celld, c.Metadata, opts.Namespaces)
+	order := newAnswerFirst()
 	ctl := &Controller{
 		opts: opts,
 		log:  opts.Log,
@@ -123,8 +125,8 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 		meta:    c.Metadata,
 		metrics: opts.Metrics,
 		util:    newUtilizations(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[events.FleetKey](),
-			workqueue.TypedRateLimitingQueueConfig[events.FleetKey]{Name: queueName, MetricsProvider: opts.Metrics.queueProvider}),
+		order:   order,
+		queue:   newQueue(order, opts.Metrics.queueProvider),
 		eventAt: map[events.FleetKey]time.Time{},
 		syncing: map[events.FleetKey]time.Time{},
 	}
@@ -162,8 +164,11 @@ func (c *Controller) Start(stop <-chan struct{}) { c.inf.Start(stop) }
 // Synced reports whether every cache synced: the readiness check.
 func (c *Controller) Synced() bool { return c.inf.HasSynced() }
 
-// enqueueEvent is what the informers' handlers call.
-func (c *Controller) enqueueEvent(key events.FleetKey) {
+// enqueueEvent is what the informers' handlers call; an answer goes ahead (answerFirst).
+func (c *Controller) enqueueEvent(key events.FleetKey, answer bool) {
+	if answer {
+		c.order.mark(key)
+	}
 	c.mu.Lock()
 	if _, ok := c.eventAt[key]; !ok {
 		c.eventAt[key] = time.Now()

@@ -17,11 +17,13 @@ import (
 )
 
 // handler enqueues the fleets an informer's object matters to, and nothing else: the sync reads
-// the caches afresh, so what changed is never passed along.
-func (i *Informers) handler(enqueue func(key events.FleetKey)) cache.ResourceEventHandler {
+// the caches afresh, so what changed is never passed along. answer says whether the object is
+// one whose change answers a fleet's actions (answers).
+func (i *Informers) handler(enqueue func(key events.FleetKey, answer bool)) cache.ResourceEventHandler {
 	each := func(obj any) {
+		answer := answers(obj)
 		for _, k := range i.FleetKeys(obj) {
-			enqueue(k)
+			enqueue(k, answer)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -44,7 +46,7 @@ func (i *Informers) handler(enqueue func(key events.FleetKey)) cache.ResourceEve
 }
 
 // AddHandlers sends every cache's changes to enqueue, as fleet keys.
-func (i *Informers) AddHandlers(enqueue func(key events.FleetKey)) error {
+func (i *Informers) AddHandlers(enqueue func(key events.FleetKey, answer bool)) error {
 	h := i.handler(enqueue)
 	for _, inf := range i.all() {
 		if _, err := inf.AddEventHandler(h); err != nil {
@@ -52,6 +54,17 @@ func (i *Informers) AddHandlers(enqueue func(key events.FleetKey)) error {
 		}
 	}
 	return nil
+}
+
+// answers reports whether obj is one a fleet's actions act on and wait for: its members, their
+// workload and disks, the nodes they run on. Its change moves a fleet in motion on to its next
+// step; the fleet itself, its reservation and the classes it names are news of another kind.
+func answers(obj any) bool {
+	switch obj.(type) {
+	case *appsv1.StatefulSet, *appsv1.Deployment, *corev1.Pod, *corev1.PersistentVolumeClaim, *corev1.Node:
+		return true
+	}
+	return false
 }
 
 // changed tells a real update from a relist or resync of the same version. Node updates count

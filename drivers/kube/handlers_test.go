@@ -140,7 +140,11 @@ func TestHandlerEnqueues(t *testing.T) {
 	alpha := testFleet(v1alpha1.ProfileBucket)
 	i := testInformers(t, alpha)
 	var got []string
-	h := i.handler(func(k events.FleetKey) { got = append(got, k.String()) })
+	answered := map[bool]int{}
+	h := i.handler(func(k events.FleetKey, answer bool) {
+		got = append(got, k.String())
+		answered[answer]++
+	})
 
 	pod := memberPod(alpha, "alpha-0", "node-a")
 	pod.ResourceVersion = "5"
@@ -158,6 +162,40 @@ func TestHandlerEnqueues(t *testing.T) {
 	h.OnUpdate(pod, moved)
 	if want := []string{"team/alpha", "team/beta"}; !slices.Equal(got, want) {
 		t.Errorf("enqueued %v, want %v", got, want)
+	}
+	if answered[false] != 0 {
+		t.Errorf("a member's changes enqueued %d keys as no answer, want every one an answer", answered[false])
+	}
+
+	// The fleet's own change is news, not an answer to its actions: it waits its turn.
+	clear(answered)
+	changedFleet := alpha.DeepCopy()
+	changedFleet.ResourceVersion, changedFleet.Generation = "8", alpha.Generation+1
+	h.OnUpdate(alpha, changedFleet)
+	if answered[true] != 0 || answered[false] == 0 {
+		t.Errorf("a fleet's update enqueued %v (answer: count), want only keys that are no answer", answered)
+	}
+}
+
+func TestAnswers(t *testing.T) {
+	alpha := testFleet(v1alpha1.ProfileBucket)
+	for _, c := range []struct {
+		obj  any
+		want bool
+	}{
+		{memberPod(alpha, "alpha-0", "node-a"), true},
+		{&appsv1.StatefulSet{}, true},
+		{&appsv1.Deployment{}, true},
+		{&corev1.PersistentVolumeClaim{}, true},
+		{&corev1.Node{}, true},
+		{alpha, false},
+		{&v1alpha1.CelldReservation{}, false},
+		{&corev1.Service{}, false},
+		{&storagev1.StorageClass{}, false},
+	} {
+		if got := answers(c.obj); got != c.want {
+			t.Errorf("answers(%T) = %v, want %v", c.obj, got, c.want)
+		}
 	}
 }
 

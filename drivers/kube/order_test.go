@@ -1,0 +1,124 @@
+package kube
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/celld/celld-operator/events"
+)
+
+func fkey(name string) events.FleetKey { return events.FleetKey{Namespace: "team", Name: name} }
+
+// gets takes n keys from the queue, each done at once.
+func gets(t *testing.T, q interface {
+	Get() (events.FleetKey, bool)
+	Done(events.FleetKey)
+}, n int) []string {
+	t.Helper()
+	var got []string
+	for range n {
+		k, quit := q.Get()
+		if quit {
+			t.Fatalf("queue shut down after %v", got)
+		}
+		got = append(got, k.Name)
+		q.Done(k)
+	}
+	return got
+}
+
+func TestAnswersGoAhead(t *testing.T) {
+	order := newAnswerFirst()
+	q := newQueue(order, nil)
+	defer q.ShutDown()
+
+	q.Add(fkey("a"))
+	q.Add(fkey("b"))
+	// An answer for a fleet not waiting: ahead of both.
+	order.mark(fkey("c"))
+	q.Add(fkey("c"))
+	// An answer for a fleet already waiting behind: it moves ahead, after c.
+	order.mark(fkey("b"))
+	q.Add(fkey("b"))
+	q.Add(fkey("d"))
+	if got, want := gets(t, q, 4), []string{"c", "b", "a", "d"}; !slices.Equal(got, want) {
+		t.Errorf("taken %v, want %v", got, want)
+	}
+	if n := q.Len(); n != 0 {
+		t.Errorf("%d keys left, want 0", n)
+	}
+}
+
+func TestAnswerMarkServedOnce(t *testing.T) {
+	order := newAnswerFirst()
+	q := newQueue(order, nil)
+	defer q.ShutDown()
+
+	order.mark(fkey("a"))
+	q.Add(fkey("a"))
+	if got := gets(t, q, 1); got[0] != "a" {
+		t.Fatalf("taken %v, want a", got)
+	}
+	// Taken, its answer is served: added again for no answer, it waits its turn.
+	q.Add(fkey("b"))
+	q.Add(fkey("a"))
+	if got, want := gets(t, q, 2), []string{"b", "a"}; !slices.Equal(got, want) {
+		t.Errorf("taken %v, want %v", got, want)
+	}
+}
+
+func TestAnswerWhileSyncing(t *testing.T) {
+	order := newAnswerFirst()
+	q := newQueue(order, nil)
+	defer q.ShutDown()
+
+	q.Add(fkey("a"))
+	k, _ := q.Get() // a syncs
+	q.Add(fkey("b"))
+	// An answer for a while it syncs: the workqueue holds it until Done, then it goes ahead.
+	order.mark(fkey("a"))
+	q.Add(fkey("a"))
+	q.Done(k)
+	if got, want := gets(t, q, 2), []string{"a", "b"}; !slices.Equal(got, want) {
+		t.Errorf("taken %v, want %v", got, want)
+	}
+}
+
+func TestAnswersDoNotStarveTheRest(t *testing.T) {
+	order := newAnswerFirst()
+	q := newQueue(order, nil)
+	defer q.ShutDown()
+
+	q.Add(fkey("spec-1"))
+	q.Add(fkey("spec-2"))
+	for i := range 2 * aheadRun {
+		k := fkey(fmt.Sprintf("answer-%d", i))
+		order.mark(k)
+		q.Add(k)
+	}
+	got := gets(t, q, 2*aheadRun+2)
+	// aheadRun answers, then a key from behind, then the next aheadRun, then the last.
+	first := slices.Index(got, "spec-1")
+	second := slices.Index(got, "spec-2")
+	if first != aheadRun || second != 2*aheadRun+1 {
+		t.Errorf("taken %v: the keys behind at %d and %d, want %d and %d", got, first, second, aheadRun, 2*aheadRun+1)
+	}
+	// Answers taken while nothing waits behind are not counted against what comes later.
+	for i := range aheadRun - 1 {
+		k := fkey(fmt.Sprintf("alone-%d", i))
+		order.mark(k)
+		q.Add(k)
+	}
+	gets(t, q, aheadRun-1)
+	for i := range aheadRun + 1 {
+		k := fkey(fmt.Sprintf("late-%d", i))
+		order.mark(k)
+		q.Add(k)
+	}
+	q.Add(fkey("spec-3"))
+	got = gets(t, q, aheadRun+2)
+	if i := slices.Index(got, "spec-3"); i != aheadRun {
+		t.Errorf("taken %v: spec-3 at %d, want %d", got, i, aheadRun)
+	}
+}
