@@ -927,4 +927,33 @@ var Table = []Mutant{
 		Mistake:     "the client that moves fleets runs without a limit on a server without priority and fairness",
 		Threatens:   "a runaway loop held at --kube-api-qps where nothing else holds it",
 	},
+	// The fleets' workqueue: a fleet in motion is synced ahead of changes not yet begun.
+	{
+		Name: "queue-touch-looks-ahead", File: "drivers/kube/order.go",
+		Original:    "if i := slices.Index(q.behind, key); i >= 0 {",
+		Replacement: "if i := slices.Index(q.ahead, key); i >= 0 {",
+		Mistake:     "an answer for a fleet already waiting is looked for in the wrong line, so it stays behind",
+		Threatens:   "a rollout's next step waits behind a wave of changes not yet begun (step latency)",
+	},
+	{
+		Name: "queue-answers-starve-the-rest", File: "drivers/kube/order.go",
+		Original:    "case len(q.ahead) > 0 && (len(q.behind) == 0 || q.run < aheadRun):",
+		Replacement: "case len(q.ahead) > 0:",
+		Mistake:     "answers always taken first: a steady stream of them starves every spec change",
+		Threatens:   "one tenant's churning members never stop the operator serving everyone else",
+	},
+	{
+		Name: "queue-mark-never-served", File: "drivers/kube/order.go",
+		Original:    "\tdelete(q.marked, key)\n",
+		Replacement: "\n",
+		Mistake:     "a served answer keeps its mark, so the fleet goes ahead for every later event",
+		Threatens:   "the queue's fairness: news of a fleet's own spec jumps the line forever after one answer",
+	},
+	{
+		Name: "queue-pods-no-answer", File: "drivers/kube/handlers.go",
+		Original:    "case *appsv1.StatefulSet, *appsv1.Deployment, *corev1.Pod, *corev1.PersistentVolumeClaim, *corev1.Node:",
+		Replacement: "case *appsv1.StatefulSet, *appsv1.Deployment, *corev1.PersistentVolumeClaim, *corev1.Node:",
+		Mistake:     "a member's Pod left out of the answers: a member gone or ready waits behind the wave",
+		Threatens:   "a rollout's next step waits behind a wave of changes not yet begun (step latency)",
+	},
 }
