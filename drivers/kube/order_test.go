@@ -5,10 +5,26 @@ import (
 	"slices"
 	"testing"
 
+	"k8s.io/client-go/util/workqueue"
+
 	"github.com/celld/celld-operator/events"
 )
 
 func fkey(name string) events.FleetKey { return events.FleetKey{Namespace: "team", Name: name} }
+
+// testQueue is a fleets' workqueue in answer-first order, shut down when the test ends.
+func testQueue(t *testing.T) (*answerFirst, workqueue.TypedRateLimitingInterface[events.FleetKey]) {
+	order := newAnswerFirst()
+	q := newQueue(order, nil)
+	t.Cleanup(q.ShutDown)
+	return order, q
+}
+
+// answerKey adds key as the handlers do for an answer.
+func answerKey(order *answerFirst, q workqueue.TypedRateLimitingInterface[events.FleetKey], key events.FleetKey) {
+	order.mark(key)
+	q.Add(key)
+}
 
 // gets takes n keys from the queue, each done at once.
 func gets(t *testing.T, q interface {
@@ -29,18 +45,14 @@ func gets(t *testing.T, q interface {
 }
 
 func TestAnswersGoAhead(t *testing.T) {
-	order := newAnswerFirst()
-	q := newQueue(order, nil)
-	defer q.ShutDown()
+	order, q := testQueue(t)
 
 	q.Add(fkey("a"))
 	q.Add(fkey("b"))
 	// An answer for a fleet not waiting: ahead of both.
-	order.mark(fkey("c"))
-	q.Add(fkey("c"))
+	answerKey(order, q, fkey("c"))
 	// An answer for a fleet already waiting behind: it moves ahead, after c.
-	order.mark(fkey("b"))
-	q.Add(fkey("b"))
+	answerKey(order, q, fkey("b"))
 	q.Add(fkey("d"))
 	if got, want := gets(t, q, 4), []string{"c", "b", "a", "d"}; !slices.Equal(got, want) {
 		t.Errorf("taken %v, want %v", got, want)
@@ -51,12 +63,9 @@ func TestAnswersGoAhead(t *testing.T) {
 }
 
 func TestAnswerMarkServedOnce(t *testing.T) {
-	order := newAnswerFirst()
-	q := newQueue(order, nil)
-	defer q.ShutDown()
+	order, q := testQueue(t)
 
-	order.mark(fkey("a"))
-	q.Add(fkey("a"))
+	answerKey(order, q, fkey("a"))
 	if got := gets(t, q, 1); got[0] != "a" {
 		t.Fatalf("taken %v, want a", got)
 	}
@@ -69,16 +78,13 @@ func TestAnswerMarkServedOnce(t *testing.T) {
 }
 
 func TestAnswerWhileSyncing(t *testing.T) {
-	order := newAnswerFirst()
-	q := newQueue(order, nil)
-	defer q.ShutDown()
+	order, q := testQueue(t)
 
 	q.Add(fkey("a"))
 	k, _ := q.Get() // a syncs
 	q.Add(fkey("b"))
 	// An answer for a while it syncs: the workqueue holds it until Done, then it goes ahead.
-	order.mark(fkey("a"))
-	q.Add(fkey("a"))
+	answerKey(order, q, fkey("a"))
 	q.Done(k)
 	if got, want := gets(t, q, 2), []string{"a", "b"}; !slices.Equal(got, want) {
 		t.Errorf("taken %v, want %v", got, want)
@@ -86,16 +92,12 @@ func TestAnswerWhileSyncing(t *testing.T) {
 }
 
 func TestAnswersDoNotStarveTheRest(t *testing.T) {
-	order := newAnswerFirst()
-	q := newQueue(order, nil)
-	defer q.ShutDown()
+	order, q := testQueue(t)
 
 	q.Add(fkey("spec-1"))
 	q.Add(fkey("spec-2"))
 	for i := range 2 * aheadRun {
-		k := fkey(fmt.Sprintf("answer-%d", i))
-		order.mark(k)
-		q.Add(k)
+		answerKey(order, q, fkey(fmt.Sprintf("answer-%d", i)))
 	}
 	got := gets(t, q, 2*aheadRun+2)
 	// aheadRun answers, then a key from behind, then the next aheadRun, then the last.
@@ -106,15 +108,11 @@ func TestAnswersDoNotStarveTheRest(t *testing.T) {
 	}
 	// Answers taken while nothing waits behind are not counted against what comes later.
 	for i := range aheadRun - 1 {
-		k := fkey(fmt.Sprintf("alone-%d", i))
-		order.mark(k)
-		q.Add(k)
+		answerKey(order, q, fkey(fmt.Sprintf("alone-%d", i)))
 	}
 	gets(t, q, aheadRun-1)
 	for i := range aheadRun + 1 {
-		k := fkey(fmt.Sprintf("late-%d", i))
-		order.mark(k)
-		q.Add(k)
+		answerKey(order, q, fkey(fmt.Sprintf("late-%d", i)))
 	}
 	q.Add(fkey("spec-3"))
 	got = gets(t, q, aheadRun+2)
