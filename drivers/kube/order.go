@@ -48,11 +48,14 @@ func (q *answerFirst) mark(key events.FleetKey) {
 	q.marked[key] = true
 }
 
-// Touch is called for a key added again while it waits: marked since, it moves ahead.
+// Touch is called for a key added again while it waits: marked since, it moves ahead. It runs
+// under the workqueue's lock for every event of a waiting fleet, and a fleet in motion hears
+// several per step: the short line ahead is looked through first, so that only a key's first
+// answer looks through the long line behind.
 func (q *answerFirst) Touch(key events.FleetKey) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if !q.marked[key] {
+	if !q.marked[key] || slices.Contains(q.ahead, key) {
 		return
 	}
 	if i := slices.Index(q.behind, key); i >= 0 {

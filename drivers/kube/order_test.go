@@ -27,10 +27,7 @@ func answerKey(order *answerFirst, q workqueue.TypedRateLimitingInterface[events
 }
 
 // gets takes n keys from the queue, each done at once.
-func gets(t *testing.T, q interface {
-	Get() (events.FleetKey, bool)
-	Done(events.FleetKey)
-}, n int) []string {
+func gets(t *testing.T, q workqueue.TypedInterface[events.FleetKey], n int) []string {
 	t.Helper()
 	var got []string
 	for range n {
