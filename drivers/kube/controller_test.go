@@ -179,3 +179,19 @@ func TestControllerCountsHeals(t *testing.T) {
 		t.Errorf("heals_total{reason=VolumeLost} = %g; want 1", n)
 	}
 }
+
+// A stop asked for before the caches synced is a clean stop, not a failure: SIGTERM right after
+// the operator started must exit 0.
+func TestRunStoppedBeforeSync(t *testing.T) {
+	ctl, err := NewController(Clients{Kube: kubefake.NewClientset(), Celld: celldfake.NewSimpleClientset(), Recorder: record.NewFakeRecorder(10)},
+		Options{Log: zerolog.Nop(), Metrics: NewMetrics(), Workers: 1, Resync: time.Hour, CapacityInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// The informers never started, so the caches never sync.
+	if err := ctl.Run(ctx); err != nil {
+		t.Fatalf("Run stopped before the caches synced: %v, want a clean stop", err)
+	}
+}
