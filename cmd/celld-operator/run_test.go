@@ -19,7 +19,7 @@ import (
 func TestRunFlagsKeepTheirNamesAndDefaults(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", "")
 	want := map[string]string{
-		"kubeconfig": "", "namespace": "", "workers": "64", "kube-api-qps": "100", "kube-api-burst": "200", "moving-client-limit": "auto",
+		"kubeconfig": "", "namespace": "", "workers": "32", "kube-api-qps": "100", "kube-api-burst": "200", "moving-client-limit": "auto",
 		"metrics-bind-address": ":8443", "metrics-secure": "true", "metrics-cert-dir": "",
 		"health-probe-bind-address": ":8081", "pprof": "false", "leader-elect": "false",
 		"leader-election-namespace": "celld-system", "log-format": "json", "log-level": "info",

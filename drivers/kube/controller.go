@@ -26,12 +26,14 @@ import (
 const (
 	// DefaultWorkers: a sync spends its time waiting on round trips to the API server, not on
 	// CPU. With 16, 50 fleets scaling in at once waited up to 6.9 s in the queue behind each
-	// other's status and history writes (a step's p99 1.74 s); with 64, 0.9 s (p99 0.83 s). At
-	// 500 fleets, 256 cut the queue's wait (p99 2.67 s to 0.95 s) but not a step's (p99 2.85 s
-	// and 2.86 s): the API server's answers are the tail there, and more requests at once only
-	// made more decisions on caches behind their own writes (refused premises, 0.31 to 0.54 per
-	// fleet). The API server's priority and fairness, not the worker count, bounds what reaches it.
-	DefaultWorkers          = 64
+	// other's status and history writes (a step's p99 1.74 s); with 64, 0.9 s (p99 0.83 s). Since
+	// status writes have writers of their own and answers are synced first (answerFirst), the
+	// tail at 500 fleets is the API server's round trips, and every worker more is one request
+	// more in flight under the wave of spec changes: 500 fleets scaling in at once stepped at
+	// p99 3.24 s with 64 and 2.24 s with 32 (fresh reads of the slowest step 1.75 s and 0.55 s),
+	// while a spec change waited a little longer for its first write (p99 12.29 s and 14.40 s).
+	// The API server's priority and fairness, not the worker count, bounds what reaches it.
+	DefaultWorkers          = 32
 	DefaultResync           = 10 * time.Minute
 	DefaultCapacityInterval = 30 * time.Second
 	// syncTimeout bounds one sync's requests, including the one a shutdown lets finish.
