@@ -32,7 +32,7 @@ const (
 	// more in flight under the wave of spec changes: 500 fleets scaling in at once stepped at
 	// p99 3.24 s with 64 and 2.24 s with 32 (fresh reads of the slowest step 1.75 s and 0.55 s),
 	// while a spec change waited a little longer for its first write (p99 12.29 s and 14.40 s).
-	// The API server's priority and fairness, not the worker count, bounds what reaches it.
+	// Whose requests the API server answers first is still its priority and fairness' choice.
 	DefaultWorkers          = 32
 	DefaultResync           = 10 * time.Minute
 	DefaultCapacityInterval = 30 * time.Second
