@@ -208,12 +208,13 @@ func method(c config, h string, scale bool) string {
   short --resync-period: the production figure, %s) reads its memory at 0 fleets; then
   %s are created at once (one member per fleet, the -scale-members default, keeps
   %d PersistentFleets within what 2 cores create in minutes), timed until the last is seen
-  converged; once its writes are quiet for 5 s, its memory again (median of 3, as above), then a
-  %s window at rest: its write counter, the API server's count, its syncs, and
-  process_cpu_seconds_total scaled to an hour. Then it is stopped (SIGTERM) and another started
-  with the same flags, timed from its start to /readyz (its caches synced; polled every 100 ms)
-  and to every fleet decided once (celld_operator_fleets summed over states, polled every
-  250 ms); its writes and CPU seconds are counted from its start over its first %s, the API
+  converged; once its writes are quiet for 5 s (fleets may still wait on their workloads'
+  status; the wait is bounded as creation is, and the report gives how long the writes went on),
+  its memory again (median of 3, as above), then a %s window at rest: its write counter, the
+  API server's count, its syncs, and process_cpu_seconds_total scaled to an hour. Then it is
+  stopped (SIGTERM) and another started with the same flags, timed from its start to /readyz
+  (its caches synced; polled every 100 ms) and to every fleet decided once
+  (celld_operator_fleets summed over states, polled every 250 ms); its writes and CPU seconds are counted from its start over its first %s, the API
   server's from just before it started.
 `, kube.DefaultResync, fleetsOf(c.scaleFleets, c.scaleMembers), c.scaleFleets, c.scaleWindow, c.scaleWindow)
 	}

@@ -38,6 +38,7 @@ func fixedConfig() config {
 func scaleMissed(req operatorRequests) *scaleResult {
 	return &scaleResult{
 		fleets: 2000, members: 1, window: 5 * time.Minute, resync: 10 * time.Minute, created: 250 * time.Second,
+		settled: 95 * time.Second, quiet: true,
 		base: &memLevel{fleets: 0, samples: []memSample{{30e6, 20e6, 70e6}, {31e6, 21e6, 71e6}, {29e6, 19e6, 69e6}},
 			cached: []float64{1e6, 1e6, 1e6}, cachedInuse: []float64{1.5e6, 1.5e6, 1.5e6}},
 		top: &memLevel{fleets: 2000, samples: []memSample{{330e6, 250e6, 420e6}, {335e6, 251e6, 421e6}, {329e6, 249e6, 419e6}},

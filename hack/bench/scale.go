@@ -20,6 +20,8 @@ type scaleResult struct {
 	window          time.Duration
 	resync          time.Duration // the operator's default --resync-period, which this phase runs
 	created         time.Duration // first create to the last fleet seen converged
+	settled         time.Duration // the last fleet seen converged to the operator's last write before rest
+	quiet           bool          // its writes went quiet after the fleets converged: settled is measured
 	base, top       *memLevel     // at 0 fleets and at all of them, converged
 	rest            *restResult
 	restart         *restartResult
@@ -83,9 +85,15 @@ func (b *bench) scale(ctx context.Context) (*scaleResult, error) {
 	res.created = last.Sub(start)
 	b.logf("scale: %d fleets converged in %s", n, res.created.Round(time.Millisecond))
 
-	if err := b.quiet(ctx, op, 5*time.Second); err != nil {
+	// Converged is not yet at rest: a fleet's status may still wait on its workload's status.
+	// Creation's bound applies, since the wait grows with the fleets kube-controller-manager has
+	// to catch up on.
+	settled, err := b.quietWithin(ctx, op, 5*time.Second, runTimeout(n))
+	if err != nil {
 		return res, err
 	}
+	res.settled, res.quiet = max(settled.Sub(last), 0), true
+	b.logf("scale: the operator's last write %s after the last fleet converged", res.settled.Round(time.Millisecond))
 	top, err := b.memLevel(ctx, op, ns, n)
 	if err != nil {
 		return res, err
@@ -182,6 +190,10 @@ func (s *scaleResult) section() section {
 	if s.created > 0 {
 		sec.add("8", fmt.Sprintf("scale: %s created at once through the operator (default flags), until all converged", fleets),
 			fmt.Sprintf("%s (%.1f fleets/s)", durStr(s.created.Seconds()), float64(s.fleets)/s.created.Seconds()), "", "")
+	}
+	if s.quiet {
+		sec.add("8", "scale: from the last fleet converged to the operator's last write before rest (its writes then quiet for 5 s)",
+			durStr(s.settled.Seconds()), "", "")
 	}
 	for _, l := range []*memLevel{s.base, s.top} {
 		if l != nil {

@@ -136,12 +136,20 @@ func (b *bench) memLevel(ctx context.Context, op *operator, ns string, fleets in
 // status write that shows a fleet converged is itself a write, and Events are sent in the
 // background.
 func (b *bench) quiet(ctx context.Context, op *operator, d time.Duration) error {
+	_, err := b.quietWithin(ctx, op, d, 5*time.Minute)
+	return err
+}
+
+// quietWithin is quiet with a bound of its own, for a phase whose fleets go on settling long after
+// each is seen converged: thousands of fleets whose status still waits on the workloads' status,
+// which kube-controller-manager writes at its own pace. It returns when the counter last moved.
+func (b *bench) quietWithin(ctx context.Context, op *operator, d, within time.Duration) (time.Time, error) {
 	last, _, err := op.writes()
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	since := time.Now()
-	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, within, true, func(context.Context) (bool, error) {
 		n, _, err := op.writes()
 		if err != nil {
 			return false, err
@@ -151,6 +159,11 @@ func (b *bench) quiet(ctx context.Context, op *operator, d time.Duration) error 
 		}
 		return time.Since(since) >= d, nil
 	})
+	if err != nil {
+		return since, fmt.Errorf("the operator's writes not quiet for %s within %s (the last at %s): %w",
+			d, within, since.Format(time.TimeOnly), err)
+	}
+	return since, nil
 }
 
 // atRest counts, once the operator's writes have been quiet for 5 s, what it does over window:
