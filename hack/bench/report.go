@@ -214,8 +214,8 @@ func method(c config, h string, scale bool) string {
   API server's count, its syncs, and process_cpu_seconds_total scaled to an hour. Then it is
   stopped (SIGTERM) and another started with the same flags, timed from its start to /readyz
   (its caches synced; polled every 100 ms) and to every fleet decided once
-  (celld_operator_fleets summed over states, polled every 250 ms); its writes and CPU seconds are counted from its start over its first %s, the API
-  server's from just before it started.
+  (celld_operator_fleets summed over states, polled every 250 ms); its writes and CPU seconds
+  are counted from its start over its first %s, the API server's from just before it started.
 `, kube.DefaultResync, fleetsOf(c.scaleFleets, c.scaleMembers), c.scaleFleets, c.scaleWindow, c.scaleWindow)
 	}
 	return s

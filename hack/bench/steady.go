@@ -142,7 +142,8 @@ func (b *bench) quiet(ctx context.Context, op *operator, d time.Duration) error 
 
 // quietWithin is quiet with a bound of its own, for a phase whose fleets go on settling long after
 // each is seen converged: thousands of fleets whose status still waits on the workloads' status,
-// which kube-controller-manager writes at its own pace. It returns when the counter last moved.
+// which kube-controller-manager writes at its own pace. It returns when the counter last moved,
+// or when it began to watch it if it never did.
 func (b *bench) quietWithin(ctx context.Context, op *operator, d, within time.Duration) (time.Time, error) {
 	last, _, err := op.writes()
 	if err != nil {
