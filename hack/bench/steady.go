@@ -160,11 +160,11 @@ func (b *bench) quietWithin(ctx context.Context, op *operator, d, within time.Du
 		}
 		return time.Since(since) >= d, nil
 	})
-	if err != nil {
+	if wait.Interrupted(err) {
 		return since, fmt.Errorf("the operator's writes not quiet for %s within %s (the last at %s): %w",
 			d, within, since.Format(time.TimeOnly), err)
 	}
-	return since, nil
+	return since, err
 }
 
 // atRest counts, once the operator's writes have been quiet for 5 s, what it does over window:
