@@ -106,8 +106,9 @@ func TestAdmission(t *testing.T) {
 		{name: "bucket endpoint added", profile: bucket, update: true, change: func(fl *v1alpha1.CelldFleet) { fl.Spec.Bucket.Endpoint = "https://s3.example.com" }, want: "spec.bucket"},
 		{name: "workload changed", profile: bucket, update: true, change: func(fl *v1alpha1.CelldFleet) { fl.Spec.Workload = v1alpha1.WorkloadOrderedStatefulSet }, want: "spec.workload"},
 		{name: "workload removed", profile: bucket, update: true, change: func(fl *v1alpha1.CelldFleet) { fl.Spec.Workload = "" }, want: "spec.workload"},
-		{name: "storage size changed", profile: persistent, update: true, change: func(fl *v1alpha1.CelldFleet) { fl.Spec.Storage.Size = resource.MustParse("2Gi") }, want: "spec.storage"},
-		{name: "storage class changed", profile: persistent, update: true, change: func(fl *v1alpha1.CelldFleet) { fl.Spec.Storage.StorageClassName = "standard" }, want: "spec.storage"},
+		{name: "storage size shrunk", profile: persistent, update: true, change: func(fl *v1alpha1.CelldFleet) { fl.Spec.Storage.Size = resource.MustParse("512Mi") }, want: "spec.storage.size must not shrink below 1Gi"},
+		{name: "storage size shrunk in another unit", profile: persistent, update: true, change: func(fl *v1alpha1.CelldFleet) { fl.Spec.Storage.Size = resource.MustParse("1000Mi") }, want: "spec.storage.size must not shrink"},
+		{name: "storage class changed", profile: persistent, update: true, change: func(fl *v1alpha1.CelldFleet) { fl.Spec.Storage.StorageClassName = "standard" }, want: "spec.storage.storageClassName is immutable"},
 		{name: "storage removed", profile: persistent, update: true, change: func(fl *v1alpha1.CelldFleet) { fl.Spec.Storage = nil }, want: "spec.storage"},
 		{name: "members above maxMembers on update", profile: bucket, update: true, change: func(fl *v1alpha1.CelldFleet) {
 			fl.Spec.Capacity.MaxMembers, fl.Spec.Members = i32(3), 4

@@ -264,6 +264,10 @@ func operatorAccess(ns string) []access {
 		allow("watch", "", "pods", "", ns),
 		allow("delete", "", "pods", "", ns),
 		allow("delete", "", "persistentvolumeclaims", "", ns),
+		// A claim's storage request raised to spec.storage.size; a StatefulSet deleted with
+		// propagation Orphan to be created again with claims of that size.
+		allow("patch", "", "persistentvolumeclaims", "", ns),
+		allow("delete", "apps", "statefulsets", "", ns),
 		allow("watch", "", "nodes", "", ""),
 		allow("get", "", "nodes", "", ""),
 		allow("watch", "storage.k8s.io", "storageclasses", "", ""),
@@ -303,9 +307,9 @@ func operatorAccess(ns string) []access {
 		deny("create", "", "nodes", "", ""),
 		deny("patch", "", "nodes", "status", ""),
 		deny("get", "", "nodes", "proxy", ""),
-		// The kinds the operator applies are applied, never replaced or deleted: their owner
-		// reference lets the garbage collector delete them with the fleet.
-		deny("delete", "apps", "statefulsets", "", ns),
+		// The kinds the operator applies are applied, never replaced or deleted (but a
+		// StatefulSet, orphaning its members, above): their owner reference lets the garbage
+		// collector delete them with the fleet.
 		deny("update", "apps", "statefulsets", "", ns),
 		deny("deletecollection", "apps", "statefulsets", "", ns),
 		deny("update", "apps", "statefulsets", "scale", ns),

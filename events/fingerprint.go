@@ -52,6 +52,20 @@ func fingerprint(v *View) uint64 {
 		for _, n := range d.Foreign {
 			str(n)
 		}
+		str(d.Size)
+		num(int64(len(d.Claims))<<32 | int64(len(d.Larger)))
+		for i := range d.Claims {
+			c := &d.Claims[i]
+			str(c.Claim)
+			str(c.Member)
+			str(c.Requested)
+			str(c.Capacity)
+			str(c.Resize)
+			str(c.Message)
+		}
+		for _, n := range d.Larger {
+			str(n)
+		}
 	} else {
 		num(-1)
 	}
@@ -70,6 +84,7 @@ func fingerprint(v *View) uint64 {
 	flag(v.HasFinalizer)
 	flag(v.NodesSynced)
 	flag(v.StorageClassMissing)
+	flag(v.StorageClassFixed)
 	flag(v.ServiceAccountMissing)
 	flag(v.PriorityClassMissing)
 	for _, u := range v.Unowned {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -43,12 +44,19 @@ func TestNormalizeFingerprints(t *testing.T) {
 		"a condition": func(o *Observation) {
 			o.Fleet.Status.Conditions = append(o.Fleet.Status.Conditions, metav1.Condition{Type: "Degraded"})
 		},
-		"a condition's status":         func(o *Observation) { o.Fleet.Status.Conditions[0].Status = metav1.ConditionTrue },
-		"a condition's message":        func(o *Observation) { o.Fleet.Status.Conditions[0].Message = "waiting for member a-2" },
-		"the next action":              func(o *Observation) { o.Fleet.Status.NextAction = "set the workload to 2 members" },
-		"a recommendation":             func(o *Observation) { n := int32(0); o.Fleet.Status.RecommendedMembers = &n },
-		"a recommendation of one":      func(o *Observation) { n := int32(1); o.Fleet.Status.RecommendedMembers = &n },
-		"an unused disk":               func(o *Observation) { o.Fleet.Status.Disks = &v1alpha1.DiskAudit{Unused: []string{"data-a-3"}} },
+		"a condition's status":    func(o *Observation) { o.Fleet.Status.Conditions[0].Status = metav1.ConditionTrue },
+		"a condition's message":   func(o *Observation) { o.Fleet.Status.Conditions[0].Message = "waiting for member a-2" },
+		"the next action":         func(o *Observation) { o.Fleet.Status.NextAction = "set the workload to 2 members" },
+		"a recommendation":        func(o *Observation) { n := int32(0); o.Fleet.Status.RecommendedMembers = &n },
+		"a recommendation of one": func(o *Observation) { n := int32(1); o.Fleet.Status.RecommendedMembers = &n },
+		"an unused disk":          func(o *Observation) { o.Fleet.Status.Disks = &v1alpha1.DiskAudit{Unused: []string{"data-a-3"}} },
+		"a claim's size in the status": func(o *Observation) {
+			o.Fleet.Status.Disks = &v1alpha1.DiskAudit{Claims: []v1alpha1.ClaimSize{{Claim: "data-a-0", Capacity: "1Gi"}}}
+		},
+		"a claim larger than the spec": func(o *Observation) { o.Fleet.Status.Disks = &v1alpha1.DiskAudit{Larger: []string{"data-a-0"}} },
+		"a class that forbids expansion": func(o *Observation) {
+			o.StorageClassKnown, o.StorageClass = true, &storagev1.StorageClass{}
+		},
 		"a member's resourceVersion":   func(o *Observation) { o.Pods[0].ResourceVersion = "12" },
 		"its node NotReady":            func(o *Observation) { o.Nodes["n1"].Status.Conditions[0].Status = corev1.ConditionFalse },
 		"a priority class missing":     func(o *Observation) { o.PriorityClassMissing = true },

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -60,7 +61,10 @@ type View struct {
 
 	Owned Owned
 
-	StorageClassMissing   bool
+	StorageClassMissing bool
+	// StorageClassFixed: the fleet's storage class exists and does not allow its claims to grow
+	// (allowVolumeExpansion is not true).
+	StorageClassFixed     bool
 	ServiceAccountMissing bool
 	PriorityClassMissing  bool
 	// Unowned names (Kind/name) the objects under the fleet's derived names, and the reservation
@@ -106,6 +110,7 @@ type Claimant struct {
 type WorkloadView struct {
 	Exists             bool
 	UID                types.UID
+	ResourceVersion    string
 	Replicas           int32
 	Generation         int64
 	ObservedGeneration int64
@@ -116,6 +121,9 @@ type WorkloadView struct {
 	UpdateRevision string
 	// Settled is the size whose rollout last completed (AnnotationSettled), -1 when never.
 	Settled int32
+	// ClaimSize is the size the StatefulSet's claim template asks for, zero when it has none.
+	// The template is immutable: the workload is created again to change it.
+	ClaimSize resource.Quantity
 }
 
 // Member is one of the fleet's Pods.
@@ -150,7 +158,27 @@ type Disk struct {
 	Ordinal     int
 	Lost        bool
 	Terminating bool
+	// Requested is the claim's spec.resources.requests.storage, Capacity its
+	// status.capacity.storage (zero until provisioned).
+	Requested, Capacity resource.Quantity
+	// Resize is what holds a resize on its way (ResizeExpanding, ResizeFileSystemPending,
+	// ResizeFailed), empty when none; ResizeMessage is what the claim says of it.
+	Resize        string
+	ResizeMessage string
 }
+
+// What a claim says of a resize on its way.
+const (
+	// ResizeExpanding: the volume is being expanded (the Resizing condition, or a controller
+	// expansion in progress).
+	ResizeExpanding = "Resizing"
+	// ResizeFileSystemPending: the volume is expanded, the filesystem on it not yet; the kubelet
+	// grows it while the volume is mounted if the driver can, or when its member starts again.
+	ResizeFileSystemPending = "FileSystemResizePending"
+	// ResizeFailed: the expansion failed (an error condition, or the resizer found it
+	// infeasible).
+	ResizeFailed = "ExpansionFailed"
+)
 
 // NodeView is a node's health as far as healing cares.
 type NodeView struct {
@@ -230,6 +258,8 @@ func Normalize(namespace, name string, o *Observation) View {
 	v.Disks = disks(f, o.PVCs)
 	v.Nodes = nodes(o.Nodes)
 	v.StorageClassMissing = f.Spec.Profile == v1alpha1.ProfilePersistentFleet && o.StorageClassKnown && o.StorageClass == nil
+	v.StorageClassFixed = f.Spec.Profile == v1alpha1.ProfilePersistentFleet && o.StorageClass != nil &&
+		(o.StorageClass.AllowVolumeExpansion == nil || !*o.StorageClass.AllowVolumeExpansion)
 	v.ServiceAccountMissing = o.ServiceAccountMissing
 	v.PriorityClassMissing = o.PriorityClassMissing
 	v.Unowned = o.Unowned
@@ -286,14 +316,19 @@ func WorkloadOf(obj any) WorkloadView {
 
 func workloadView(o *Observation) WorkloadView {
 	if s := o.StatefulSet; s != nil {
-		w := WorkloadView{Exists: true, UID: s.UID, Generation: s.Generation, ObservedGeneration: s.Status.ObservedGeneration,
+		w := WorkloadView{Exists: true, UID: s.UID, ResourceVersion: s.ResourceVersion, Generation: s.Generation, ObservedGeneration: s.Status.ObservedGeneration,
 			StatusReplicas: s.Status.Replicas, ReadyReplicas: s.Status.ReadyReplicas, UpdatedReplicas: s.Status.UpdatedReplicas,
 			UpdateRevision: s.Status.UpdateRevision, Settled: settled(s.Annotations)}
 		w.Replicas = replicas(s.Spec.Replicas)
+		for _, t := range s.Spec.VolumeClaimTemplates {
+			if t.Name == DataVolume {
+				w.ClaimSize = t.Spec.Resources.Requests[corev1.ResourceStorage]
+			}
+		}
 		return w
 	}
 	if d := o.Deployment; d != nil {
-		w := WorkloadView{Exists: true, UID: d.UID, Generation: d.Generation, ObservedGeneration: d.Status.ObservedGeneration,
+		w := WorkloadView{Exists: true, UID: d.UID, ResourceVersion: d.ResourceVersion, Generation: d.Generation, ObservedGeneration: d.Status.ObservedGeneration,
 			StatusReplicas: d.Status.Replicas, ReadyReplicas: d.Status.ReadyReplicas, UpdatedReplicas: d.Status.UpdatedReplicas,
 			Settled: settled(d.Annotations)}
 		w.Replicas = replicas(d.Spec.Replicas)
@@ -325,10 +360,16 @@ func members(f *v1alpha1.CelldFleet, o *Observation) []Member {
 		}
 		m := Member{Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, NodeName: p.Spec.NodeName, Ordinal: -1,
 			NotReadySince: p.CreationTimestamp.Time}
-		if o.StatefulSet != nil {
+		switch {
+		case o.StatefulSet != nil:
 			m.Ordinal = ordinal(p.Name, o.StatefulSet.Name)
 			m.Revision = p.Labels[appsv1.StatefulSetRevisionLabel]
-		} else {
+		case o.Deployment == nil && (f.Spec.Profile == v1alpha1.ProfilePersistentFleet || f.Spec.Workload == v1alpha1.WorkloadOrderedStatefulSet):
+			// A StatefulSet deleted with propagation Orphan left its members: they keep the
+			// ordinals of the set the fleet names after itself, until it is created again.
+			m.Ordinal = ordinal(p.Name, f.Name)
+			m.Revision = p.Labels[appsv1.StatefulSetRevisionLabel]
+		default:
 			m.Revision = p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
 		}
 		if p.DeletionTimestamp != nil {
@@ -378,9 +419,12 @@ func disks(f *v1alpha1.CelldFleet, pvcs []*corev1.PersistentVolumeClaim) []Disk 
 		if fleet, n, ok := ClaimFleet(c.Name); ok && fleet == f.Name {
 			ord = n
 		}
-		out = append(out, Disk{Name: c.Name, UID: c.UID, ResourceVersion: c.ResourceVersion,
+		d := Disk{Name: c.Name, UID: c.UID, ResourceVersion: c.ResourceVersion,
 			FleetUID: types.UID(c.Labels[LabelFleetUID]), Ordinal: ord,
-			Lost: c.Status.Phase == corev1.ClaimLost, Terminating: c.DeletionTimestamp != nil})
+			Lost: c.Status.Phase == corev1.ClaimLost, Terminating: c.DeletionTimestamp != nil,
+			Requested: c.Spec.Resources.Requests[corev1.ResourceStorage], Capacity: c.Status.Capacity[corev1.ResourceStorage]}
+		d.Resize, d.ResizeMessage = resizeOf(c)
+		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -429,4 +473,54 @@ func PodReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// resizeOf reads what holds a claim's resize: a failure first (it needs a person), then a
+// filesystem waiting for its node, then an expansion in progress.
+func resizeOf(c *corev1.PersistentVolumeClaim) (string, string) {
+	var expanding, pending string
+	found := false
+	for _, cd := range c.Status.Conditions {
+		if cd.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch cd.Type {
+		case corev1.PersistentVolumeClaimControllerResizeError, corev1.PersistentVolumeClaimNodeResizeError:
+			return ResizeFailed, conditionText(cd)
+		case corev1.PersistentVolumeClaimFileSystemResizePending:
+			pending, found = conditionText(cd), true
+		case corev1.PersistentVolumeClaimResizing:
+			expanding = conditionText(cd)
+		}
+	}
+	switch c.Status.AllocatedResourceStatuses[corev1.ResourceStorage] {
+	case corev1.PersistentVolumeClaimControllerResizeInfeasible, corev1.PersistentVolumeClaimNodeResizeInfeasible:
+		return ResizeFailed, "the resizer found the expansion infeasible (status.allocatedResourceStatuses: " +
+			string(c.Status.AllocatedResourceStatuses[corev1.ResourceStorage]) + ")"
+	case corev1.PersistentVolumeClaimNodeResizePending, corev1.PersistentVolumeClaimNodeResizeInProgress:
+		if !found {
+			pending, found = "the volume is expanded; its filesystem is yet to grow on the node", true
+		}
+	case corev1.PersistentVolumeClaimControllerResizeInProgress:
+		if expanding == "" {
+			expanding = "the volume is being expanded"
+		}
+	}
+	switch {
+	case found:
+		return ResizeFileSystemPending, pending
+	case expanding != "":
+		return ResizeExpanding, expanding
+	}
+	return "", ""
+}
+
+func conditionText(c corev1.PersistentVolumeClaimCondition) string {
+	if c.Message != "" {
+		return c.Message
+	}
+	if c.Reason != "" {
+		return c.Reason
+	}
+	return string(c.Type)
 }

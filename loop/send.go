@@ -27,6 +27,8 @@ type Writer interface {
 	SetFinalizer(ctx context.Context, t *Target, a machine.Action) error
 	DeletePod(ctx context.Context, t *Target, a machine.Action) error
 	DeleteDisk(ctx context.Context, t *Target, a machine.Action) error
+	ResizeDisk(ctx context.Context, t *Target, a machine.Action) error
+	RecreateWorkload(ctx context.Context, t *Target, a machine.Action) error
 	PublishStatus(ctx context.Context, t *Target, a machine.Action) error
 	RecordEvent(ctx context.Context, t *Target, a machine.Action) error
 }
@@ -53,6 +55,16 @@ func Check(ctx context.Context, w Writer, t *Target, a machine.Action) error {
 		}
 	case machine.Apply:
 		return owned(ctx, w, t, a)
+	case machine.ResizeDisk:
+		if p := a.Premise; p == nil || p.DiskOf == "" || p.DiskUID != a.UID || p.DiskBelow == nil || p.DiskBelow.Cmp(a.Size) != 0 {
+			// Only a claim confirmed as the fleet's own, and only upward, is ever resized.
+			return fmt.Errorf("resize disk %s: refusing without a premise that the claim is the fleet's own and asks for less", a.Key)
+		}
+	case machine.RecreateWorkload:
+		if p := a.Premise; a.UID == "" || p == nil || !p.Workload || !p.WorkloadExists || !p.RolledOut {
+			// Only a workload that settled, and only that one, is created again.
+			return fmt.Errorf("recreate workload %s: refusing without a UID and a premise that it rolled out", a.Key)
+		}
 	}
 	return nil
 }
@@ -77,6 +89,10 @@ func Route(ctx context.Context, w Writer, t *Target, a machine.Action) error {
 		return w.SetFinalizer(ctx, t, a)
 	case machine.DeleteDisk:
 		return w.DeleteDisk(ctx, t, a)
+	case machine.ResizeDisk:
+		return w.ResizeDisk(ctx, t, a)
+	case machine.RecreateWorkload:
+		return w.RecreateWorkload(ctx, t, a)
 	case machine.PublishStatus:
 		return w.PublishStatus(ctx, t, a)
 	case machine.RecordEvent:

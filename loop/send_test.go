@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,6 +48,12 @@ func (r *recorder) DeletePod(context.Context, *Target, machine.Action) error {
 func (r *recorder) DeleteDisk(context.Context, *Target, machine.Action) error {
 	return r.rec("DeleteDisk")
 }
+func (r *recorder) ResizeDisk(context.Context, *Target, machine.Action) error {
+	return r.rec("ResizeDisk")
+}
+func (r *recorder) RecreateWorkload(context.Context, *Target, machine.Action) error {
+	return r.rec("RecreateWorkload")
+}
 func (r *recorder) PublishStatus(context.Context, *Target, machine.Action) error {
 	return r.rec("PublishStatus")
 }
@@ -68,6 +75,20 @@ func TestDispatchRoutesEveryKind(t *testing.T) {
 		}
 		if len(r.called) != 1 || r.called[0] != want {
 			t.Errorf("%s called %v, want [%s]", kind, r.called, want)
+		}
+	}
+	size := resource.MustParse("2Gi")
+	for kind, a := range map[string]machine.Action{
+		"ResizeDisk": {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{DiskOf: "f1", DiskUID: "c1", DiskBelow: &size}},
+		"RecreateWorkload": {Kind: machine.RecreateWorkload, Key: "k", UID: "s1",
+			Premise: &machine.Premise{Workload: true, WorkloadExists: true, RolledOut: true}},
+	} {
+		r := &recorder{}
+		if err := Dispatch(context.Background(), r, &Target{}, a); err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		if len(r.called) != 1 || r.called[0] != kind {
+			t.Errorf("%s called %v, want [%s]", kind, r.called, kind)
 		}
 	}
 	r := &recorder{}
@@ -212,3 +233,25 @@ func TestSendConfirmsAgainOnAConflict(t *testing.T) {
 }
 
 var errBoom = errors.New("connection reset")
+
+// TestCheckRefusesUnconfirmedResizes: a claim is resized only on a premise that it is the fleet's
+// own and asks for less than the size, and a StatefulSet deleted to be created again only on one
+// that it rolled out; without either, Dispatch sends nothing.
+func TestCheckRefusesUnconfirmedResizes(t *testing.T) {
+	size, other := resource.MustParse("2Gi"), resource.MustParse("1Gi")
+	for name, a := range map[string]machine.Action{
+		"a resize without a premise":            {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size},
+		"a resize of no fleet's claim":          {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{DiskUID: "c1", DiskBelow: &size}},
+		"a resize of another claim":             {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{DiskOf: "f1", DiskUID: "c2", DiskBelow: &size}},
+		"a resize with no bound below":          {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{DiskOf: "f1", DiskUID: "c1"}},
+		"a resize past what the premise bounds": {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{DiskOf: "f1", DiskUID: "c1", DiskBelow: &other}},
+		"a recreate without a UID":              {Kind: machine.RecreateWorkload, Key: "k", Premise: &machine.Premise{Workload: true, WorkloadExists: true, RolledOut: true}},
+		"a recreate of a workload in motion":    {Kind: machine.RecreateWorkload, Key: "k", UID: "s1", Premise: &machine.Premise{Workload: true, WorkloadExists: true}},
+		"a recreate without a premise":          {Kind: machine.RecreateWorkload, Key: "k", UID: "s1"},
+	} {
+		r := &recorder{}
+		if err := Dispatch(context.Background(), r, &Target{}, a); err == nil || len(r.called) != 0 {
+			t.Errorf("%s: err %v, called %v; want a refusal and nothing sent", name, err, r.called)
+		}
+	}
+}

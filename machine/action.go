@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -39,6 +40,17 @@ const (
 	// Only Deleting emits it, and only for a claim under the fleet's exact claim name that
 	// carries the fleet's UID label.
 	DeleteDisk ActionKind = "DeleteDisk"
+	// ResizeDisk raises PersistentVolumeClaim Name's storage request to Size, with its UID as a
+	// precondition. Only for a claim under the fleet's exact claim name that carries the fleet's
+	// UID label, and only upward: a claim that asks for Size or more already is left as it is.
+	// Expanding the volume and its filesystem is the resizer's and the kubelet's.
+	ResizeDisk ActionKind = "ResizeDisk"
+	// RecreateWorkload deletes StatefulSet Name with propagation Orphan and UID and
+	// ResourceVersion preconditions: its members, their claims and its revisions stay, and the
+	// next step creates it again from the spec, with the claim template of the new size (a
+	// StatefulSet's claim templates are immutable). The new StatefulSet adopts the members at the
+	// revision they run: no member restarts.
+	RecreateWorkload ActionKind = "RecreateWorkload"
 	// PublishStatus writes Status through the status subresource.
 	PublishStatus ActionKind = "PublishStatus"
 	// RecordEvent records a Kubernetes Event on the fleet.
@@ -64,6 +76,8 @@ type Action struct {
 	Force           bool
 	// Reason is why: a heal reason, an event reason.
 	Reason string
+	// Size is the storage a ResizeDisk asks for.
+	Size resource.Quantity
 	// Decisions are the capacity records one step appends, oldest first, in one write.
 	Decisions []v1alpha1.CapacityDecision
 	Status    *v1alpha1.CelldFleetStatus
@@ -132,6 +146,9 @@ type Premise struct {
 	// (or a claim some controller touched since) costs no refused delete, no retry and no
 	// second delete.
 	DiskOf, DiskUID types.UID
+	// DiskBelow, when set (a ResizeDisk), is the size the claim must still ask for less than:
+	// a claim someone enlarged past it since the decision is never shrunk back.
+	DiskBelow *resource.Quantity
 }
 
 // Fresh is what a driver read from the API server, not its caches, to confirm a premise.
@@ -173,8 +190,10 @@ func (a Action) String() string {
 	switch a.Kind {
 	case DeletePod:
 		fmt.Fprintf(&b, " uid=%s force=%t reason=%s", a.UID, a.Force, a.Reason)
-	case DeleteDisk:
+	case DeleteDisk, RecreateWorkload:
 		fmt.Fprintf(&b, " uid=%s", a.UID)
+	case ResizeDisk:
+		fmt.Fprintf(&b, " uid=%s size=%s", a.UID, a.Size.String())
 	case AppendHistory:
 		for _, d := range a.Decisions {
 			fmt.Fprintf(&b, " %s %d->%d source=%s", d.Kind, d.From, d.To, d.Source)

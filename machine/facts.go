@@ -98,6 +98,10 @@ type facts struct {
 	lostClaims []string
 	// unfenced are the members that only fencing their nodes can replace.
 	unfenced []unfenced
+	// disks are the fleet's claims against spec.storage.size.
+	disks diskFacts
+	// orphaned: the StatefulSet is gone and members it left are running (its size is theirs).
+	orphaned bool
 }
 
 func gracePeriod(f *v1alpha1.CelldFleet) time.Duration {
@@ -238,6 +242,8 @@ func computeFacts(v *events.View) *facts {
 	w := &v.Workload
 	if w.Exists {
 		fx.current = w.Replicas
+	} else if n := orphans(v); n > 0 && !v.Deleting {
+		fx.current, fx.orphaned = n, true
 	}
 	grace := gracePeriod(f)
 	fx.allReady = true
@@ -301,6 +307,7 @@ func computeFacts(v *events.View) *facts {
 	fx.audit()
 	fx.taken = fx.nameTaken()
 	fx.inputs()
+	fx.disks = computeDisks(v)
 	fx.target = capacity.TargetFor(&f.Spec, v.Utilization, fx.current)
 	fx.plan = capacity.Step(capacity.Facts{
 		Current: fx.current, Target: fx.target, Settled: fx.settled(), Now: v.Now,

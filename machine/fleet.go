@@ -172,7 +172,8 @@ func (m *Fleet) Advance(done []Action, decided time.Time) {
 // settledAfter is the size to record as settled on the workload after this step: the current
 // size once a step passes through Steady, else what the workload records already.
 func settledAfter(d Decision, fx *facts) int32 {
-	if d.From == v1alpha1.StateSteady {
+	if d.From == v1alpha1.StateSteady || fx.orphaned {
+		// A StatefulSet created again over the members it left is at the size they settled at.
 		return fx.current
 	}
 	for _, t := range d.Transitions {
@@ -192,6 +193,10 @@ func derive(v *events.View, fx *facts) v1alpha1.FleetState {
 	switch {
 	case v.Deleting && deletionInFlight(v):
 		return v1alpha1.StateDeleting
+	case fx.orphaned:
+		// The StatefulSet is being created again over its running members (a new claim
+		// template): nothing is in flight but that.
+		return v1alpha1.StateSteady
 	case !w.Exists || w.Settled < 0:
 		return v1alpha1.StateProvisioning
 	case w.Replicas < w.Settled:

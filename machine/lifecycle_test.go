@@ -289,11 +289,13 @@ func stsReplicas(a Action) (int32, bool) {
 // Warning that announces a Degraded reason the published status does not carry yet (it goes out
 // with the write that publishes it, so it follows the stored status by design). The Event that
 // names the disks a step deletes is left out too: the machine names each disk once, so a fresh
-// machine names again what the running one named already.
+// machine names again what the running one named already. So is the Event that a resize ended:
+// it goes out with the first status that says so.
 func nonStatus(d Decision) []string {
 	var out []string
 	for _, a := range d.Actions {
-		if a.Kind != PublishStatus && !strings.HasPrefix(a.Key, "event/degraded/") && !strings.HasPrefix(a.Key, "event/disks/") && !strings.HasPrefix(a.Key, StatusRequeuePrefix) {
+		if a.Kind != PublishStatus && !strings.HasPrefix(a.Key, "event/degraded/") && !strings.HasPrefix(a.Key, "event/disks/") &&
+			!strings.HasPrefix(a.Key, ResizeDoneEventPrefix) && !strings.HasPrefix(a.Key, StatusRequeuePrefix) {
 			out = append(out, a.String())
 		}
 	}

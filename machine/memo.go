@@ -9,8 +9,8 @@ import (
 
 // render renders the fleet's objects. Kept as a method so a cache can sit here if profiles show
 // rendering on the converged path.
-func (m *Fleet) render(f *v1alpha1.CelldFleet, replicas, settled int32) *render.Objects {
-	return render.Render(f, replicas, settled)
+func (m *Fleet) render(v *events.View, replicas, settled int32) *render.Objects {
+	return render.Render(templateFleet(v), replicas, settled)
 }
 
 // matches compares a desired object with its observed twin, remembering the answer for the same

@@ -43,7 +43,7 @@ func (p *planner) onlyRecordsSettled(o kinds.Object, replicas int32) bool {
 	if replicas != p.fx.current || p.settledNow == v.Workload.Settled || !v.Workload.Exists {
 		return false
 	}
-	w := p.m.render(v.Fleet, replicas, v.Workload.Settled).Workload()
+	w := p.m.render(v, replicas, v.Workload.Settled).Workload()
 	return kinds.RefOf(w) == kinds.RefOf(o) && p.m.matches(v, w, replicas, v.Workload.Settled)
 }
 
@@ -122,6 +122,9 @@ func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetS
 		if hold = p.m.statusHold(v.Fleet, &st, v.Now); hold == 0 {
 			if d, ok := enteredDegraded(&st, &v.Fleet.Status); ok {
 				p.add(Action{Kind: RecordEvent, Key: "event/degraded/" + d.Reason, EventType: "Warning", Reason: d.Reason, Message: d.Message})
+			}
+			if e, ok := resizeEvent(&st, &v.Fleet.Status, &p.fx.disks); ok {
+				p.add(e)
 			}
 			s := st
 			p.add(Action{Kind: PublishStatus, Key: "status/" + v.Key(), Status: &s})
@@ -228,7 +231,7 @@ func (p *planner) live() {
 	if fx.hold != "" {
 		replicas = fx.current
 	}
-	objs := p.m.render(f, replicas, p.settledNow)
+	objs := p.m.render(v, replicas, p.settledNow)
 	for _, o := range objs.All() {
 		workload := kinds.IsWorkload(o)
 		ref := kinds.RefOf(o)
@@ -258,6 +261,7 @@ func (p *planner) live() {
 		p.add(a)
 	}
 	p.history(replicas)
+	p.disks()
 	// A fleet with a member it cannot replace yet says why, in whatever state it waits.
 	if p.to == v1alpha1.StateHealing || (fx.candidate != nil && !fx.othersReady) {
 		p.heal(kinds.RefOf(objs.Workload()))
@@ -396,7 +400,7 @@ func (p *planner) deleting() {
 		return
 	}
 	if v.Workload.Exists && v.Workload.Replicas != 0 {
-		w := p.m.render(f, 0, v.Workload.Settled).Workload()
+		w := p.m.render(v, 0, v.Workload.Settled).Workload()
 		p.add(Action{Kind: Apply, Key: applyKey(w, 0), Ref: kinds.RefOf(w), Object: w})
 	}
 	if n := len(v.Members); n > 0 {

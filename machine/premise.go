@@ -78,6 +78,18 @@ func (p *Premise) Check(fresh Fresh) error {
 			return fmt.Errorf("claim %s is no longer labelled %s=%s: %w", c.Name, events.LabelFleetUID, p.DiskOf, ErrPremiseChanged)
 		}
 	}
+	if p.DiskBelow != nil {
+		switch c := fresh.Disk; {
+		case c == nil:
+			return fmt.Errorf("the claim to grow is gone: %w", ErrPremiseChanged)
+		case c.DeletionTimestamp != nil:
+			return fmt.Errorf("claim %s is being deleted: %w", c.Name, ErrPremiseChanged)
+		default:
+			if q := c.Spec.Resources.Requests[corev1.ResourceStorage]; q.Cmp(*p.DiskBelow) >= 0 {
+				return fmt.Errorf("claim %s asks for %s already, at least the %s decided on: it is never shrunk: %w", c.Name, q.String(), p.DiskBelow.String(), ErrPremiseChanged)
+			}
+		}
+	}
 	if p.Claim != "" {
 		if c := fresh.Claim; c != nil && c.DeletionTimestamp == nil && c.Status.Phase != corev1.ClaimLost {
 			return fmt.Errorf("claim %s exists and is not lost: %w", p.Claim, ErrPremiseChanged)

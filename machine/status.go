@@ -68,6 +68,9 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 	if len(fx.unused) > 0 || len(fx.foreign) > 0 {
 		st.Disks = &v1alpha1.DiskAudit{Unused: fx.unused, Foreign: fx.foreign}
 	}
+	if p.to != v1alpha1.StateDeleting {
+		p.diskStatus(&st)
+	}
 	refused := fx.refused
 	// A held spec (Degraded) is not Ready: the workload runs, but not what the spec asks for.
 	converged := p.to == v1alpha1.StateSteady && fx.settled() && fx.current == fx.target.Members && fx.hold == "" && len(p.mutations()) == 0
@@ -133,6 +136,8 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonDiskLost, msg)
 	case stuck != "":
 		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonMemberStuck, stuck)
+	case fx.disks.noExpansion && p.to != v1alpha1.StateDeleting:
+		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonStorageClassNotExpandable, fx.disks.classText(v))
 	}
 	bound := cond(v1alpha1.ConditionReservationBound, v.Reservation.Exists && !refused, ReasonBound, "the bucket is reserved to this fleet by CelldReservation "+v.Reservation.Name)
 	switch {
@@ -144,6 +149,11 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 	st.Conditions = []metav1.Condition{ready, progressing, degraded, bound}
 	if c := p.capacityCondition(cond); c != nil {
 		st.Conditions = append(st.Conditions, *c)
+	}
+	if p.to != v1alpha1.StateDeleting {
+		if c := p.resizingCondition(cond); c != nil {
+			st.Conditions = append(st.Conditions, *c)
+		}
 	}
 	if names := render.Overridden(f); len(names) > 0 {
 		st.Conditions = append(st.Conditions, cond(v1alpha1.ConditionSettingsOverridden, true, ReasonReservedNames,
@@ -199,7 +209,8 @@ func statusEqual(a, b *v1alpha1.CelldFleetStatus) bool {
 		return false
 	}
 	if (a.Disks == nil) != (b.Disks == nil) ||
-		(a.Disks != nil && (!slices.Equal(a.Disks.Unused, b.Disks.Unused) || !slices.Equal(a.Disks.Foreign, b.Disks.Foreign))) {
+		(a.Disks != nil && (!slices.Equal(a.Disks.Unused, b.Disks.Unused) || !slices.Equal(a.Disks.Foreign, b.Disks.Foreign) ||
+			a.Disks.Size != b.Disks.Size || !slices.Equal(a.Disks.Claims, b.Disks.Claims) || !slices.Equal(a.Disks.Larger, b.Disks.Larger))) {
 		return false
 	}
 	return slices.EqualFunc(a.Conditions, b.Conditions, func(x, y metav1.Condition) bool {

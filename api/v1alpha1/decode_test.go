@@ -563,3 +563,47 @@ func TestMemberVolumesAndSidecarsAdmission(t *testing.T) {
 		}
 	}
 }
+
+// update returns the API server's refusal of obj as an update of old, nil when it would be
+// stored: the transition rules (oldSelf) run only here.
+func (a *admission) update(old, obj map[string]any) error {
+	if err := a.admit(obj); err != nil {
+		return err
+	}
+	defaulting.Default(old, a.structural)
+	errs, _ := a.cel.Validate(context.Background(), field.NewPath(""), a.structural, obj, old, celconfig.RuntimeCELCostBudget)
+	if len(errs) > 0 {
+		return errs.ToAggregate()
+	}
+	return nil
+}
+
+// TestStorageUpdateAdmission: spec.storage.size may grow, in any unit, and never shrink, in any
+// unit; its class never changes; each refusal names the field and says why.
+func TestStorageUpdateAdmission(t *testing.T) {
+	adm := loadAdmission(t, "celld.io_celldfleets.yaml")
+	try := func(class, size string) error {
+		old, obj := baseFleet(v1alpha1.ProfilePersistentFleet), baseFleet(v1alpha1.ProfilePersistentFleet)
+		set(obj, map[string]any{"storageClassName": class, "size": size}, "spec", "storage")
+		return adm.update(old, obj)
+	}
+	for _, size := range []string{"1Gi", "1024Mi", "1073741824", "2Gi", "1025Mi", "1.5Gi", "1Ti"} {
+		if err := try("standard", size); err != nil {
+			t.Errorf("size 1Gi -> %s refused: %v", size, err)
+		}
+	}
+	for _, size := range []string{"1023Mi", "1G", "512Mi", "1073741823", "0.99Gi"} {
+		err := try("standard", size)
+		if err == nil || !strings.Contains(err.Error(), "spec.storage.size must not shrink below 1Gi") {
+			t.Errorf("size 1Gi -> %s: %v; want a refusal that names spec.storage.size and the size it may not go below", size, err)
+		}
+	}
+	if err := try("fast", "1Gi"); err == nil || !strings.Contains(err.Error(), "spec.storage.storageClassName is immutable") {
+		t.Errorf("class standard -> fast: %v; want a refusal that names spec.storage.storageClassName", err)
+	}
+	old, obj := baseFleet(v1alpha1.ProfilePersistentFleet), baseFleet(v1alpha1.ProfilePersistentFleet)
+	delete(obj["spec"].(map[string]any), "storage")
+	if err := adm.update(old, obj); err == nil || !strings.Contains(err.Error(), "spec.storage") {
+		t.Errorf("storage removed: %v; want a refusal that names spec.storage", err)
+	}
+}

@@ -66,6 +66,9 @@ const (
 	// ConditionSettingsOverridden is True while spec.pod names a label, annotation or environment
 	// variable the operator sets itself, whose value the operator keeps; absent otherwise.
 	ConditionSettingsOverridden = "SettingsOverridden"
+	// ConditionDisksResizing is True while a claim of the fleet is smaller than spec.storage.size
+	// or its filesystem has yet to grow.
+	ConditionDisksResizing = "DisksResizing"
 )
 
 // AnnotationPaused on a fleet stops the operator from writing anything but the fleet's status:
@@ -134,7 +137,7 @@ type CelldFleet struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.capacity) || !has(self.capacity.maxMembers) || self.members <= self.capacity.maxMembers",message="spec.members must be at most spec.capacity.maxMembers"
 // +kubebuilder:validation:XValidation:rule="!has(self.capacity) || !has(self.capacity.minMembers) || !has(self.capacity.maxMembers) || self.capacity.minMembers <= self.capacity.maxMembers",message="spec.capacity.minMembers must be at most spec.capacity.maxMembers"
 // +kubebuilder:validation:XValidation:rule="has(self.workload) == has(oldSelf.workload) && (!has(self.workload) || self.workload == oldSelf.workload)",message="spec.workload is immutable: create a new CelldFleet to change the workload kind"
-// +kubebuilder:validation:XValidation:rule="has(self.storage) == has(oldSelf.storage) && (!has(self.storage) || self.storage == oldSelf.storage)",message="spec.storage is immutable: a StatefulSet's volume claim templates cannot change; create a new CelldFleet"
+// +kubebuilder:validation:XValidation:rule="has(self.storage) == has(oldSelf.storage)",message="spec.storage cannot be added or removed: it follows spec.profile, which is immutable"
 type CelldFleetSpec struct {
 	// profile is how the fleet keeps data durable: Bucket (emptyDir scratch disks, data in the
 	// bucket) or PersistentFleet (a retained CSI disk per member). Immutable.
@@ -185,7 +188,9 @@ type CelldFleetSpec struct {
 	// +optional
 	Workload WorkloadKind `json:"workload,omitempty"`
 
-	// storage is each PersistentFleet member's retained disk. Required for PersistentFleet. Immutable.
+	// storage is each PersistentFleet member's retained disk. Required for PersistentFleet. Its
+	// size may grow (every claim of the fleet is enlarged, member by member, online where the
+	// class allows it) and never shrink; its class is immutable.
 	// +optional
 	Storage *StorageSpec `json:"storage,omitempty"`
 
@@ -665,13 +670,16 @@ func (r *ResourceRequirements) Container() corev1.ResourceRequirements {
 
 // StorageSpec is a PersistentFleet member's retained disk.
 type StorageSpec struct {
-	// storageClassName of each member's PersistentVolumeClaim; the class must exist.
+	// storageClassName of each member's PersistentVolumeClaim; the class must exist. Immutable.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.storage.storageClassName is immutable: a claim stays with the class that provisioned it; grow spec.storage.size instead, or move the data to a new CelldFleet"
 	// +kubebuilder:validation:MaxLength=253
 	StorageClassName string `json:"storageClassName"`
 
-	// size of each member's disk, for example 100Gi.
+	// size of each member's disk, for example 100Gi. It may grow, never shrink: the operator
+	// enlarges every claim of the fleet to it, and Kubernetes refuses a smaller claim.
 	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0')) && quantity(string(self)).isLessThan(quantity('1Pi'))",message="spec.storage.size must be a positive quantity below 1Pi, for example 100Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !isQuantity(string(oldSelf)) || quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",messageExpression="'spec.storage.size must not shrink below ' + string(oldSelf) + ': a disk and its filesystem only grow (Kubernetes refuses a smaller claim); keep it, or grow it'"
 	Size resource.Quantity `json:"size"`
 }
 
@@ -836,6 +844,43 @@ type DiskAudit struct {
 	// the operator never adopts, uses or deletes them.
 	// +optional
 	Foreign []string `json:"foreign,omitempty"`
+	// size is the size every claim of the fleet follows (spec.storage.size).
+	// +optional
+	Size string `json:"size,omitempty"`
+	// claims lists each of the fleet's own claims: the size it asks for, the size it has, and
+	// what holds a resize on its way.
+	// +optional
+	// +listType=map
+	// +listMapKey=claim
+	Claims []ClaimSize `json:"claims,omitempty"`
+	// larger lists the fleet's claims that ask for more than spec.storage.size (someone resized
+	// them by hand): kept as they are, never shrunk.
+	// +optional
+	Larger []string `json:"larger,omitempty"`
+}
+
+// ClaimSize is one claim's size as its PersistentVolumeClaim says.
+type ClaimSize struct {
+	// claim is the PersistentVolumeClaim's name.
+	Claim string `json:"claim"`
+	// member is the member whose disk it is; empty for a claim no member uses.
+	// +optional
+	Member string `json:"member,omitempty"`
+	// requested is the claim's spec.resources.requests.storage.
+	// +optional
+	Requested string `json:"requested,omitempty"`
+	// capacity is the claim's status.capacity.storage: the size of the volume as provisioned
+	// or last expanded.
+	// +optional
+	Capacity string `json:"capacity,omitempty"`
+	// resize is what holds a resize on its way: Resizing (the volume is being expanded),
+	// FileSystemResizePending (the volume is larger, its filesystem not yet), or
+	// ExpansionFailed; empty when none.
+	// +optional
+	Resize string `json:"resize,omitempty"`
+	// message says what the claim reports, and what to do.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // CelldFleetList is a list of CelldFleets.

@@ -128,6 +128,14 @@ func (w applierWriter) DeleteDisk(ctx context.Context, t *Target, a machine.Acti
 	return w.ap.deleteDisk(ctx, t, a)
 }
 
+func (w applierWriter) ResizeDisk(ctx context.Context, t *Target, a machine.Action) error {
+	return w.ap.resizeDisk(ctx, t, a)
+}
+
+func (w applierWriter) RecreateWorkload(ctx context.Context, _ *Target, a machine.Action) error {
+	return w.ap.recreateWorkload(ctx, a)
+}
+
 func (w applierWriter) PublishStatus(ctx context.Context, t *Target, a machine.Action) error {
 	return w.ap.publishStatus(ctx, t, a)
 }
@@ -725,6 +733,44 @@ func (ap *Applier) deletePod(ctx context.Context, a machine.Action) error {
 // replaced, relabelled or changed since it was confirmed is never the one deleted. The
 // resourceVersion is the premise's fresh read when it confirmed the claim (the same UID, still
 // the fleet's), the machine's otherwise.
+// resizeDisk raises the claim's storage request with a merge patch that carries the UID and the
+// resourceVersion of the fresh read its premise was confirmed on: a claim replaced, or resized by
+// someone else since (perhaps past this size), is not written, and is decided on again.
+func (ap *Applier) resizeDisk(ctx context.Context, t *Target, a machine.Action) error {
+	c, ok := t.Current.(*corev1.PersistentVolumeClaim)
+	if !ok || c == nil || t.CurrentKey != a.Key || c.UID != a.UID {
+		return fmt.Errorf("resize disk %s: no fresh read of the claim confirmed it: %w", a.Key, machine.ErrPremiseChanged)
+	}
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": c.UID, "resourceVersion": c.ResourceVersion},
+		"spec":     map[string]any{"resources": map[string]any{"requests": map[string]any{string(corev1.ResourceStorage): a.Size.String()}}},
+	})
+	if err != nil {
+		return fmt.Errorf("resize disk %s: %w", a.Key, err)
+	}
+	_, err = ap.Kube.CoreV1().PersistentVolumeClaims(a.Namespace).Patch(ctx, a.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return fmt.Errorf("resize disk %s: %w", a.Key, err)
+	}
+	return nil
+}
+
+// recreateWorkload deletes the StatefulSet with propagation Orphan and its UID as a
+// precondition: the garbage collector takes its owner reference off its Pods and revisions and
+// leaves them running, and the next step creates it again, which adopts them.
+func (ap *Applier) recreateWorkload(ctx context.Context, a machine.Action) error {
+	if a.UID == "" {
+		return fmt.Errorf("recreate workload %s: refused without a UID precondition", a.Key)
+	}
+	orphan := metav1.DeletePropagationOrphan
+	opts := metav1.DeleteOptions{PropagationPolicy: &orphan, Preconditions: &metav1.Preconditions{UID: &a.UID}}
+	err := ap.Kube.AppsV1().StatefulSets(a.Namespace).Delete(ctx, a.Name, opts)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("recreate workload %s: %w", a.Key, err)
+	}
+	return nil
+}
+
 func (ap *Applier) deleteDisk(ctx context.Context, t *Target, a machine.Action) error {
 	if a.UID == "" || a.ResourceVersion == "" {
 		return fmt.Errorf("delete disk %s: refused without both a UID and a resourceVersion precondition", a.Key)

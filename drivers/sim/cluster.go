@@ -55,6 +55,8 @@ type Cluster struct {
 	runtime   map[types.UID]*podRuntime
 	claimZone map[types.UID]string
 	nodeGone  map[string]time.Time
+	// expansionFails names the claims (namespace/name) the resizer fails to expand.
+	expansionFails map[string]bool
 	// revisions are the StatefulSets' pod templates by revision name, as ControllerRevisions hold them.
 	revisions map[string]corev1.PodTemplateSpec
 
@@ -129,6 +131,7 @@ func (c *Cluster) Tick() bool {
 		c.collectOutOfServicePods,
 		c.collectGarbage,
 		c.bindClaims,
+		c.expandClaims,
 		c.protectClaims,
 		c.syncStatefulSets,
 		c.syncDeployments,

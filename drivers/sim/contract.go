@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -58,7 +59,8 @@ type ReplicaWrite struct {
 	PrevRolledOut bool
 	// NotReady counts the fleet's member Pods that were not ready or terminating.
 	NotReady int
-	// Members counts the fleet's member Pods, terminating ones included.
+	// Members counts the fleet's member Pods, terminating ones included; for a workload Created,
+	// the members not terminating that it starts from.
 	Members       int
 	FleetDeleting bool
 }
@@ -119,6 +121,37 @@ type DiskDeletion struct {
 	MemberPods int
 }
 
+// DiskResize is a raise of a claim's storage request the cluster accepted from the operator.
+type DiskResize struct {
+	Time      time.Time
+	Namespace string
+	Name      string
+	UID       types.UID
+	// From is what the claim asked for before, To what the write asks for.
+	From, To resource.Quantity
+	// FleetUID and FleetName are the claim's celld.io/fleet-uid and app.kubernetes.io/instance;
+	// FleetExists: a fleet with that name and UID existed, FleetSize its spec.storage.size.
+	FleetUID    types.UID
+	FleetName   string
+	FleetExists bool
+	FleetSize   resource.Quantity
+}
+
+// DiskResizes lists the claim resizes the cluster accepted from the operator, in order.
+func (c *Cluster) DiskResizes() []DiskResize { return append([]DiskResize(nil), c.contract.resizes...) }
+
+func (c *Cluster) diskResizeOf(pvc *corev1.PersistentVolumeClaim, to resource.Quantity) DiskResize {
+	d := DiskResize{Time: c.now, Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID, From: pvc.Spec.Resources.Requests[corev1.ResourceStorage], To: to,
+		FleetUID: types.UID(pvc.Labels[events.LabelFleetUID]), FleetName: pvc.Labels[events.LabelInstance]}
+	if f := c.fleet(pvc.Namespace, d.FleetName); f != nil && f.UID == d.FleetUID {
+		d.FleetExists = true
+		if st := f.Spec.Storage; st != nil {
+			d.FleetSize = st.Size
+		}
+	}
+	return d
+}
+
 // RecordedEvent is a Kubernetes Event the operator recorded.
 type RecordedEvent struct {
 	Time      time.Time
@@ -134,6 +167,7 @@ type contract struct {
 	replicas []ReplicaWrite
 	pods     []PodDeletion
 	disks    []DiskDeletion
+	resizes  []DiskResize
 }
 
 // Requests lists every request the operator sent through Do, in order, failed ones included.
@@ -245,6 +279,15 @@ func (c *Cluster) recordReplicaWrite(k Kind, before workloadState, res applied) 
 		FleetUID: after.fleetUID, Created: !before.exists, From: before.replicas, To: after.replicas,
 		PrevRolledOut: before.exists && before.rolledOut, NotReady: before.notReady, Members: before.members,
 		FleetDeleting: before.fleetDeleting || after.fleetDeleting}
+	if !before.exists && after.fleetUID != "" {
+		// A workload created over members that outlived the last one: they are what it starts
+		// from (the ones not terminating).
+		for _, p := range c.members(w.Namespace, after.fleetUID, nil) {
+			if !terminating(p) {
+				w.Members++
+			}
+		}
+	}
 	c.contract.replicas = append(c.contract.replicas, w)
 }
 

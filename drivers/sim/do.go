@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -65,7 +67,7 @@ func (c *Cluster) fleetReached(a machine.Action) types.UID {
 			return types.UID(p.Labels[events.LabelFleetUID])
 		}
 		return ""
-	case machine.DeleteDisk:
+	case machine.DeleteDisk, machine.ResizeDisk:
 		if pvc := c.claim(a.Namespace, a.Name); pvc != nil {
 			return types.UID(pvc.Labels[events.LabelFleetUID])
 		}
@@ -349,6 +351,92 @@ func (w simWriter) DeleteDisk(_ context.Context, _ *loop.Target, a machine.Actio
 	req.Changed = changed
 	c.contract.disks = append(c.contract.disks, rec)
 	return nil
+}
+
+// ResizeDisk raises a claim's storage request as the API server takes it: only a bound claim of
+// a class that allows expansion, and never downward (its validation and the
+// PersistentVolumeClaimResize admission plugin).
+func (w simWriter) ResizeDisk(_ context.Context, _ *loop.Target, a machine.Action) error {
+	c, req := w.c, w.req
+	req.Verb, req.Resource = "patch", row(KindPVC).Resource.Resource
+	if err := c.conflict(KindPVC, a.Name); err != nil {
+		return err
+	}
+	pvc := c.claim(a.Namespace, a.Name)
+	switch {
+	case pvc == nil:
+		return apierrors.NewNotFound(row(KindPVC).Resource, a.Name)
+	case pvc.UID != a.UID:
+		return apierrors.NewConflict(row(KindPVC).Resource, a.Name, fmt.Errorf("uid %s, the patch says %s", pvc.UID, a.UID))
+	}
+	if err := c.checkPremise(a); err != nil {
+		return err
+	}
+	cur := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	if sc, _ := c.claimClass(pvc); sc == nil || sc.AllowVolumeExpansion == nil || !*sc.AllowVolumeExpansion {
+		return apierrors.NewForbidden(row(KindPVC).Resource, a.Name, errors.New("only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"))
+	}
+	if pvc.Status.Phase != corev1.ClaimBound || a.Size.Cmp(cur) < 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Kind: "PersistentVolumeClaim"}, a.Name, nil)
+	}
+	rec := c.diskResizeOf(pvc, a.Size.DeepCopy())
+	next := pvc.DeepCopy()
+	next.Spec.Resources.Requests[corev1.ResourceStorage] = a.Size.DeepCopy()
+	req.Changed = c.put(next)
+	c.contract.resizes = append(c.contract.resizes, rec)
+	return nil
+}
+
+// RecreateWorkload deletes a StatefulSet with propagation Orphan: its Pods and claims lose their
+// owner reference to it and stay, and a StatefulSet created again under the name adopts them.
+func (w simWriter) RecreateWorkload(_ context.Context, _ *loop.Target, a machine.Action) error {
+	c, req := w.c, w.req
+	req.Verb, req.Resource = "delete", row(KindStatefulSet).Resource.Resource
+	if err := c.conflict(KindStatefulSet, a.Name); err != nil {
+		return err
+	}
+	set, _ := c.get(KindStatefulSet, a.Namespace, a.Name).(*appsv1.StatefulSet)
+	if set == nil {
+		return nil
+	}
+	if set.UID != a.UID {
+		return apierrors.NewConflict(row(KindStatefulSet).Resource, a.Name, fmt.Errorf("uid %s, the precondition says %s", set.UID, a.UID))
+	}
+	if err := c.checkPremise(a); err != nil {
+		return err
+	}
+	for _, k := range []Kind{KindPod, KindPVC} {
+		for _, o := range c.list(k) {
+			if o.GetNamespace() != set.Namespace || !ownedBy(o, set.UID) {
+				continue
+			}
+			next := copyOf(o)
+			var refs []metav1.OwnerReference
+			for _, r := range next.GetOwnerReferences() {
+				if r.UID != set.UID {
+					refs = append(refs, r)
+				}
+			}
+			next.SetOwnerReferences(refs)
+			c.put(next)
+		}
+	}
+	changed, err := c.delete(KindStatefulSet, a.Namespace, a.Name, deletion{uid: a.UID})
+	if err != nil {
+		return err
+	}
+	req.Changed = changed
+	return nil
+}
+
+// ownedBy: one of o's owner references is to the object with that UID.
+func ownedBy(o metav1.Object, uid types.UID) bool {
+	for _, r := range o.GetOwnerReferences() {
+		if r.UID == uid {
+			return true
+		}
+	}
+	return false
 }
 
 func (w simWriter) PublishStatus(_ context.Context, _ *loop.Target, a machine.Action) error {

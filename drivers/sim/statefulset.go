@@ -7,6 +7,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -36,6 +38,9 @@ func (c *Cluster) syncStatefulSet(set *appsv1.StatefulSet) bool {
 	changed := false
 	// A StatefulSet being deleted only updates its status: the garbage collector removes its Pods.
 	if set.DeletionTimestamp == nil {
+		if c.adoptSetPods(set) {
+			changed = true
+		}
 		replicas, condemned := c.partitionSetPods(set)
 		changed = c.stepStatefulSet(set, replicas, condemned, currentRev, updateRev)
 	}
@@ -63,6 +68,29 @@ func setOrdinal(set *appsv1.StatefulSet, name string) int {
 		return -1
 	}
 	return n
+}
+
+// adoptSetPods is the controller's ClaimPods: a Pod of the set's name and namespace that no
+// controller owns (left by a StatefulSet deleted with propagation Orphan) and that its selector
+// matches becomes the set's.
+func (c *Cluster) adoptSetPods(set *appsv1.StatefulSet) bool {
+	sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil || sel.Empty() {
+		return false
+	}
+	changed := false
+	for _, p := range c.pods() {
+		if p.Namespace != set.Namespace || metav1.GetControllerOfNoCopy(p) != nil || p.DeletionTimestamp != nil ||
+			setOrdinal(set, p.Name) < 0 || !sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		next := p.DeepCopy()
+		next.OwnerReferences = append(next.OwnerReferences, controllerRef(set, "apps/v1", "StatefulSet"))
+		if c.put(next) {
+			changed = true
+		}
+	}
+	return changed
 }
 
 // setPods lists the Pods the set controls, in ordinal order.

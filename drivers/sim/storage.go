@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Volumes: a claim binds at once (Immediate) or when its first Pod is scheduled
@@ -19,12 +20,75 @@ func (c *Cluster) AddStorageClass(name string, waitForFirstConsumer bool) error 
 		mode = storagev1.VolumeBindingWaitForFirstConsumer
 	}
 	reclaim := corev1.PersistentVolumeReclaimDelete
-	sc := &storagev1.StorageClass{Provisioner: "csi.sim.celld.io", VolumeBindingMode: &mode, ReclaimPolicy: &reclaim}
+	expand := true
+	sc := &storagev1.StorageClass{Provisioner: "csi.sim.celld.io", VolumeBindingMode: &mode, ReclaimPolicy: &reclaim, AllowVolumeExpansion: &expand}
 	sc.Name = name
 	if err := c.create(sc); err != nil {
 		return fmt.Errorf("add storage class %s: %w", name, err)
 	}
 	return nil
+}
+
+// SetVolumeExpansion sets a storage class's allowVolumeExpansion, as its administrator may.
+func (c *Cluster) SetVolumeExpansion(name string, allow bool) error {
+	sc, _ := c.get(KindStorageClass, "", name).(*storagev1.StorageClass)
+	if sc == nil {
+		return fmt.Errorf("storage class %s does not exist", name)
+	}
+	next := sc.DeepCopy()
+	next.AllowVolumeExpansion = &allow
+	c.put(next)
+	return nil
+}
+
+// FailExpansion makes the resizer fail to expand claim namespace/name (true) or succeed again
+// (false): the claim then carries a ControllerResizeError condition and keeps its capacity.
+func (c *Cluster) FailExpansion(namespace, name string, fail bool) {
+	if c.expansionFails == nil {
+		c.expansionFails = map[string]bool{}
+	}
+	c.expansionFails[namespace+"/"+name] = fail
+}
+
+// ResizeClaim raises a claim's storage request as a person with kubectl would.
+func (c *Cluster) ResizeClaim(namespace, name string, size resource.Quantity) error {
+	pvc := c.claim(namespace, name)
+	if pvc == nil {
+		return fmt.Errorf("claim %s/%s does not exist", namespace, name)
+	}
+	next := pvc.DeepCopy()
+	next.Spec.Resources.Requests[corev1.ResourceStorage] = size
+	c.put(next)
+	return nil
+}
+
+// ClearExpansionFailures makes the resizer succeed on every claim again.
+func (c *Cluster) ClearExpansionFailures() { c.expansionFails = nil }
+
+// expandClaims is the external resizer and the kubelet together: a bound claim that asks for
+// more than it has is expanded, online, in one step; one the resizer is made to fail carries
+// ControllerResizeError instead.
+func (c *Cluster) expandClaims() bool {
+	changed := false
+	for _, o := range c.list(KindPVC) {
+		pvc := o.(*corev1.PersistentVolumeClaim)
+		want, have := pvc.Spec.Resources.Requests[corev1.ResourceStorage], pvc.Status.Capacity[corev1.ResourceStorage]
+		if pvc.Status.Phase != corev1.ClaimBound || want.Cmp(have) <= 0 {
+			continue
+		}
+		next := pvc.DeepCopy()
+		next.Status.Conditions = nil
+		if c.expansionFails[pvc.Namespace+"/"+pvc.Name] {
+			next.Status.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimControllerResizeError,
+				Status: corev1.ConditionTrue, Message: "the volume's quota is exhausted"}}
+		} else {
+			next.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: want.DeepCopy()}
+		}
+		if c.put(next) {
+			changed = true
+		}
+	}
+	return changed
 }
 
 // DeleteStorageClass removes a storage class; claims already bound keep their volumes.

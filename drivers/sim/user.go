@@ -5,7 +5,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -60,8 +59,14 @@ func validateFleetUpdate(old, cur *v1alpha1.CelldFleetSpec) field.ErrorList {
 	if old.Workload != cur.Workload {
 		errs = append(errs, field.Invalid(spec.Child("workload"), cur.Workload, "spec.workload is immutable: create a new CelldFleet to change the workload kind"))
 	}
-	if !equality.Semantic.DeepEqual(old.Storage, cur.Storage) {
-		errs = append(errs, field.Invalid(spec.Child("storage"), cur.Storage, "spec.storage is immutable"))
+	switch o, c := old.Storage, cur.Storage; {
+	case (o == nil) != (c == nil):
+		errs = append(errs, field.Invalid(spec.Child("storage"), cur.Storage, "spec.storage cannot be added or removed: it follows spec.profile, which is immutable"))
+	case o == nil:
+	case o.StorageClassName != c.StorageClassName:
+		errs = append(errs, field.Invalid(spec.Child("storage", "storageClassName"), c.StorageClassName, "spec.storage.storageClassName is immutable"))
+	case c.Size.Cmp(o.Size) < 0:
+		errs = append(errs, field.Invalid(spec.Child("storage", "size"), c.Size.String(), "spec.storage.size must not shrink below "+o.Size.String()))
 	}
 	if cur.Members < 1 {
 		errs = append(errs, field.Invalid(spec.Child("members"), cur.Members, "must be at least 1"))

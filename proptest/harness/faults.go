@@ -43,13 +43,16 @@ const (
 	FaultStatusCleared       = "status cleared by hand"
 	FaultHistoryCleared      = "capacity history cleared by hand"
 	FaultPremiseRefused      = "a write refused by its premise on fresh reads"
+	FaultDisksGrown          = "disks grown (spec.storage.size raised)"
+	FaultExpansionForbidden  = "a storage class that forbids expansion"
+	FaultExpansionFailed     = "a volume expansion that fails"
 )
 
 // FaultKinds lists every fault kind a property run must see.
 var FaultKinds = []string{FaultBrokenRollout, FaultNodeLost, FaultNodeNotReady, FaultNodePartitioned, FaultNodeFenced,
 	FaultNodePastGrace, FaultStuckTerminating, FaultVolumeLost, FaultForeignObject, FaultForeignClaim, FaultUnlabelledClaim, FaultUninstall, FaultReservationDeleted,
 	FaultReservationRecreate, FaultAPIRefusal, FaultConflict, FaultRecommend, FaultAuto, FaultRestart, FaultCrash, FaultWatch,
-	FaultStatusCleared, FaultHistoryCleared, FaultPremiseRefused}
+	FaultStatusCleared, FaultHistoryCleared, FaultPremiseRefused, FaultDisksGrown, FaultExpansionForbidden, FaultExpansionFailed}
 
 // nodeMonitorGrace is how long the node lifecycle controller waits for heartbeats before it marks
 // a node unknown (kube-controller-manager's --node-monitor-grace-period).

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -118,6 +119,35 @@ var Ops = []Op{
 			if err := w.SetImage(name, image); err != nil {
 				return err
 			}
+		}
+		return rounds(w, p)
+	}},
+	{"grow-disks", func(w *World, p Picker) error {
+		// A person raises spec.storage.size; the class may forbid expansion for a while, and the
+		// resizer may fail on a claim, until faults stop.
+		name := pickFleet(w, p)
+		f := w.C.Fleet(Namespace, name)
+		if f == nil || f.DeletionTimestamp != nil || f.Spec.Storage == nil {
+			return rounds(w, p)
+		}
+		switch p.Int("expansion", 0, 3) {
+		case 0:
+			w.Faults[FaultExpansionForbidden]++
+			if err := w.Fault("storage class "+StorageClass+" forbids expansion", func() error { return w.C.SetVolumeExpansion(StorageClass, false) }); err != nil {
+				return err
+			}
+		case 1:
+			claim := fmt.Sprintf("data-%s-%d", name, p.Int("claim", 0, 4))
+			w.Faults[FaultExpansionFailed]++
+			if err := w.Fault("expanding "+claim+" fails", func() error { w.C.FailExpansion(Namespace, claim, true); return nil }); err != nil {
+				return err
+			}
+		}
+		w.Faults[FaultDisksGrown]++
+		size := f.Spec.Storage.Size.DeepCopy()
+		size.Add(resource.MustParse(fmt.Sprintf("%dGi", p.Int("grow", 1, 3))))
+		if err := w.GrowDisks(name, size); err != nil {
+			return err
 		}
 		return rounds(w, p)
 	}},
@@ -376,6 +406,10 @@ func (w *World) StopFaults() error {
 			return err
 		}
 	}
+	if err := w.C.SetVolumeExpansion(StorageClass, true); err != nil {
+		return err
+	}
+	w.C.ClearExpansionFailures()
 	if err := w.removeForeign(); err != nil {
 		return err
 	}

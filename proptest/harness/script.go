@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -103,6 +104,24 @@ func command(w *World, f []string, out io.Writer) error {
 		return w.SetImage(name, arg(f, 2))
 	case "delete":
 		return w.Delete(name)
+	case "grow-disks":
+		size, err := resource.ParseQuantity(arg(f, 2))
+		if err != nil {
+			return fmt.Errorf("grow-disks %s: %w", name, err)
+		}
+		return w.GrowDisks(name, size)
+	case "forbid-expansion", "allow-expansion":
+		allow := f[0] == "allow-expansion"
+		return w.Fault(fmt.Sprintf("storage class %s allowVolumeExpansion=%t", StorageClass, allow), func() error { return w.C.SetVolumeExpansion(StorageClass, allow) })
+	case "fail-expansion", "fix-expansion":
+		fails := f[0] == "fail-expansion"
+		return w.Fault(fmt.Sprintf("expanding %s fails=%t", name, fails), func() error { w.C.FailExpansion(Namespace, name, fails); return nil })
+	case "resize-by-hand":
+		size, err := resource.ParseQuantity(arg(f, 2))
+		if err != nil {
+			return fmt.Errorf("resize-by-hand %s: %w", name, err)
+		}
+		return w.Fault("someone resizes claim "+name+" to "+size.String(), func() error { return w.C.ResizeClaim(Namespace, name, size) })
 	case "run":
 		return w.Step(num(name, 1))
 	case "until":
@@ -170,6 +189,9 @@ func command(w *World, f []string, out io.Writer) error {
 		return w.C.ClearHistory(Namespace, render.ReservationName(fl.Spec.Bucket))
 	case "show":
 		fmt.Fprint(out, w.Describe(name))
+		return nil
+	case "show-disks":
+		fmt.Fprint(out, w.describeDisks(name))
 		return nil
 	case "exists":
 		kind, obj, _ := strings.Cut(name, "/")
@@ -246,6 +268,42 @@ func (w *World) memberNode(fleet, ordinal string) (string, error) {
 
 // Describe renders a fleet as a person checking on it would look: state, members, Pods, disks
 // and reservation.
+// describeDisks shows a fleet's claims as stored (request and capacity), its members' UIDs (a
+// member replaced shows a new one), its StatefulSet's UID and claim template, and what its status
+// says of each claim.
+func (w *World) describeDisks(name string) string {
+	var b strings.Builder
+	for _, c := range w.C.PVCs(Namespace) {
+		if c.Labels["app.kubernetes.io/instance"] != name {
+			continue
+		}
+		req, capa := c.Spec.Resources.Requests[corev1.ResourceStorage], c.Status.Capacity[corev1.ResourceStorage]
+		fmt.Fprintf(&b, "  claim %s: requests %s, capacity %s\n", c.Name, req.String(), capa.String())
+	}
+	var pods []string
+	for _, p := range w.C.Pods(Namespace) {
+		if p.Labels["app.kubernetes.io/instance"] == name {
+			pods = append(pods, p.Name+"="+string(p.UID))
+		}
+	}
+	sort.Strings(pods)
+	fmt.Fprintf(&b, "  member uids: %s\n", strings.Join(pods, " "))
+	if s := w.C.StatefulSet(Namespace, name); s != nil {
+		for _, t := range s.Spec.VolumeClaimTemplates {
+			q := t.Spec.Resources.Requests[corev1.ResourceStorage]
+			fmt.Fprintf(&b, "  statefulset uid %s: claim template %s\n", s.UID, q.String())
+		}
+	}
+	if f := w.C.Fleet(Namespace, name); f != nil && f.Status.Disks != nil {
+		d := f.Status.Disks
+		fmt.Fprintf(&b, "  status: size %s, larger %v\n", d.Size, d.Larger)
+		for _, c := range d.Claims {
+			fmt.Fprintf(&b, "    %s (member %s): requested %s, capacity %s %s %s\n", c.Claim, c.Member, c.Requested, c.Capacity, c.Resize, c.Message)
+		}
+	}
+	return b.String()
+}
+
 func (w *World) Describe(name string) string {
 	var b strings.Builder
 	f := w.C.Fleet(Namespace, name)

@@ -300,6 +300,16 @@ func (w *World) SetImage(name, image string) error {
 	return w.C.UpdateFleetSpec(Namespace, name, func(s *v1alpha1.CelldFleetSpec) { s.Image = image })
 }
 
+// GrowDisks raises a fleet's spec.storage.size.
+func (w *World) GrowDisks(name string, size resource.Quantity) error {
+	w.tracef("%s user grows %s/%s disks to %s", w.C.Now().Format("15:04:05"), Namespace, name, size.String())
+	return w.C.UpdateFleetSpec(Namespace, name, func(s *v1alpha1.CelldFleetSpec) {
+		if s.Storage != nil {
+			s.Storage.Size = size
+		}
+	})
+}
+
 // Delete requests a fleet's deletion.
 func (w *World) Delete(name string) error {
 	w.tracef("%s user deletes %s/%s", w.C.Now().Format("15:04:05"), Namespace, name)

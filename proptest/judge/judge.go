@@ -25,7 +25,7 @@ const (
 	C1ShrinkOneAfterRollout = "1 scale-in by one, only once rolled out and all ready"
 	C2GrowInOneStep         = "2 growth reaches the target in one step"
 	C3PodDeletedOnlyToHeal  = "3 a Pod is deleted only to heal one lost member"
-	C4DiskDeletedOnDelete   = "4 disks deleted only on fleet deletion, own, no member left"
+	C4DiskDeletedOnDelete   = "4 disks deleted only on fleet deletion, own, no member left; grown only, own"
 	C5StatusNotRead         = "5 status is a function of observation"
 	C6HistoryClearedSafe    = "6 clearing the history allows no earlier scale-in"
 	C7OnePath               = "7 manual requests and recommendations take one path"
@@ -66,7 +66,7 @@ type Judge struct {
 	c *sim.Cluster
 	// cursors into the cluster's records already judged.
 	replicas, pods, disks, requests int
-	uninstallCursor                 int
+	uninstallCursor, resizes        int
 	// bound remembers the first fleet UID the operator reserved each bucket to.
 	bound map[string]types.UID
 	// resUID is the object UID of the reservation that bound it.
@@ -101,7 +101,7 @@ func (j *Judge) Restarted() { j.restartRound = j.round }
 // running now.
 func (j *Judge) Round() error {
 	j.round++
-	for _, check := range []func() error{j.replicaWrites, j.podDeletions, j.copies, j.diskDeletions, j.uninstalls, j.buckets} {
+	for _, check := range []func() error{j.replicaWrites, j.podDeletions, j.copies, j.diskDeletions, j.diskResizes, j.uninstalls, j.buckets} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -112,7 +112,7 @@ func (j *Judge) Round() error {
 // Check judges what happened since the last call without counting a round: the operator may act
 // several times between rounds, on intermediate states.
 func (j *Judge) Check() error {
-	for _, check := range []func() error{j.replicaWrites, j.podDeletions, j.copies, j.diskDeletions, j.uninstalls, j.buckets} {
+	for _, check := range []func() error{j.replicaWrites, j.podDeletions, j.copies, j.diskDeletions, j.diskResizes, j.uninstalls, j.buckets} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -183,6 +183,12 @@ func (j *Judge) replicaWrites() error {
 	for _, w := range writes[j.replicas:] {
 		if w.FleetDeleting {
 			continue
+		}
+		if w.Created && w.Members > 0 {
+			// A workload created over members that outlived the last one (deleted with
+			// propagation Orphan to change its claim template) starts from them: creating it at
+			// their number takes none away and adds none.
+			w.From = int32(w.Members)
 		}
 		switch {
 		case w.To < w.From:
@@ -321,6 +327,26 @@ func (j *Judge) diskDeletions() error {
 		}
 	}
 	j.disks = len(dels)
+	return nil
+}
+
+// diskResizes: a claim the operator resized is the live fleet's own (its UID label, and named as
+// the fleet's StatefulSet names its claims), it grew, and no further than the fleet's
+// spec.storage.size.
+func (j *Judge) diskResizes() error {
+	rs := j.c.DiskResizes()
+	for _, r := range rs[j.resizes:] {
+		j.judged(C4DiskDeletedOnDelete)
+		switch {
+		case !r.FleetExists || claimOrdinal(r.FleetName, r.Name) < 0:
+			return fail(C4DiskDeletedOnDelete, "disk %s resized, but it is not a claim of a live fleet %s (uid label %s) named as its StatefulSet names them", r.Name, r.FleetName, r.FleetUID)
+		case r.To.Cmp(r.From) <= 0:
+			return fail(C4DiskDeletedOnDelete, "disk %s resized from %s to %s: a claim only grows", r.Name, r.From.String(), r.To.String())
+		case r.To.Cmp(r.FleetSize) > 0:
+			return fail(C4DiskDeletedOnDelete, "disk %s resized to %s, past its fleet's spec.storage.size %s", r.Name, r.To.String(), r.FleetSize.String())
+		}
+	}
+	j.resizes = len(rs)
 	return nil
 }
 
