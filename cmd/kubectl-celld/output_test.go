@@ -183,3 +183,26 @@ func TestOutputRefusedBeforeReading(t *testing.T) {
 		t.Errorf("-o yaml refused: %v", err)
 	}
 }
+
+// TestStatusPrintsDiskSizes: kubectl celld status shows each claim's requested and actual size,
+// what holds a resize, and the claims kept larger than the spec.
+func TestStatusPrintsDiskSizes(t *testing.T) {
+	var b strings.Builder
+	printDisks(&b, &v1alpha1.DiskAudit{Size: "256Mi", Larger: []string{"data-a-2"}, Claims: []v1alpha1.ClaimSize{
+		{Claim: "data-a-0", Member: "a-0", Requested: "256Mi", Capacity: "256Mi"},
+		{Claim: "data-a-1", Member: "a-1", Requested: "256Mi", Capacity: "64Mi", Resize: "FileSystemResizePending", Message: "waiting for the node"},
+		{Claim: "data-a-2", Member: "a-2", Requested: "1Gi", Capacity: "1Gi"},
+	}})
+	out := b.String()
+	for _, want := range []string{"spec.storage.size 256Mi", "data-a-1  a-1     256Mi      64Mi      FileSystemResizePending  waiting for the node",
+		"kept as they are: data-a-2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	printDisks(&b, &v1alpha1.DiskAudit{Unused: []string{"data-a-3"}})
+	if b.Len() != 0 {
+		t.Errorf("a fleet without claim sizes prints a disks table:\n%s", b.String())
+	}
+}

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
 )
 
 // age is kubectl's: 45s, 5m2s, 3h, 2d.
@@ -83,6 +85,7 @@ func printStatus(w io.Writer, r *report, now time.Time, history int) {
 		if len(d.Foreign) > 0 {
 			fmt.Fprintf(w, "  disks under this fleet's name with another fleet's UID (never used): %s\n", strings.Join(d.Foreign, ", "))
 		}
+		printDisks(w, d)
 	}
 
 	fmt.Fprintln(w)
@@ -184,4 +187,22 @@ func (r *report) disk(p *corev1.Pod) string {
 		return "-"
 	}
 	return strings.Join(out, ",")
+}
+
+// printDisks prints each of the fleet's claims with the size it asks for and the size it has,
+// and what holds a resize on its way.
+func printDisks(w io.Writer, d *v1alpha1.DiskAudit) {
+	if d.Size == "" || len(d.Claims) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nDisks:        spec.storage.size %s\n", d.Size)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  CLAIM\tMEMBER\tREQUESTED\tCAPACITY\tRESIZE\tMESSAGE")
+	for _, c := range d.Claims {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", c.Claim, orDash(c.Member), orDash(c.Requested), orDash(c.Capacity), orDash(c.Resize), orDash(c.Message))
+	}
+	tw.Flush()
+	if len(d.Larger) > 0 {
+		fmt.Fprintf(w, "  larger than spec.storage.size, kept as they are: %s\n", strings.Join(d.Larger, ", "))
+	}
 }
