@@ -19,21 +19,61 @@ func durability(f *v1alpha1.CelldFleet) string {
 	return "bucket"
 }
 
-func renderEnv(f *v1alpha1.CelldFleet) []corev1.EnvVar {
-	client, peer := ports(f)
-	env := []corev1.EnvVar{
-		{Name: "CELLD_DURABILITY", Value: durability(f)},
-		{Name: "CELLD_FLEET_NAME", Value: f.Name},
-		{Name: "CELLD_FLEET_UID", Value: string(f.UID)},
-		{Name: "CELLD_MEMBER_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-		{Name: "CELLD_PEER_DOMAIN", Value: f.Name + PeerServiceSuffix + "." + f.Namespace + ".svc"},
-		{Name: "CELLD_CLIENT_PORT", Value: strconv.Itoa(int(client))},
-		{Name: "CELLD_PEER_PORT", Value: strconv.Itoa(int(peer))},
-		{Name: "CELLD_BUCKET_NAME", Value: f.Spec.Bucket.Name},
-		{Name: "CELLD_BUCKET_REGION", Value: f.Spec.Bucket.Region},
+// ownedEnv are the variables the operator sets in celld's container, in the order it renders
+// them: the one list rendering and its tests read. Each is an explicit variable of the container
+// whenever spec.pod.envFrom may supply one of its name (a prefix such as CELL with a key
+// D_BUCKET_ENDPOINT spells one too), empty when the fleet leaves it unset: Kubernetes lets an
+// explicit variable win over envFrom, so a key of a Secret or ConfigMap never reaches celld in
+// the operator's place (a bucket endpoint other than the one the reservation and the bucket
+// policy allowed). celld reads an empty variable as an unset one.
+var ownedEnv = []struct {
+	name  string
+	value func(f *v1alpha1.CelldFleet) corev1.EnvVar
+	// optional is left out when unset and nothing could supply it: the members of such a fleet
+	// render as releases before this one did, so an upgrade does not roll them.
+	optional bool
+}{
+	{"CELLD_DURABILITY", func(f *v1alpha1.CelldFleet) corev1.EnvVar { return corev1.EnvVar{Value: durability(f)} }, false},
+	{"CELLD_FLEET_NAME", func(f *v1alpha1.CelldFleet) corev1.EnvVar { return corev1.EnvVar{Value: f.Name} }, false},
+	{"CELLD_FLEET_UID", func(f *v1alpha1.CelldFleet) corev1.EnvVar { return corev1.EnvVar{Value: string(f.UID)} }, false},
+	{"CELLD_MEMBER_NAME", func(*v1alpha1.CelldFleet) corev1.EnvVar {
+		return corev1.EnvVar{ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}
+	}, false},
+	{"CELLD_PEER_DOMAIN", func(f *v1alpha1.CelldFleet) corev1.EnvVar {
+		return corev1.EnvVar{Value: f.Name + PeerServiceSuffix + "." + f.Namespace + ".svc"}
+	}, false},
+	{"CELLD_CLIENT_PORT", func(f *v1alpha1.CelldFleet) corev1.EnvVar {
+		client, _ := ports(f)
+		return corev1.EnvVar{Value: strconv.Itoa(int(client))}
+	}, false},
+	{"CELLD_PEER_PORT", func(f *v1alpha1.CelldFleet) corev1.EnvVar {
+		_, peer := ports(f)
+		return corev1.EnvVar{Value: strconv.Itoa(int(peer))}
+	}, false},
+	{"CELLD_BUCKET_NAME", func(f *v1alpha1.CelldFleet) corev1.EnvVar { return corev1.EnvVar{Value: f.Spec.Bucket.Name} }, false},
+	{"CELLD_BUCKET_REGION", func(f *v1alpha1.CelldFleet) corev1.EnvVar { return corev1.EnvVar{Value: f.Spec.Bucket.Region} }, false},
+	{"CELLD_BUCKET_ENDPOINT", func(f *v1alpha1.CelldFleet) corev1.EnvVar { return corev1.EnvVar{Value: f.Spec.Bucket.Endpoint} }, true},
+}
+
+// OwnedEnv names the variables the operator sets in celld's container.
+func OwnedEnv() []string {
+	names := make([]string, len(ownedEnv))
+	for i, o := range ownedEnv {
+		names[i] = o.name
 	}
-	if f.Spec.Bucket.Endpoint != "" {
-		env = append(env, corev1.EnvVar{Name: "CELLD_BUCKET_ENDPOINT", Value: f.Spec.Bucket.Endpoint})
+	return names
+}
+
+func renderEnv(f *v1alpha1.CelldFleet) []corev1.EnvVar {
+	shadowed := len(envFrom(f.Spec.Pod.EnvFrom)) > 0
+	env := make([]corev1.EnvVar, 0, len(ownedEnv))
+	for _, o := range ownedEnv {
+		v := o.value(f)
+		if o.optional && v.Value == "" && v.ValueFrom == nil && !shadowed {
+			continue
+		}
+		v.Name = o.name
+		env = append(env, v)
 	}
 	return env
 }
