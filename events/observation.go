@@ -76,7 +76,7 @@ type Refusal struct {
 type Utilization struct {
 	// Time the metrics were sampled.
 	Time time.Time
-	// Percent is the members' mean CPU usage in percent of their requests.
+	// Percent is celld's mean CPU usage in percent of its request over the members (sidecars left out).
 	Percent int32
 	// Members is how many members the sample covers.
 	Members int32

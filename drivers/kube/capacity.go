@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -208,22 +209,22 @@ func (s *sampler) sample(ctx context.Context, f *v1alpha1.CelldFleet, now time.T
 	return u, ok, nil
 }
 
-// Utilization is the members' CPU usage in percent of their CPU requests, summed over the
-// members that have both a sample and a request. ok is false when none has.
+// Utilization is celld's CPU usage in percent of its CPU request, summed over the members whose
+// celld container has both a sample and a request. ok is false when none has. Only celld's own
+// container counts, on both sides: a sidecar (a native one among the init containers, or one an
+// admission webhook added beside celld) is the user's, and its usage says nothing of how loaded
+// celld is. Summing every container's usage over celld's request alone would grow an Auto fleet
+// for a busy log shipper.
 func Utilization(pods []*corev1.Pod, samples []metricsv1beta1.PodMetrics, now time.Time) (events.Utilization, bool) {
 	requests := map[string]int64{}
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		var milli int64
 		for _, c := range p.Spec.Containers {
-			if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
-				milli += q.MilliValue()
+			if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok && c.Name == render.ContainerName && q.MilliValue() > 0 {
+				requests[p.Namespace+"/"+p.Name] = q.MilliValue()
 			}
-		}
-		if milli > 0 {
-			requests[p.Namespace+"/"+p.Name] = milli
 		}
 	}
 	var used, requested int64
@@ -233,11 +234,15 @@ func Utilization(pods []*corev1.Pod, samples []metricsv1beta1.PodMetrics, now ti
 		if !ok {
 			continue
 		}
-		for _, c := range s.Containers {
-			if q, ok := c.Usage[corev1.ResourceCPU]; ok {
-				used += q.MilliValue()
-			}
+		i := slices.IndexFunc(s.Containers, func(c metricsv1beta1.ContainerMetrics) bool { return c.Name == render.ContainerName })
+		if i < 0 {
+			continue
 		}
+		q, ok := s.Containers[i].Usage[corev1.ResourceCPU]
+		if !ok {
+			continue
+		}
+		used += q.MilliValue()
 		requested += req
 		members++
 	}

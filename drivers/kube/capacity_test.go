@@ -19,6 +19,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/render"
 )
 
 // metricsDiscovery answers discovery of the metrics API with err, or with the resources given.
@@ -87,5 +88,57 @@ func TestSamplerObservesNothingUnlessTheMetricsAPIAnswers(t *testing.T) {
 				t.Errorf("the fleet was enqueued %d times for a changed sample, want 1", enqueued)
 			}
 		})
+	}
+}
+
+// TestUtilizationIsCelldsOwn: a member's utilization is celld's usage over celld's request. A
+// sidecar, native (an init container that keeps running, as spec.pod.sidecars renders) or a
+// container an admission webhook put beside celld, is the user's: its usage neither counts
+// toward celld's load nor its request toward celld's capacity, however busy it is.
+func TestUtilizationIsCelldsOwn(t *testing.T) {
+	now := time.Unix(500, 0)
+	cpu := func(q string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+	}
+	always := corev1.ContainerRestartPolicyAlways
+	member := func(name string, sidecars, injected []corev1.Container) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team"}}
+		p.Spec.InitContainers = sidecars
+		p.Spec.Containers = append([]corev1.Container{{Name: render.ContainerName, Resources: corev1.ResourceRequirements{Requests: cpu("500m")}}}, injected...)
+		return p
+	}
+	usage := func(name string, used map[string]string) metricsv1beta1.PodMetrics {
+		m := metricsv1beta1.PodMetrics{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team"}}
+		for _, c := range []string{render.ContainerName, "shipper", "proxy"} {
+			if q, ok := used[c]; ok {
+				m.Containers = append(m.Containers, metricsv1beta1.ContainerMetrics{Name: c, Usage: cpu(q)})
+			}
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name string
+		pod  *corev1.Pod
+		used map[string]string
+	}{
+		{"a native sidecar", member("a-0", []corev1.Container{{Name: "shipper", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: cpu("50m")}}}, nil),
+			map[string]string{render.ContainerName: "250m", "shipper": "900m"}},
+		{"a native sidecar without a request", member("a-0", []corev1.Container{{Name: "shipper", RestartPolicy: &always}}, nil),
+			map[string]string{render.ContainerName: "250m", "shipper": "900m"}},
+		{"a container beside celld", member("a-0", nil, []corev1.Container{{Name: "proxy", Resources: corev1.ResourceRequirements{Requests: cpu("100m")}}}),
+			map[string]string{render.ContainerName: "250m", "proxy": "900m"}},
+		{"both", member("a-0", []corev1.Container{{Name: "shipper", RestartPolicy: &always}}, []corev1.Container{{Name: "proxy", Resources: corev1.ResourceRequirements{Requests: cpu("100m")}}}),
+			map[string]string{render.ContainerName: "250m", "shipper": "700m", "proxy": "900m"}},
+	} {
+		u, ok := Utilization([]*corev1.Pod{c.pod}, []metricsv1beta1.PodMetrics{usage("a-0", c.used)}, now)
+		if !ok || u.Percent != 50 || u.Members != 1 {
+			t.Errorf("%s: %+v (ok %t), want celld's 250m of its 500m: 50%% of 1 member", c.name, u, ok)
+		}
+	}
+	// A sample without celld's container is no sample of celld: the member is not counted.
+	pods := []*corev1.Pod{member("a-0", nil, nil), member("a-1", []corev1.Container{{Name: "shipper", RestartPolicy: &always}}, nil)}
+	u, ok := Utilization(pods, []metricsv1beta1.PodMetrics{usage("a-0", map[string]string{render.ContainerName: "100m"}), usage("a-1", map[string]string{"shipper": "900m"})}, now)
+	if !ok || u.Percent != 20 || u.Members != 1 {
+		t.Errorf("a member sampled without celld: %+v (ok %t), want 20%% of the 1 member sampled", u, ok)
 	}
 }

@@ -25,7 +25,7 @@ func newCapacityGauges(reg prometheus.Registerer) *capacityGauges {
 	g := &capacityGauges{
 		utilization: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: metricsNamespace, Name: "capacity_utilization_percent",
-			Help: "The members' latest observed CPU usage in percent of their CPU requests, by fleet.",
+			Help: "celld's latest observed CPU usage in percent of its CPU request over the members, sidecars left out, by fleet.",
 		}, []string{"namespace", "fleet"}),
 		observed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: metricsNamespace, Name: "capacity_observed",
