@@ -222,6 +222,14 @@ func (j *judging) workload(w *workload, deleted bool) {
 	from := int32(0)
 	if prev != nil {
 		from = prev.replicas
+	} else {
+		// A workload created over members that outlived the last one (deleted with propagation
+		// Orphan to change its claim template) starts from them.
+		for _, p := range j.pods {
+			if types.UID(p.Labels[events.LabelFleetUID]) == w.fleet && p.DeletionTimestamp == nil {
+				from++
+			}
+		}
 	}
 	switch {
 	case w.replicas < from && deleting:
@@ -230,7 +238,11 @@ func (j *judging) workload(w *workload, deleted bool) {
 		j.ByClause["1"]++
 	case w.replicas < from:
 		j.check(from-w.replicas == 1, "1", obj, "spec.replicas %d->%d: lowered by %d in one write; one member per step", from, w.replicas, from-w.replicas)
-		j.check(prev.rolledOut, "1", obj, "spec.replicas %d->%d while the previous change had not rolled out: %s", from, w.replicas, prev.status)
+		status := "created over members that outlived the last one"
+		if prev != nil {
+			status = prev.status
+		}
+		j.check(prev != nil && prev.rolledOut, "1", obj, "spec.replicas %d->%d while the previous change had not rolled out: %s", from, w.replicas, status)
 		ready, notReady := j.members(w.fleet, "")
 		j.check(len(notReady) == 0 && int32(len(ready)) == from, "1", obj,
 			"spec.replicas %d->%d while not every member was ready: ready %v, not ready or terminating %v", from, w.replicas, ready, notReady)
@@ -426,6 +438,11 @@ func podOrdinal(pod, set string) (int32, bool) {
 // claims, once no member Pod of it exists.
 func (j *judging) claim(c *corev1.PersistentVolumeClaim, deleted bool) {
 	prev, known := j.claims[c.UID]
+	if known && !deleted && !j.e.Initial {
+		// A claim's storage request only grows (clause 4).
+		was, now := prev.Spec.Resources.Requests[corev1.ResourceStorage], c.Spec.Resources.Requests[corev1.ResourceStorage]
+		j.check(now.Cmp(was) >= 0, "4", "PersistentVolumeClaim "+c.Name+" ("+string(c.UID)+")", "storage request lowered %s->%s: a claim only grows", was.String(), now.String())
+	}
 	first := !j.e.Initial && (deleted || c.DeletionTimestamp != nil) && (!known || prev.DeletionTimestamp == nil)
 	if deleted {
 		delete(j.claims, c.UID)

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -119,6 +120,21 @@ func TestContractJudge(t *testing.T) {
 			h.markFleetDeleting()
 			h.deleteClaim(8)
 		}, [][]string{{"clause 4: PersistentVolumeClaim data-pf-8", "member Pods of its fleet pf still existed: [pf-0 pf-1 pf-2 pf-3 pf-4 pf-5 pf-6 pf-7 pf-8]"}}},
+		{"the StatefulSet created again over its members, at their number", func(h *history) {
+			h.setMembers(9)
+			h.recreate(9)
+		}, nil},
+		{"the StatefulSet created again over its members, at fewer", func(h *history) {
+			h.recreate(3)
+		}, [][]string{{"clause 1: StatefulSet pf", "9->3: lowered by 6 in one write"}, {"clause 1: StatefulSet pf", "created over members that outlived the last one"}}},
+		{"claims grown", func(h *history) {
+			h.resizeClaim(0, "1Gi")
+			h.resizeClaim(0, "2Gi")
+		}, nil},
+		{"a claim's request lowered", func(h *history) {
+			h.resizeClaim(0, "2Gi")
+			h.resizeClaim(0, "1Gi")
+		}, [][]string{{"clause 4: PersistentVolumeClaim data-pf-0", "storage request lowered 2Gi->1Gi"}}},
 		{"a claim that is no fleet's", func(h *history) {
 			c := h.claims[0].DeepCopy()
 			delete(c.Labels, events.LabelFleetUID)
@@ -348,6 +364,22 @@ func (h *history) forceOnUnfenced(i int, to string) {
 	h.nodeDown(i, false)
 	h.deletePod(i, false)
 	h.pods[i] = h.newPod(fmt.Sprintf("pf-%d", i), to, "StatefulSet", h.set.Name, h.set.UID)
+}
+
+// recreate deletes the StatefulSet with propagation Orphan (its members stay) and creates it
+// again at n replicas.
+func (h *history) recreate(n int32) {
+	old := h.set.DeepCopy()
+	h.write(watch.Deleted, old)
+	s := old.DeepCopy()
+	s.UID, s.Generation, s.Spec.Replicas, s.Status = h.uid("sts"), 1, ptr(n), appsv1.StatefulSetStatus{}
+	h.write(watch.Added, s)
+}
+
+func (h *history) resizeClaim(i int, size string) {
+	c := h.claims[i].DeepCopy()
+	c.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}
+	h.claims[i] = h.write(watch.Modified, c).(*corev1.PersistentVolumeClaim)
 }
 
 func (h *history) deleteClaim(i int) {
