@@ -252,6 +252,27 @@ func (p *planner) resizingCondition(cond func(t string, ok bool, reason, msg str
 	return &c
 }
 
+// belowSize: the status says a claim asks for or has less than its size (a resize the class held
+// back, or one a held status never showed on its way).
+func belowSize(st *v1alpha1.CelldFleetStatus) bool {
+	d := st.Disks
+	if d == nil || d.Size == "" {
+		return false
+	}
+	size, err := resource.ParseQuantity(d.Size)
+	if err != nil {
+		return false
+	}
+	for _, c := range d.Claims {
+		for _, s := range []string{c.Requested, c.Capacity} {
+			if q, err := resource.ParseQuantity(s); err == nil && q.Cmp(size) < 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // ResizeDoneEventPrefix starts the key of the Event that a resize ended.
 const ResizeDoneEventPrefix = "event/resize/done/"
 
@@ -259,8 +280,7 @@ const ResizeDoneEventPrefix = "event/resize/done/"
 // published status said a resize was on its way, or named another size. (Its start is told with
 // the writes that start it.)
 func resizeEvent(st, published *v1alpha1.CelldFleetStatus, dx *diskFacts) (Action, bool) {
-	old := apimeta.FindStatusCondition(published.Conditions, v1alpha1.ConditionDisksResizing)
-	was := (old != nil && old.Status == metav1.ConditionTrue) ||
+	was := apimeta.IsStatusConditionTrue(published.Conditions, v1alpha1.ConditionDisksResizing) || belowSize(published) ||
 		(published.Disks != nil && published.Disks.Size != "" && st.Disks != nil && published.Disks.Size != st.Disks.Size)
 	switch {
 	case was && !dx.resizing() && !dx.noExpansion && st.Disks != nil && st.Disks.Size != "":
