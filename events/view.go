@@ -121,6 +121,8 @@ type WorkloadView struct {
 	UpdateRevision string
 	// Settled is the size whose rollout last completed (AnnotationSettled), -1 when never.
 	Settled int32
+	// FilesystemResize is the Pod template's v1alpha1.AnnotationFilesystemResize.
+	FilesystemResize string
 	// ClaimSize is the size the StatefulSet's claim template asks for, zero when it has none.
 	// The template is immutable: the workload is created again to change it.
 	ClaimSize resource.Quantity
@@ -145,6 +147,8 @@ type Member struct {
 	DeletionTime time.Time
 	// ClaimName is the claim of the member's data volume, empty for a scratch disk.
 	ClaimName string
+	// FilesystemResize is the Pod's v1alpha1.AnnotationFilesystemResize, as its template had it.
+	FilesystemResize string
 }
 
 // Disk is one claim that carries the fleet's name label.
@@ -320,6 +324,7 @@ func workloadView(o *Observation) WorkloadView {
 			StatusReplicas: s.Status.Replicas, ReadyReplicas: s.Status.ReadyReplicas, UpdatedReplicas: s.Status.UpdatedReplicas,
 			UpdateRevision: s.Status.UpdateRevision, Settled: settled(s.Annotations)}
 		w.Replicas = replicas(s.Spec.Replicas)
+		w.FilesystemResize = s.Spec.Template.Annotations[v1alpha1.AnnotationFilesystemResize]
 		for _, t := range s.Spec.VolumeClaimTemplates {
 			if t.Name == DataVolume {
 				w.ClaimSize = t.Spec.Resources.Requests[corev1.ResourceStorage]
@@ -359,7 +364,7 @@ func members(f *v1alpha1.CelldFleet, o *Observation) []Member {
 			continue
 		}
 		m := Member{Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, NodeName: p.Spec.NodeName, Ordinal: -1,
-			NotReadySince: p.CreationTimestamp.Time}
+			NotReadySince: p.CreationTimestamp.Time, FilesystemResize: p.Annotations[v1alpha1.AnnotationFilesystemResize]}
 		switch {
 		case o.StatefulSet != nil:
 			m.Ordinal = ordinal(p.Name, o.StatefulSet.Name)

@@ -50,6 +50,11 @@ type diskFacts struct {
 	// template: the StatefulSet's claim template asks for another size than the spec: members
 	// it creates would get disks of the old size until it is created again.
 	template bool
+	// fsKept is the v1alpha1.AnnotationFilesystemResize the members' template carries (the
+	// workload's, or its members' while it is being created again); fsPending: a member's claim
+	// waits for the member to start again to grow its filesystem.
+	fsKept    string
+	fsPending bool
 }
 
 // resizing: some claim is below the size or on its way to it.
@@ -93,6 +98,9 @@ func computeDisks(v *events.View) diskFacts {
 			dx.larger = append(dx.larger, d.Name)
 			want = d.Requested
 		}
+		if d.Resize == events.ResizeFileSystemPending && owner[d.Name] != "" {
+			dx.fsPending = true
+		}
 		switch {
 		case d.Resize == events.ResizeFailed:
 			dx.failed = append(dx.failed, fmt.Sprintf("%s (%s)", d.Name, d.ResizeMessage))
@@ -103,6 +111,14 @@ func computeDisks(v *events.View) diskFacts {
 	}
 	dx.noExpansion = len(dx.grow) > 0 && v.StorageClassFixed
 	w := &v.Workload
+	dx.fsKept = w.FilesystemResize
+	if !w.Exists {
+		for i := range v.Members {
+			if s := v.Members[i].FilesystemResize; s != "" {
+				dx.fsKept = s
+			}
+		}
+	}
 	dx.template = w.Exists && !w.ClaimSize.IsZero() && w.ClaimSize.Cmp(dx.size) < 0
 	return dx
 }
@@ -110,17 +126,44 @@ func computeDisks(v *events.View) diskFacts {
 // templateFleet is the fleet as its existing workload can take it: a StatefulSet's claim
 // template is immutable, so the workload is rendered with the size it was created with until it
 // is created again (RecreateWorkload), and no apply is ever refused for asking to change it.
-func templateFleet(v *events.View) *v1alpha1.CelldFleet {
+// fs, when set, is the v1alpha1.AnnotationFilesystemResize its Pod template carries.
+func templateFleet(v *events.View, fs string) *v1alpha1.CelldFleet {
 	f := v.Fleet
 	w := &v.Workload
-	if f.Spec.Storage == nil || !w.Exists || w.ClaimSize.IsZero() || w.ClaimSize.String() == f.Spec.Storage.Size.String() {
+	claims := f.Spec.Storage != nil && w.Exists && !w.ClaimSize.IsZero() && w.ClaimSize.String() != f.Spec.Storage.Size.String()
+	if !claims && fs == "" && f.Annotations[v1alpha1.AnnotationFilesystemResize] == "" {
 		return f
 	}
 	c := *f
-	st := *f.Spec.Storage
-	st.Size = w.ClaimSize.DeepCopy()
-	c.Spec.Storage = &st
+	if claims {
+		st := *f.Spec.Storage
+		st.Size = w.ClaimSize.DeepCopy()
+		c.Spec.Storage = &st
+	}
+	c.Annotations = map[string]string{}
+	for k, val := range f.Annotations {
+		if k != v1alpha1.AnnotationFilesystemResize {
+			c.Annotations[k] = val
+		}
+	}
+	if fs != "" {
+		c.Annotations[v1alpha1.AnnotationFilesystemResize] = fs
+	}
 	return &c
+}
+
+// filesystemResize is the v1alpha1.AnnotationFilesystemResize the members' template gets this
+// step: the size, once, when a member's claim waits for the member to start again to grow its
+// filesystem and the fleet is settled (the workload's controller then restarts the members one
+// at a time); else what the template carries already, so nothing rolls again.
+func (p *planner) filesystemResize() string {
+	dx, fx := &p.fx.disks, p.fx
+	size := dx.size.String()
+	if dx.fsPending && dx.fsKept != size && fx.hold == "" && fx.settled() &&
+		p.to == v1alpha1.StateSteady && p.observed == v1alpha1.StateSteady {
+		return size
+	}
+	return dx.fsKept
 }
 
 // orphans is the size of a StatefulSet the fleet's member Pods outlived (deleted with
@@ -241,7 +284,8 @@ func (p *planner) resizingCondition(cond func(t string, ok bool, reason, msg str
 				if cl.Claim == n {
 					what := orText(cl.Resize, "expanding")
 					if cl.Resize == events.ResizeFileSystemPending {
-						what += ": the kubelet grows the filesystem while the member runs if the driver can, else when the member starts again (kubectl celld restart)"
+						what += ": the kubelet grows the filesystem while the member runs if the driver can, else when the member starts again; " +
+							"once the fleet is settled the workload's rolling update restarts the members one at a time"
 					}
 					why = append(why, n+" ("+what+")")
 				}

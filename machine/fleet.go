@@ -53,8 +53,9 @@ type memoKey struct {
 	uid                    types.UID
 	generation             int64
 	replicas, settled      int32
-	// restartedAt: the one input of rendering outside the fleet's spec (its generation).
-	restartedAt string
+	// restartedAt and filesystemResize: the inputs of rendering outside the fleet's spec (its
+	// generation).
+	restartedAt, filesystemResize string
 }
 
 // New returns the machine of one fleet.

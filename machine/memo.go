@@ -9,20 +9,20 @@ import (
 
 // render renders the fleet's objects. Kept as a method so a cache can sit here if profiles show
 // rendering on the converged path.
-func (m *Fleet) render(v *events.View, replicas, settled int32) *render.Objects {
-	return render.Render(templateFleet(v), replicas, settled)
+func (m *Fleet) render(v *events.View, fs string, replicas, settled int32) *render.Objects {
+	return render.Render(templateFleet(v, fs), replicas, settled)
 }
 
 // matches compares a desired object with its observed twin, remembering the answer for the same
 // observed resourceVersion and the same desired inputs: a converged fleet compares nothing twice.
-func (m *Fleet) matches(v *events.View, desired kinds.Object, replicas, settled int32) bool {
+func (m *Fleet) matches(v *events.View, desired kinds.Object, fs string, replicas, settled int32) bool {
 	ref := kinds.RefOf(desired)
 	observed, rv := v.Owned.Twin(ref.Kind, ref.Name)
 	if observed == nil {
 		return false
 	}
 	k := memoKey{kind: string(ref.Kind), name: ref.Name, observedRV: rv, uid: v.Fleet.UID, generation: v.Fleet.Generation, replicas: replicas, settled: settled,
-		restartedAt: v.Fleet.Annotations[v1alpha1.AnnotationRestartedAt]}
+		restartedAt: v.Fleet.Annotations[v1alpha1.AnnotationRestartedAt], filesystemResize: fs}
 	if ok, hit := m.memo[k]; hit {
 		return ok
 	}

@@ -34,6 +34,8 @@ type planner struct {
 	// recordsSettled is the key of a workload apply that only records the settled size of a
 	// rollout that finished: the fleet is converged with it, and says so in the same step.
 	recordsSettled string
+	// fs is the v1alpha1.AnnotationFilesystemResize the members' template gets this step.
+	fs string
 }
 
 // onlyRecordsSettled: the workload apply at this size differs from the observed workload only
@@ -43,8 +45,8 @@ func (p *planner) onlyRecordsSettled(o kinds.Object, replicas int32) bool {
 	if replicas != p.fx.current || p.settledNow == v.Workload.Settled || !v.Workload.Exists {
 		return false
 	}
-	w := p.m.render(v, replicas, v.Workload.Settled).Workload()
-	return kinds.RefOf(w) == kinds.RefOf(o) && p.m.matches(v, w, replicas, v.Workload.Settled)
+	w := p.m.render(v, p.fs, replicas, v.Workload.Settled).Workload()
+	return kinds.RefOf(w) == kinds.RefOf(o) && p.m.matches(v, w, p.fs, replicas, v.Workload.Settled)
 }
 
 func (p *planner) add(a Action) {
@@ -231,7 +233,8 @@ func (p *planner) live() {
 	if fx.hold != "" {
 		replicas = fx.current
 	}
-	objs := p.m.render(v, replicas, p.settledNow)
+	p.fs = p.filesystemResize()
+	objs := p.m.render(v, p.fs, replicas, p.settledNow)
 	for _, o := range objs.All() {
 		workload := kinds.IsWorkload(o)
 		ref := kinds.RefOf(o)
@@ -239,7 +242,7 @@ func (p *planner) live() {
 			p.block("%s", fx.hold)
 			continue
 		}
-		if p.m.matches(v, o, replicas, p.settledNow) {
+		if p.m.matches(v, o, p.fs, replicas, p.settledNow) {
 			continue
 		}
 		a := Action{Kind: Apply, Key: applyKey(o, replicas), Ref: ref, Object: o}
@@ -400,7 +403,7 @@ func (p *planner) deleting() {
 		return
 	}
 	if v.Workload.Exists && v.Workload.Replicas != 0 {
-		w := p.m.render(v, 0, v.Workload.Settled).Workload()
+		w := p.m.render(v, p.fx.disks.fsKept, 0, v.Workload.Settled).Workload()
 		p.add(Action{Kind: Apply, Key: applyKey(w, 0), Ref: kinds.RefOf(w), Object: w})
 	}
 	if n := len(v.Members); n > 0 {

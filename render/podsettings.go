@@ -95,6 +95,13 @@ func podAnnotations(f *v1alpha1.CelldFleet) map[string]string {
 		}
 		a[v1alpha1.AnnotationRestartedAt] = at
 	}
+	if size := f.Annotations[v1alpha1.AnnotationFilesystemResize]; size != "" {
+		// The machine's word that a grown filesystem waits for its members to start again.
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[v1alpha1.AnnotationFilesystemResize] = size
+	}
 	return a
 }
 

@@ -84,6 +84,13 @@ const AnnotationPaused = "celld.io/paused"
 // new value (kubectl celld restart sets the time) restarts again.
 const AnnotationRestartedAt = "celld.io/restartedAt"
 
+// AnnotationFilesystemResize on the members' Pod template is the disk size whose filesystem
+// needed its members to start again: a claim's volume grew and its filesystem waits for the
+// volume to be mounted again (FileSystemResizePending). The operator sets it once per size, so
+// the workload's controller restarts the members one at a time, each after the previous is
+// ready; the operator itself deletes no Pod.
+const AnnotationFilesystemResize = "celld.io/filesystem-resize"
+
 // Paused reports whether the fleet carries AnnotationPaused with a value other than "false".
 func (f *CelldFleet) Paused() bool {
 	v, ok := f.Annotations[AnnotationPaused]

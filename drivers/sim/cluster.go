@@ -57,6 +57,8 @@ type Cluster struct {
 	nodeGone  map[string]time.Time
 	// expansionFails names the claims (namespace/name) the resizer fails to expand.
 	expansionFails map[string]bool
+	// offline names the claims whose filesystems grow only when mounted again.
+	offline map[string]bool
 	// revisions are the StatefulSets' pod templates by revision name, as ControllerRevisions hold them.
 	revisions map[string]corev1.PodTemplateSpec
 

@@ -2,10 +2,12 @@ package sim
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Volumes: a claim binds at once (Immediate) or when its first Pod is scheduled
@@ -62,8 +64,30 @@ func (c *Cluster) ResizeClaim(namespace, name string, size resource.Quantity) er
 	return nil
 }
 
-// ClearExpansionFailures makes the resizer succeed on every claim again.
-func (c *Cluster) ClearExpansionFailures() { c.expansionFails = nil }
+// ClearExpansionFailures makes the resizer succeed on every claim again, and the kubelet grow
+// every filesystem online.
+func (c *Cluster) ClearExpansionFailures() { c.expansionFails, c.offline = nil, nil }
+
+// GrowFilesystemsOffline makes the driver of claim namespace/name grow its filesystem only when
+// the volume is mounted again (true), as drivers without online expansion do, or online again
+// (false): once its volume is expanded the claim says FileSystemResizePending until a Pod that
+// mounts it starts.
+func (c *Cluster) GrowFilesystemsOffline(namespace, name string, offline bool) {
+	if c.offline == nil {
+		c.offline = map[string]bool{}
+	}
+	c.offline[namespace+"/"+name] = offline
+}
+
+// mountedSince: a Pod that mounts the claim started at or after t.
+func (c *Cluster) mountedSince(pvc *corev1.PersistentVolumeClaim, t time.Time) bool {
+	for _, p := range c.pods() {
+		if p.Namespace == pvc.Namespace && mounts(p, pvc.Name) && p.DeletionTimestamp == nil && !p.CreationTimestamp.Time.Before(t) {
+			return true
+		}
+	}
+	return false
+}
 
 // expandClaims is the external resizer and the kubelet together: a bound claim that asks for
 // more than it has is expanded, online, in one step; one the resizer is made to fail carries
@@ -73,7 +97,19 @@ func (c *Cluster) expandClaims() bool {
 	for _, o := range c.list(KindPVC) {
 		pvc := o.(*corev1.PersistentVolumeClaim)
 		want, have := pvc.Spec.Resources.Requests[corev1.ResourceStorage], pvc.Status.Capacity[corev1.ResourceStorage]
-		if pvc.Status.Phase != corev1.ClaimBound || want.Cmp(have) <= 0 {
+		if pvc.Status.Phase != corev1.ClaimBound {
+			continue
+		}
+		if want.Cmp(have) <= 0 {
+			// The kubelet grows a filesystem left pending once a Pod mounts the volume again.
+			if len(pvc.Status.Conditions) > 0 && pvc.Status.Conditions[0].Type == corev1.PersistentVolumeClaimFileSystemResizePending &&
+				c.mountedSince(pvc, pvc.Status.Conditions[0].LastTransitionTime.Time) {
+				next := pvc.DeepCopy()
+				next.Status.Conditions = nil
+				if c.put(next) {
+					changed = true
+				}
+			}
 			continue
 		}
 		next := pvc.DeepCopy()
@@ -83,6 +119,12 @@ func (c *Cluster) expandClaims() bool {
 				Status: corev1.ConditionTrue, Message: "the volume's quota is exhausted"}}
 		} else {
 			next.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: want.DeepCopy()}
+			if c.offline[pvc.Namespace+"/"+pvc.Name] {
+				// A second later than now: a Pod that started this very tick mounted the old size.
+				next.Status.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimFileSystemResizePending,
+					Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(c.now.Add(time.Second)),
+					Message: "Waiting for user to (re-)start a pod to finish file system resize of volume on node."}}
+			}
 		}
 		if c.put(next) {
 			changed = true

@@ -46,13 +46,15 @@ const (
 	FaultDisksGrown          = "disks grown (spec.storage.size raised)"
 	FaultExpansionForbidden  = "a storage class that forbids expansion"
 	FaultExpansionFailed     = "a volume expansion that fails"
+	FaultFilesystemOffline   = "a filesystem that grows only when its member starts again"
 )
 
 // FaultKinds lists every fault kind a property run must see.
 var FaultKinds = []string{FaultBrokenRollout, FaultNodeLost, FaultNodeNotReady, FaultNodePartitioned, FaultNodeFenced,
 	FaultNodePastGrace, FaultStuckTerminating, FaultVolumeLost, FaultForeignObject, FaultForeignClaim, FaultUnlabelledClaim, FaultUninstall, FaultReservationDeleted,
 	FaultReservationRecreate, FaultAPIRefusal, FaultConflict, FaultRecommend, FaultAuto, FaultRestart, FaultCrash, FaultWatch,
-	FaultStatusCleared, FaultHistoryCleared, FaultPremiseRefused, FaultDisksGrown, FaultExpansionForbidden, FaultExpansionFailed}
+	FaultStatusCleared, FaultHistoryCleared, FaultPremiseRefused, FaultDisksGrown, FaultExpansionForbidden, FaultExpansionFailed,
+	FaultFilesystemOffline}
 
 // nodeMonitorGrace is how long the node lifecycle controller waits for heartbeats before it marks
 // a node unknown (kube-controller-manager's --node-monitor-grace-period).

@@ -130,7 +130,7 @@ var Ops = []Op{
 		if f == nil || f.DeletionTimestamp != nil || f.Spec.Storage == nil {
 			return rounds(w, p)
 		}
-		switch p.Int("expansion", 0, 3) {
+		switch p.Int("expansion", 0, 4) {
 		case 0:
 			w.Faults[FaultExpansionForbidden]++
 			if err := w.Fault("storage class "+StorageClass+" forbids expansion", func() error { return w.C.SetVolumeExpansion(StorageClass, false) }); err != nil {
@@ -140,6 +140,12 @@ var Ops = []Op{
 			claim := fmt.Sprintf("data-%s-%d", name, p.Int("claim", 0, 4))
 			w.Faults[FaultExpansionFailed]++
 			if err := w.Fault("expanding "+claim+" fails", func() error { w.C.FailExpansion(Namespace, claim, true); return nil }); err != nil {
+				return err
+			}
+		case 2:
+			claim := fmt.Sprintf("data-%s-%d", name, p.Int("claim", 0, 4))
+			w.Faults[FaultFilesystemOffline]++
+			if err := w.Fault("the filesystem of "+claim+" grows only when mounted again", func() error { w.C.GrowFilesystemsOffline(Namespace, claim, true); return nil }); err != nil {
 				return err
 			}
 		}

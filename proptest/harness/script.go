@@ -116,6 +116,9 @@ func command(w *World, f []string, out io.Writer) error {
 	case "fail-expansion", "fix-expansion":
 		fails := f[0] == "fail-expansion"
 		return w.Fault(fmt.Sprintf("expanding %s fails=%t", name, fails), func() error { w.C.FailExpansion(Namespace, name, fails); return nil })
+	case "offline-filesystem", "online-filesystem":
+		offline := f[0] == "offline-filesystem"
+		return w.Fault(fmt.Sprintf("the filesystem of %s grows offline=%t", name, offline), func() error { w.C.GrowFilesystemsOffline(Namespace, name, offline); return nil })
 	case "resize-by-hand":
 		size, err := resource.ParseQuantity(arg(f, 2))
 		if err != nil {

@@ -1,0 +1,92 @@
+package machine
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+)
+
+// TestResizePremiseNeverShrinks: a resize goes out only to the claim decided on, still the
+// fleet's, still there, not being deleted, and still asking for less than the size; a claim that
+// asks for the size already, or more (someone enlarged it since), is never written.
+func TestResizePremiseNeverShrinks(t *testing.T) {
+	size := resource.MustParse("2Gi")
+	p := &Premise{DiskOf: "fleet-uid", DiskUID: "claim-uid", DiskBelow: &size}
+	claim := func(req string, edit func(*corev1.PersistentVolumeClaim)) Fresh {
+		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-a-0", UID: "claim-uid",
+			Labels: map[string]string{events.LabelFleetUID: "fleet-uid"}},
+			Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(req)}}}}
+		if edit != nil {
+			edit(c)
+		}
+		return Fresh{Disk: c}
+	}
+	if err := p.Check(claim("1Gi", nil)); err != nil {
+		t.Errorf("a claim of 1Gi to grow to 2Gi: %v", err)
+	}
+	if err := p.Check(claim("2047Mi", nil)); err != nil {
+		t.Errorf("a claim of 2047Mi to grow to 2Gi: %v", err)
+	}
+	for name, fresh := range map[string]Fresh{
+		"gone":                     {},
+		"at the size already":      claim("2Gi", nil),
+		"at the size in MiB":       claim("2048Mi", nil),
+		"enlarged past it by hand": claim("3Gi", nil),
+		"being deleted":            claim("1Gi", func(c *corev1.PersistentVolumeClaim) { c.DeletionTimestamp = &metav1.Time{} }),
+		"replaced":                 claim("1Gi", func(c *corev1.PersistentVolumeClaim) { c.UID = "another" }),
+		"relabelled":               claim("1Gi", func(c *corev1.PersistentVolumeClaim) { c.Labels[events.LabelFleetUID] = "other-fleet" }),
+	} {
+		if err := p.Check(fresh); !errors.Is(err, ErrPremiseChanged) {
+			t.Errorf("a claim %s: %v; want the premise refused", name, err)
+		}
+	}
+}
+
+// TestDisksGrowOnlyTheFleetsOwnClaims: only the fleet's own claims (its exact claim names and
+// its UID label), not being deleted, asking for less, are grown; one asking for more is named
+// and kept; a class that forbids expansion grows none.
+func TestDisksGrowOnlyTheFleetsOwnClaims(t *testing.T) {
+	disk := func(name string, uid types.UID, ord int, req string) events.Disk {
+		return events.Disk{Name: name, UID: types.UID(name), FleetUID: uid, Ordinal: ord, Requested: resource.MustParse(req), Capacity: resource.MustParse(req)}
+	}
+	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "u1"}, Spec: v1alpha1.CelldFleetSpec{
+		Profile: v1alpha1.ProfilePersistentFleet, Storage: &v1alpha1.StorageSpec{StorageClassName: "c", Size: resource.MustParse("2Gi")}}}
+	gone := disk("data-a-4", "u1", 4, "1Gi")
+	gone.Terminating = true
+	v := &events.View{Fleet: f, Disks: []events.Disk{
+		disk("data-a-0", "u1", 0, "1Gi"),
+		disk("data-a-1", "u2", 1, "1Gi"),  // another fleet's
+		disk("data-a-2", "u1", 2, "3Gi"),  // enlarged by hand
+		disk("data-a-x", "u1", -1, "1Gi"), // labelled, but no claim the StatefulSet makes
+		disk("data-a-3", "u1", 3, "2Gi"),
+		gone,
+	}}
+	dx := computeDisks(v)
+	var grow []string
+	for _, d := range dx.grow {
+		grow = append(grow, d.Name)
+	}
+	if !slices.Equal(grow, []string{"data-a-0"}) || !slices.Equal(dx.larger, []string{"data-a-2"}) {
+		t.Errorf("grow %v, larger %v; want [data-a-0] and [data-a-2]", grow, dx.larger)
+	}
+	if dx.noExpansion {
+		t.Errorf("a class not known to forbid expansion held the resize")
+	}
+	v.StorageClassFixed = true
+	if dx := computeDisks(v); !dx.noExpansion {
+		t.Errorf("a class that forbids expansion did not hold the resize")
+	}
+	f.Spec.Storage.Size = resource.MustParse("1Gi")
+	v.StorageClassFixed = false
+	if dx := computeDisks(v); len(dx.grow) != 0 || dx.resizing() {
+		t.Errorf("every own claim at or above the size: grow %v, resizing %t; want nothing", dx.grow, dx.resizing())
+	}
+}
