@@ -449,8 +449,8 @@ func checkDenials(t *testing.T, ctx context.Context, client kubernetes.Interface
 				metav1.CreateOptions{DryRun: dry})
 			return err
 		}},
-		{"delete a statefulset", false, func() error {
-			return client.AppsV1().StatefulSets(ns).Delete(ctx, "probe", metav1.DeleteOptions{DryRun: dry})
+		{"delete a deployment", false, func() error {
+			return client.AppsV1().Deployments(ns).Delete(ctx, "probe", metav1.DeleteOptions{DryRun: dry})
 		}},
 		{"mint a token for the namespace's default serviceaccount", false, func() error {
 			_, err := client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{DryRun: dry})

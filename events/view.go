@@ -123,6 +123,9 @@ type WorkloadView struct {
 	Settled int32
 	// FilesystemResize is the Pod template's v1alpha1.AnnotationFilesystemResize.
 	FilesystemResize string
+	// Deleting: the StatefulSet carries a deletionTimestamp (deleted with propagation Orphan, it
+	// stays until the garbage collector has orphaned its members).
+	Deleting bool
 	// ClaimSize is the size the StatefulSet's claim template asks for, zero when it has none.
 	// The template is immutable: the workload is created again to change it.
 	ClaimSize resource.Quantity
@@ -325,6 +328,7 @@ func workloadView(o *Observation) WorkloadView {
 			UpdateRevision: s.Status.UpdateRevision, Settled: settled(s.Annotations)}
 		w.Replicas = replicas(s.Spec.Replicas)
 		w.FilesystemResize = s.Spec.Template.Annotations[v1alpha1.AnnotationFilesystemResize]
+		w.Deleting = s.DeletionTimestamp != nil
 		for _, t := range s.Spec.VolumeClaimTemplates {
 			if t.Name == DataVolume {
 				w.ClaimSize = t.Spec.Resources.Requests[corev1.ResourceStorage]

@@ -206,6 +206,11 @@ func (p *planner) disks() {
 		p.intend("grow %s to %s", names, dx.size.String())
 	}
 	w := &v.Workload
+	if dx.template && w.Deleting {
+		// Deleted already, to be created again once the garbage collector let its members go.
+		p.intend("create the StatefulSet again with claims of %s once the old one is gone; its members stay as they are", dx.size.String())
+		return
+	}
 	if !dx.template || fx.hold != "" || p.to != v1alpha1.StateSteady || p.observed != v1alpha1.StateSteady || !fx.settled() || p.wroteWorkload() {
 		if dx.template {
 			p.block("the workload to settle before its claim template is brought to %s", dx.size.String())
