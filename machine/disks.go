@@ -201,7 +201,7 @@ func (p *planner) disks() {
 	}
 	if len(dx.grow) > 0 {
 		names := diskNames(claimNames(dx.grow))
-		p.add(Action{Kind: RecordEvent, Key: "event/resize/started/" + dx.size.String(), EventType: "Normal", Reason: "DiskResizeStarted",
+		p.add(Action{Kind: RecordEvent, Key: ResizeStartedEventPrefix + dx.size.String(), EventType: "Normal", Reason: "DiskResizeStarted",
 			Message: fmt.Sprintf("growing %s to %s (spec.storage.size); each member keeps running on its disk", names, dx.size.String())})
 		p.intend("grow %s to %s", names, dx.size.String())
 	}
@@ -252,10 +252,13 @@ func (dx *diskFacts) classText(v *events.View) string {
 		class, diskNames(claimNames(dx.grow)), dx.size.String(), class)
 }
 
-// diskStatus is the status's account of the fleet's claims.
+// diskStatus is the status's account of the fleet's claims while a resize is on its way or held,
+// or a claim asks for more than the spec: a fleet whose claims all have its size shows none, so
+// that it costs no status write (at rest, or when an operator that knows of resizes takes over
+// from one that did not); kubectl celld status reads each member's size from its claim.
 func (p *planner) diskStatus(st *v1alpha1.CelldFleetStatus) {
 	dx := &p.fx.disks
-	if len(dx.claims) == 0 {
+	if len(dx.claims) == 0 || (!dx.resizing() && !dx.noExpansion && len(dx.larger) == 0) {
 		return
 	}
 	if st.Disks == nil {
@@ -322,19 +325,22 @@ func belowSize(st *v1alpha1.CelldFleetStatus) bool {
 	return false
 }
 
-// ResizeDoneEventPrefix starts the key of the Event that a resize ended.
-const ResizeDoneEventPrefix = "event/resize/done/"
+// ResizeStartedEventPrefix and ResizeDoneEventPrefix start the keys of the Events that a resize
+// started and ended.
+const (
+	ResizeStartedEventPrefix = "event/resize/started/"
+	ResizeDoneEventPrefix    = "event/resize/done/"
+)
 
-// resizeEvent is the Event of a resize that ended, sent with the status that first says so: the
-// published status said a resize was on its way, or named another size. (Its start is told with
-// the writes that start it.)
-func resizeEvent(st, published *v1alpha1.CelldFleetStatus, dx *diskFacts) (Action, bool) {
-	was := apimeta.IsStatusConditionTrue(published.Conditions, v1alpha1.ConditionDisksResizing) || belowSize(published) ||
-		(published.Disks != nil && published.Disks.Size != "" && st.Disks != nil && published.Disks.Size != st.Disks.Size)
-	switch {
-	case was && !dx.resizing() && !dx.noExpansion && st.Disks != nil && st.Disks.Size != "":
-		return Action{Kind: RecordEvent, Key: ResizeDoneEventPrefix + st.Disks.Size, EventType: "Normal", Reason: "DiskResized",
-			Message: "every disk of the fleet has the size it asks for, at least " + st.Disks.Size}, true
+// resizeEvent is the Event of a resize that ended: the published status said it was on its way,
+// or this machine announced it (announced) and has not told of its end yet (told). Its start is
+// told with the writes that start it.
+func resizeEvent(published *v1alpha1.CelldFleetStatus, dx *diskFacts, announced, told string) (Action, bool) {
+	size := dx.size.String()
+	was := apimeta.IsStatusConditionTrue(published.Conditions, v1alpha1.ConditionDisksResizing) || belowSize(published) || announced == size
+	if !was || told == size || dx.resizing() || dx.noExpansion || len(dx.claims) == 0 {
+		return Action{}, false
 	}
-	return Action{}, false
+	return Action{Kind: RecordEvent, Key: ResizeDoneEventPrefix + size, EventType: "Normal", Reason: "DiskResized",
+		Message: "every disk of the fleet has the size it asks for, at least " + size}, true
 }

@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,11 @@ type Fleet struct {
 	// has not seen their deletes yet plans them again (the driver sends no delete for a claim
 	// its fresh read finds going already), but names none of them a second time.
 	announced map[types.UID]bool
+	// resizing is the size a DiskResizeStarted Event of this machine announced, until its
+	// DiskResized Event went out: a resize that ends before any status showed it on its way is
+	// told to have ended all the same. resized is the size the last DiskResized Event told of:
+	// told once, whichever way it was learnt.
+	resizing, resized string
 
 	// announcing are the disks the last decision's DiskDeleted Event names, by the Event's key:
 	// they count as announced once Advance says the Event was recorded.
@@ -158,6 +164,10 @@ func (m *Fleet) Advance(done []Action, decided time.Time) {
 		switch {
 		case a.Kind == PublishStatus && a.Status != nil:
 			m.published, m.asked = decided, a.Status
+		case a.Kind == RecordEvent && strings.HasPrefix(a.Key, ResizeStartedEventPrefix):
+			m.resizing = strings.TrimPrefix(a.Key, ResizeStartedEventPrefix)
+		case a.Kind == RecordEvent && strings.HasPrefix(a.Key, ResizeDoneEventPrefix):
+			m.resizing, m.resized = "", strings.TrimPrefix(a.Key, ResizeDoneEventPrefix)
 		case a.Kind == RecordEvent && len(m.announcing[a.Key]) > 0:
 			if m.announced == nil {
 				m.announced = map[types.UID]bool{}

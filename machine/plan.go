@@ -120,17 +120,23 @@ func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetS
 	}
 	st := p.status()
 	var hold time.Duration
+	told := false
 	if !statusEqual(&st, &v.Fleet.Status) {
 		if hold = p.m.statusHold(v.Fleet, &st, v.Now); hold == 0 {
 			if d, ok := enteredDegraded(&st, &v.Fleet.Status); ok {
 				p.add(Action{Kind: RecordEvent, Key: "event/degraded/" + d.Reason, EventType: "Warning", Reason: d.Reason, Message: d.Message})
 			}
-			if e, ok := resizeEvent(&st, &v.Fleet.Status, &p.fx.disks); ok {
+			if e, ok := resizeEvent(&v.Fleet.Status, &p.fx.disks, p.m.resizing, p.m.resized); ok {
 				p.add(e)
+				told = true
 			}
 			s := st
 			p.add(Action{Kind: PublishStatus, Key: "status/" + v.Key(), Status: &s})
 		}
+	}
+	if e, ok := resizeEvent(&v1alpha1.CelldFleetStatus{}, &p.fx.disks, p.m.resizing, p.m.resized); ok && !told && p.to != v1alpha1.StateDeleting {
+		// A resize this machine announced ended with no status to carry the news: told alone.
+		p.add(e)
 	}
 	if wait := p.requeue(); wait > 0 {
 		p.add(Action{Kind: Requeue, Key: "requeue/" + v.Key(), After: wait})

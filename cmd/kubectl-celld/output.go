@@ -55,6 +55,10 @@ type diskDoc struct {
 	// Phase is the claim's (Bound, Pending, Lost), Missing when no such claim exists, Deleting
 	// when its deletion was requested.
 	Phase string `json:"phase"`
+	// Requested is the claim's storage request, Capacity the size its volume has; empty when
+	// unknown.
+	Requested string `json:"requested,omitempty"`
+	Capacity  string `json:"capacity,omitempty"`
 }
 
 // historyDoc is what `history` shows, as data: every capacity decision, oldest first.
@@ -109,7 +113,9 @@ func statusDocOf(r *report) statusDoc {
 			default:
 				phase = string(c.Status.Phase)
 			}
-			m.Disks = append(m.Disks, diskDoc{Claim: name, Phase: phase})
+			doc := diskDoc{Claim: name, Phase: phase}
+			doc.Requested, doc.Capacity = claimSizes(c)
+			m.Disks = append(m.Disks, doc)
 		}
 		d.Members = append(d.Members, m)
 	}

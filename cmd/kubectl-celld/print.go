@@ -69,10 +69,10 @@ func printStatus(w io.Writer, r *report, now time.Time, history int) {
 
 	fmt.Fprintln(w, "\nMembers:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  POD\tNODE\tZONE\tREADY\tREVISION\tDISK\tAGE")
+	fmt.Fprintln(tw, "  POD\tNODE\tZONE\tREADY\tREVISION\tDISK\tSIZE\tAGE")
 	for i := range r.pods {
 		p := &r.pods[i]
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Spec.NodeName), r.zone(p), ready(p), revision(p), r.disk(p), age(p.CreationTimestamp.Time, now))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Spec.NodeName), r.zone(p), ready(p), revision(p), r.disk(p), r.diskSize(p), age(p.CreationTimestamp.Time, now))
 	}
 	if len(r.pods) == 0 {
 		fmt.Fprintln(tw, "  (no member Pods)")
@@ -162,6 +162,44 @@ func (r *report) zone(p *corev1.Pod) string {
 		return "(node gone)"
 	}
 	return orDash(n.Labels[corev1.LabelTopologyZone])
+}
+
+// diskSize is the size of the member's disk as its claim says: the capacity its volume has, and
+// "-> requested" while a resize asks for more.
+func (r *report) diskSize(p *corev1.Pod) string {
+	var out []string
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		req, capa := claimSizes(r.claims[v.PersistentVolumeClaim.ClaimName])
+		switch {
+		case req == "" && capa == "":
+			out = append(out, "-")
+		case capa == "" || capa == req:
+			out = append(out, orDash(req))
+		default:
+			out = append(out, capa+"->"+req)
+		}
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, ",")
+}
+
+// claimSizes are a claim's storage request and capacity, empty when unknown.
+func claimSizes(c *corev1.PersistentVolumeClaim) (requested, capacity string) {
+	if c == nil {
+		return "", ""
+	}
+	if q, ok := c.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+		requested = q.String()
+	}
+	if q, ok := c.Status.Capacity[corev1.ResourceStorage]; ok {
+		capacity = q.String()
+	}
+	return requested, capacity
 }
 
 func (r *report) disk(p *corev1.Pod) string {
