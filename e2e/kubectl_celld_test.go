@@ -120,11 +120,11 @@ func TestKubectlCelld(t *testing.T) {
 		t.Fatalf("kubectl celld status: %v: %s", err, stderr)
 	}
 	t.Logf("kubectl celld status %s:\n%s", fl.Name, out)
-	// Each member once, on a node that exists, ready, with its own disk.
+	// Each member once, on a node that exists, ready, with its own disk and its size.
 	for _, p := range f.members(fl) {
-		line := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(p.Name) + `  +` + regexp.QuoteMeta(p.Spec.NodeName) + `  +zone-[a-z]  +true  +\S+  +data-` + regexp.QuoteMeta(p.Name) + `  +\S+$`)
+		line := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(p.Name) + `  +` + regexp.QuoteMeta(p.Spec.NodeName) + `  +zone-[a-z]  +true  +\S+  +data-` + regexp.QuoteMeta(p.Name) + `  +1Gi  +\S+$`)
 		if !line.MatchString(out) {
-			t.Errorf("no member line for %s on %s, ready, disk data-%s", p.Name, p.Spec.NodeName, p.Name)
+			t.Errorf("no member line for %s on %s, ready, disk data-%s of 1Gi", p.Name, p.Spec.NodeName, p.Name)
 		}
 	}
 	golden(t, "status", f.normalized(out, fl.Name))
