@@ -97,9 +97,10 @@ wait_healthy() {
 # --- audit -------------------------------------------------------------------
 
 # The API server records who deleted each Pod, claim and lease, with the
-# delete's options (grace period, preconditions), in logs/audit.log: the
-# end-to-end tests tell the operator's deletes from a controller's or kwok's by
-# it.
+# delete's options (grace period, preconditions), and who evicted each Pod (a
+# drain's request, which the disruption budget may refuse), in logs/audit.log:
+# the end-to-end tests tell the operator's deletes from a controller's, kwok's
+# or a drain's by it.
 write_audit_policy() {
 	cat >"${CLUSTER_RUN}/audit-policy.yaml" <<'YAML'
 apiVersion: audit.k8s.io/v1
@@ -113,6 +114,11 @@ rules:
     resources: [pods, persistentvolumeclaims]
   - group: coordination.k8s.io
     resources: [leases]
+- level: Request
+  verbs: [create]
+  resources:
+  - group: ""
+    resources: [pods/eviction]
 - level: None
 YAML
 }

@@ -22,6 +22,10 @@ import (
 // Contract is the recorders of every kind the judge reads.
 type Contract struct {
 	kinds []kind
+	ns    string
+	// auditLog is the API server's audit log that says who asked for each Pod's deletion, empty
+	// when the judge has none.
+	auditLog string
 }
 
 type kind struct {
@@ -61,7 +65,7 @@ func watchWith(t testing.TB, kube kubernetes.Interface, celld versioned.Interfac
 		ListWatch("persistentvolumeclaims", core.PersistentVolumeClaims(ns).List, core.PersistentVolumeClaims(ns).Watch),
 		ListWatch("nodes", core.Nodes().List, core.Nodes().Watch),
 	}
-	c := &Contract{}
+	c := &Contract{ns: ns}
 	for _, s := range sources {
 		r := record(s)
 		// The list's versions all carry the one time the list returned; a watch event is stamped
@@ -77,6 +81,12 @@ func watchWith(t testing.TB, kube kubernetes.Interface, celld versioned.Interfac
 	return c
 }
 
+// AttributeBy has the judge read, from the API server's audit log at path, who asked for each
+// Pod's deletion: a member a drain evicted is judged by the drain's clause (no eviction takes a
+// second member away), not as the operator's deletion. The log must record Pod evictions and
+// deletes (cluster/up.sh's audit policy does).
+func (c *Contract) AttributeBy(path string) { c.auditLog = path }
+
 // Judgement judges the whole recorded history. It first waits until every watch has caught up
 // with the API server, so that nothing written before the call is judged without what explains
 // it.
@@ -89,7 +99,14 @@ func (c *Contract) Judgement(t testing.TB) (Verdict, int) {
 			all = append(all, Entry{Seen: s, Initial: i < k.initial})
 		}
 	}
-	return Judge(all), len(all)
+	var requests []Request
+	if c.auditLog != "" {
+		var err error
+		if requests, err = ReadAudit(c.auditLog, c.ns); err != nil {
+			t.Fatalf("contract: %v", err)
+		}
+	}
+	return Judge(all, requests), len(all)
 }
 
 // Verify judges the whole recorded history, reports each violation with t.Errorf (object,

@@ -53,8 +53,8 @@ func (v *Verdict) Summary() string {
 	if len(parts) == 0 {
 		parts = []string{"none"}
 	}
-	return fmt.Sprintf("checks of clause 1 (scale-in) %d, 2 (growth) %d, 3 (Pod deletion) %d, 4 (claim deletion) %d; deletions: %s; template changes %d",
-		v.ByClause["1"], v.ByClause["2"], v.ByClause["3"], v.ByClause["4"], strings.Join(parts, ", "), v.TemplateChanges)
+	return fmt.Sprintf("checks of clause 1 (scale-in) %d, 2 (growth) %d, 3 (Pod deletion) %d, 4 (claim deletion) %d, %s %d; deletions: %s; template changes %d",
+		v.ByClause["1"], v.ByClause["2"], v.ByClause["3"], v.ByClause["4"], drainClause, v.ByClause[drainClause], strings.Join(parts, ", "), v.TemplateChanges)
 }
 
 // judging is the state of every recorded object at one resource version, as the history is
@@ -74,6 +74,8 @@ type judging struct {
 	nodes    map[string]*corev1.Node
 	// lostAt is when a member was deleted because its node was lost, by fleet UID and Pod name.
 	lostAt map[string]time.Time
+	// asked is the request that asked for each Pod's deletion, where the audit log shows it.
+	asked map[types.UID]Request
 }
 
 type fleetSeen struct {
@@ -122,11 +124,14 @@ func fleetOf(m metav1.Object) types.UID {
 
 // Judge replays a recorded history in resource version order (one etcd: its revisions order
 // writes across kinds) and checks every write the contract speaks of against the state just
-// before it.
-func Judge(history []Entry) Verdict {
+// before it. requests are the Pod evictions and deletes the API server's audit log recorded (nil
+// when there is none): a member a drain evicted is judged by the drain's clause, not as a
+// deletion of the operator's.
+func Judge(history []Entry, requests []Request) Verdict {
 	h := append([]Entry(nil), history...)
 	sort.SliceStable(h, func(i, j int) bool { return ResourceVersion(h[i].Meta()) < ResourceVersion(h[j].Meta()) })
 	j := &judging{
+		asked:   askedFor(h, requests),
 		Verdict: Verdict{Explained: map[string]int{}, ByClause: map[string]int{}},
 		fleets:  map[types.UID]*fleetSeen{}, workloads: map[types.UID]*workload{}, sets: map[types.UID]*appsv1.ReplicaSet{},
 		pods: map[types.UID]*corev1.Pod{}, podSince: map[types.UID]uint64{}, lostAt: map[string]time.Time{}, claims: map[types.UID]*corev1.PersistentVolumeClaim{},
@@ -163,7 +168,10 @@ func Judge(history []Entry) Verdict {
 }
 
 func (j *judging) violate(clause, object, format string, args ...any) {
-	j.Violations = append(j.Violations, fmt.Sprintf("clause %s: %s at resource version %d (%s): %s",
+	if clause != drainClause {
+		clause = "clause " + clause
+	}
+	j.Violations = append(j.Violations, fmt.Sprintf("%s: %s at resource version %d (%s): %s",
 		clause, object, j.rv, j.e.At.Format("15:04:05.000"), fmt.Sprintf(format, args...)))
 }
 
@@ -282,7 +290,11 @@ func (j *judging) pod(p *corev1.Pod, deleted bool) {
 	}
 	first := !j.e.Initial && (deleted || p.DeletionTimestamp != nil) && (!known || prev.DeletionTimestamp == nil)
 	if first {
-		j.podDeleted(p)
+		if r, ok := j.asked[p.UID]; ok && r.Eviction {
+			j.podEvicted(p, prev, r)
+		} else {
+			j.podDeleted(p)
+		}
 		// Gone at once, with no grace period: a forced deletion, which must not start a second
 		// copy of a member whose node may be alive.
 		if deleted && (p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds == 0) {
@@ -304,7 +316,11 @@ func (j *judging) podDeleted(p *corev1.Pod) {
 	}
 	obj := "Pod " + p.Name + " (" + string(p.UID) + ")"
 	why := j.podDeletionReason(p, fleet)
-	j.check(why != "", "3", obj, "deleted with its fleet live, within its workload's size, on a healthy node, and no rollout to explain it")
+	by := ""
+	if r, ok := j.asked[p.UID]; ok {
+		by = ", asked by " + r.String()
+	}
+	j.check(why != "", "3", obj, "deleted with its fleet live, within its workload's size, on a healthy node, and no rollout to explain it%s", by)
 	if why == "" {
 		return
 	}

@@ -146,7 +146,7 @@ func TestContractJudge(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHistory(t, 9, 3)
 			c.story(h)
-			v := Judge(h.entries)
+			v := Judge(h.entries, h.requests)
 			t.Logf("%d checks; %s", v.Checks, v.Summary())
 			if v.Checks == 0 {
 				t.Errorf("no check made")
@@ -165,7 +165,7 @@ func TestContractJudge(t *testing.T) {
 		h.deletePod(2, true)
 		// The ReplicaSet is at 2 with 2 Pods: another deletion is nobody's scale-down.
 		h.deletePod(1, true)
-		v := Judge(h.entries)
+		v := Judge(h.entries, nil)
 		t.Logf("%d checks; %s", v.Checks, v.Summary())
 		matchViolations(t, v.Violations, [][]string{{"clause 3: Pod bk-1", "deleted with its fleet live"}})
 		if v.Explained["Pod: scale-down"] != 1 {
@@ -198,6 +198,8 @@ type history struct {
 	rv      uint64
 	at      time.Time
 	entries []Entry
+	// requests are what the API server's audit log recorded.
+	requests []Request
 
 	fleet  *v1alpha1.CelldFleet
 	set    *appsv1.StatefulSet

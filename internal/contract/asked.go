@@ -1,0 +1,136 @@
+package contract
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Request is one request to take a Pod away, as the API server's audit log recorded it: an
+// eviction (a create of the pods/eviction subresource, what a drain sends, which the disruption
+// budget may refuse) or a delete (what the operator sends to heal a member, and what controllers
+// and kubelets send).
+type Request struct {
+	At              time.Time
+	Namespace, Name string
+	Eviction        bool
+	User, Agent     string
+	// Code is the API server's answer: 2xx when it took the Pod away, 429 when the budget refused.
+	Code int32
+}
+
+func (r Request) String() string {
+	verb := "delete"
+	if r.Eviction {
+		verb = "eviction"
+	}
+	return fmt.Sprintf("%s by %s (%s) at %s", verb, r.User, r.Agent, r.At.Format("15:04:05.000"))
+}
+
+// ByOperator: the operator's client names itself in its user agent (cmd/celld-operator).
+func (r Request) ByOperator() bool { return strings.HasPrefix(r.Agent, "celld-operator/") }
+
+// ReadAudit reads the Pod evictions and deletes of namespace ns that an API server's JSON audit
+// log recorded once answered (cluster/up.sh's audit policy records both).
+func ReadAudit(path, ns string) ([]Request, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("the API server's audit log: %w", err)
+	}
+	defer f.Close()
+	var out []Request
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		var e struct {
+			Stage     string `json:"stage"`
+			Verb      string `json:"verb"`
+			UserAgent string `json:"userAgent"`
+			User      struct {
+				Username string `json:"username"`
+			} `json:"user"`
+			ObjectRef struct {
+				Resource, Subresource, Namespace, Name string
+			} `json:"objectRef"`
+			ResponseStatus struct {
+				Code int32 `json:"code"`
+			} `json:"responseStatus"`
+			StageTimestamp time.Time `json:"stageTimestamp"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("audit log %s: %w", path, err)
+		}
+		o := &e.ObjectRef
+		if e.Stage != "ResponseComplete" || o.Resource != "pods" || o.Namespace != ns {
+			continue
+		}
+		eviction := e.Verb == "create" && o.Subresource == "eviction"
+		if !eviction && (e.Verb != "delete" || o.Subresource != "") {
+			continue
+		}
+		out = append(out, Request{At: e.StageTimestamp, Namespace: o.Namespace, Name: o.Name, Eviction: eviction,
+			User: e.User.Username, Agent: e.UserAgent, Code: e.ResponseStatus.Code})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("audit log %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// The audit log and the watches stamp one write at different moments: the log when the answer
+// is sent, the recorder when the event arrives, either first. A request is matched to the first
+// deletion of a Pod of its name seen within these bounds of it.
+const (
+	askedBefore = 5 * time.Second
+	askedAfter  = 2 * time.Second
+)
+
+// askedFor attributes the first deletion of each Pod to the request that asked for it: the
+// earliest answered request for the Pod's name made after that Pod was first seen (an earlier
+// one was for a Pod of the same name before it) and within the bounds of the deletion. A Pod
+// no request matches keeps no attribution.
+func askedFor(h []Entry, requests []Request) map[types.UID]Request {
+	reqs := append([]Request(nil), requests...)
+	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].At.Before(reqs[j].At) })
+	used := make([]bool, len(reqs))
+	out := map[types.UID]Request{}
+	firstSeen := map[types.UID]time.Time{}
+	terminating := map[types.UID]bool{}
+	for _, e := range h {
+		p, ok := e.Obj.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		if _, seen := firstSeen[p.UID]; !seen {
+			firstSeen[p.UID] = e.At
+		}
+		if e.Initial || terminating[p.UID] || (e.Type != watch.Deleted && p.DeletionTimestamp == nil) {
+			continue
+		}
+		terminating[p.UID] = true
+		from := e.At.Add(-askedBefore)
+		if firstSeen[p.UID].After(from) {
+			from = firstSeen[p.UID]
+		}
+		for i, r := range reqs {
+			if used[i] || r.Code < 200 || r.Code > 299 || r.Namespace != p.Namespace || r.Name != p.Name || r.At.Before(from) {
+				continue
+			}
+			if r.At.After(e.At.Add(askedAfter)) {
+				break
+			}
+			used[i] = true
+			out[p.UID] = r
+			break
+		}
+	}
+	return out
+}
