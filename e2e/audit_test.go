@@ -1,13 +1,13 @@
 package e2e
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/celld/celld-operator/internal/contract"
 )
 
 // auditDelete is one delete of a Pod or claim as the API server recorded it (cluster/up.sh keeps
@@ -42,45 +42,18 @@ func (d auditDelete) byKwok() bool { return d.user == "kwok-controller" }
 // log for every object a check looks at.
 func auditDeletes(t *testing.T, resource, namespace string) map[string][]auditDelete {
 	t.Helper()
-	f, err := os.Open(suite.auditLog)
-	if err != nil {
+	if _, err := os.Stat(suite.auditLog); err != nil {
 		t.Fatalf("the API server's audit log: %v (a control plane started before cluster/up.sh kept one: restart it with cluster/down.sh; cluster/up.sh)", err)
 	}
-	defer f.Close()
-	out := map[string][]auditDelete{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
-		var e struct {
-			Stage     string `json:"stage"`
-			Verb      string `json:"verb"`
-			UserAgent string `json:"userAgent"`
-			User      struct {
-				Username string `json:"username"`
-			} `json:"user"`
-			ObjectRef struct {
-				Resource, Namespace, Name string
-			} `json:"objectRef"`
-			ResponseStatus struct {
-				Code int32 `json:"code"`
-			} `json:"responseStatus"`
-			RequestObject struct {
-				GracePeriodSeconds *int64 `json:"gracePeriodSeconds"`
-			} `json:"requestObject"`
-			StageTimestamp time.Time `json:"stageTimestamp"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("audit log %s: %v", suite.auditLog, err)
-		}
-		r := &e.ObjectRef
-		if e.Stage != "ResponseComplete" || e.Verb != "delete" || r.Resource != resource || r.Namespace != namespace {
-			continue
-		}
-		out[r.Name] = append(out[r.Name], auditDelete{at: e.StageTimestamp, user: e.User.Username, agent: e.UserAgent,
-			grace: e.RequestObject.GracePeriodSeconds, code: e.ResponseStatus.Code})
+	requests, err := contract.ReadAudit(suite.auditLog, namespace)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("audit log %s: %v", suite.auditLog, err)
+	out := map[string][]auditDelete{}
+	for _, r := range requests {
+		if !r.Eviction && r.Resource == resource {
+			out[r.Name] = append(out[r.Name], auditDelete{at: r.At, user: r.User, agent: r.Agent, grace: r.Grace, code: r.Code})
+		}
 	}
 	return out
 }

@@ -14,16 +14,20 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// Request is one request to take a Pod away, as the API server's audit log recorded it: an
-// eviction (a create of the pods/eviction subresource, what a drain sends, which the disruption
-// budget may refuse) or a delete (what the operator sends to heal a member, and what controllers
-// and kubelets send).
+// Request is one request to take an object away, as the API server's audit log recorded it: a
+// Pod's eviction (a create of the pods/eviction subresource, what a drain sends, which the
+// disruption budget may refuse) or a delete (what the operator sends to heal a member or remove
+// a disk, and what controllers and kubelets send).
 type Request struct {
-	At              time.Time
-	Namespace, Name string
-	Eviction        bool
-	User, Agent     string
-	// Code is the API server's answer: 2xx when it took the Pod away, 429 when the budget refused.
+	At time.Time
+	// Resource is the object's API resource: pods, persistentvolumeclaims.
+	Resource, Namespace, Name string
+	Eviction                  bool
+	User, Agent               string
+	// Grace is a delete's grace period, nil when it asked for none (the object's own).
+	Grace *int64
+	// Code is the API server's answer: 2xx when it took the object away, 429 when the budget
+	// refused an eviction.
 	Code int32
 }
 
@@ -38,8 +42,9 @@ func (r Request) String() string {
 // ByOperator: the operator's client names itself in its user agent (cmd/celld-operator).
 func (r Request) ByOperator() bool { return strings.HasPrefix(r.Agent, "celld-operator/") }
 
-// ReadAudit reads the Pod evictions and deletes of namespace ns that an API server's JSON audit
-// log recorded once answered (cluster/up.sh's audit policy records both).
+// ReadAudit reads the Pod evictions and the deletes of namespace ns that an API server's JSON
+// audit log recorded once answered (cluster/up.sh's audit policy records Pod evictions, and
+// deletes of Pods and claims).
 func ReadAudit(path, ns string) ([]Request, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -63,21 +68,28 @@ func ReadAudit(path, ns string) ([]Request, error) {
 			ResponseStatus struct {
 				Code int32 `json:"code"`
 			} `json:"responseStatus"`
+			RequestObject struct {
+				GracePeriodSeconds *int64 `json:"gracePeriodSeconds"`
+			} `json:"requestObject"`
 			StageTimestamp time.Time `json:"stageTimestamp"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return nil, fmt.Errorf("audit log %s: %w", path, err)
 		}
 		o := &e.ObjectRef
-		if e.Stage != "ResponseComplete" || o.Resource != "pods" || o.Namespace != ns {
+		if e.Stage != "ResponseComplete" || o.Namespace != ns {
 			continue
 		}
-		eviction := e.Verb == "create" && o.Subresource == "eviction"
+		eviction := e.Verb == "create" && o.Resource == "pods" && o.Subresource == "eviction"
 		if !eviction && (e.Verb != "delete" || o.Subresource != "") {
 			continue
 		}
-		out = append(out, Request{At: e.StageTimestamp, Namespace: o.Namespace, Name: o.Name, Eviction: eviction,
-			User: e.User.Username, Agent: e.UserAgent, Code: e.ResponseStatus.Code})
+		r := Request{At: e.StageTimestamp, Resource: o.Resource, Namespace: o.Namespace, Name: o.Name, Eviction: eviction,
+			User: e.User.Username, Agent: e.UserAgent, Code: e.ResponseStatus.Code}
+		if !eviction {
+			r.Grace = e.RequestObject.GracePeriodSeconds
+		}
+		out = append(out, r)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("audit log %s: %w", path, err)
@@ -121,7 +133,7 @@ func askedFor(h []Entry, requests []Request) map[types.UID]Request {
 			from = firstSeen[p.UID]
 		}
 		for i, r := range reqs {
-			if used[i] || r.Code < 200 || r.Code > 299 || r.Namespace != p.Namespace || r.Name != p.Name || r.At.Before(from) {
+			if used[i] || r.Code < 200 || r.Code > 299 || r.Resource != "pods" || r.Namespace != p.Namespace || r.Name != p.Name || r.At.Before(from) {
 				continue
 			}
 			if r.At.After(e.At.Add(askedAfter)) {

@@ -88,7 +88,7 @@ func TestDrainEvictions(t *testing.T) {
 // asked records a request for the deletion of the member named pod, as the audit log has it,
 // between the last write and the next.
 func (h *history) asked(pod string, eviction bool, code int32, agent string) {
-	h.requests = append(h.requests, Request{At: h.at.Add(5 * time.Millisecond), Name: pod,
+	h.requests = append(h.requests, Request{At: h.at.Add(5 * time.Millisecond), Resource: "pods", Name: pod,
 		Eviction: eviction, User: "admin", Agent: agent, Code: code})
 }
 
