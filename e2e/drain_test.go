@@ -33,10 +33,11 @@ const (
 // upgrades do (cordon, evict each member on it through the Eviction API, retrying while the
 // budget refuses, wait until they are gone, uncordon), under a PersistentFleet of 3, two Bucket
 // fleets of 2 (a Deployment and an ordered StatefulSet) and one of 1, with a scale-in of the
-// PersistentFleet asked for during the first drain. Judged from the API server's record: no
-// eviction takes a second member of a fleet away, the operator deletes no member (the scale-in's
-// member goes by its StatefulSet's scale-down), every drain completes within drainBound, and the
-// fleets end Steady at their targets.
+// PersistentFleet asked for during the first drain; then the nodes of both its remaining
+// members at once, as a node pool upgrade that takes two nodes at a time does. Judged from the
+// API server's record: no eviction takes a second member of a fleet away, the operator deletes
+// no member (the scale-in's member goes by its StatefulSet's scale-down), every drain completes
+// within drainBound, and the fleets end Steady at their targets.
 //
 // Not parallel: cordoned nodes would hold other tests' Pods back.
 func TestRollingNodeMaintenance(t *testing.T) {
@@ -83,7 +84,7 @@ func TestRollingNodeMaintenance(t *testing.T) {
 				}
 			}
 		}
-		d := f.drain(node, during)
+		d := f.drain(during, node)
 		t.Logf("+%s drained %s in %s: evicted %v, refused by the budget %d times", time.Since(start).Round(100*time.Millisecond),
 			node, d.took.Round(100*time.Millisecond), d.evicted, d.refused)
 		if i == 0 && len(d.evicted) == 0 {
@@ -94,7 +95,7 @@ func TestRollingNodeMaintenance(t *testing.T) {
 		}
 		total.add(d)
 	}
-	t.Logf("%d nodes drained in %s: %d members evicted, %d evictions refused by the budget, longest drain %s",
+	t.Logf("%d nodes drained one at a time in %s: %d members evicted, %d evictions refused by the budget, longest drain %s",
 		len(nodes), time.Since(start).Round(100*time.Millisecond), len(total.evicted), total.refused, total.took.Round(100*time.Millisecond))
 
 	for _, fl := range fleets {
@@ -103,6 +104,26 @@ func TestRollingNodeMaintenance(t *testing.T) {
 	}
 	if got := f.waitConverged(pf.Name); got.Status.Members.Current != 2 {
 		t.Errorf("fleet %s: %d members, want the 2 asked for during the first drain", pf.Name, got.Status.Members.Current)
+	}
+
+	// The nodes of both PersistentFleet members drained at once, as a node pool upgrade that
+	// takes two nodes at a time does: the budget lets one member go and holds the other until the
+	// first is back and Ready.
+	var both []string
+	for _, p := range f.members(fleets[0]) {
+		both = append(both, p.Spec.NodeName)
+	}
+	d := f.drain(nil, both...)
+	t.Logf("drained %v together in %s: evicted %v, refused by the budget %d times", both, d.took.Round(100*time.Millisecond), d.evicted, d.refused)
+	if d.refused == 0 {
+		t.Errorf("both members of fleet %s were evicted at once: the budget refused none", pf.Name)
+	}
+	if d.took > drainBound {
+		t.Errorf("drain of %v took %s; want at most %s", both, d.took.Round(100*time.Millisecond), drainBound)
+	}
+	total.add(d)
+	for _, fl := range fleets {
+		f.waitConverged(fl.Name)
 	}
 
 	v, versions := judge.Judgement(t)
@@ -164,17 +185,26 @@ func drainOrder(t *testing.T, first string) []string {
 	return out
 }
 
-// drain drains node as kubectl drain does, of the fixture's Pods: cordons it, evicts each Pod on
-// it at once, each retried every evictionRetry while the budget refuses, runs during (if any)
-// once they are evicted, waits until they are gone, and uncordons the node.
-func (f *fixture) drain(node string, during func()) drained {
+// drain drains nodes as kubectl drain does, of the fixture's Pods: cordons them, evicts each Pod
+// on them at once, each retried every evictionRetry while the budget refuses, runs during (if
+// any) once they are evicted, waits until they are gone, and uncordons the nodes. Several nodes
+// are drained together, as a node pool upgrade that takes more than one node at a time does.
+func (f *fixture) drain(during func(), nodes ...string) drained {
 	f.t.Helper()
 	start := time.Now()
-	cordon(f.t, node, true)
-	defer cordon(f.t, node, false)
-	l, err := suite.kube.CoreV1().Pods(f.ns).List(f.ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
-	if err != nil {
-		f.t.Fatalf("list Pods on %s: %v", node, err)
+	var pods []corev1.Pod
+	for _, node := range nodes {
+		cordon(f.t, node, true)
+		defer cordon(f.t, node, false)
+		l, err := suite.kube.CoreV1().Pods(f.ns).List(f.ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+		if err != nil {
+			f.t.Fatalf("list Pods on %s: %v", node, err)
+		}
+		for _, p := range l.Items {
+			if p.DeletionTimestamp == nil {
+				pods = append(pods, p)
+			}
+		}
 	}
 	var (
 		d    drained
@@ -182,12 +212,6 @@ func (f *fixture) drain(node string, during func()) drained {
 		wg   sync.WaitGroup
 		errs []string
 	)
-	var pods []corev1.Pod
-	for _, p := range l.Items {
-		if p.DeletionTimestamp == nil {
-			pods = append(pods, p)
-		}
-	}
 	for _, p := range pods {
 		wg.Go(func() {
 			evicted, refused, err := evict(f.ctx, p, start.Add(drainBound))
@@ -203,7 +227,7 @@ func (f *fixture) drain(node string, during func()) drained {
 	}
 	wg.Wait()
 	if len(errs) > 0 {
-		f.t.Fatalf("drain of %s: %s", node, strings.Join(errs, "; "))
+		f.t.Fatalf("drain of %v: %s", nodes, strings.Join(errs, "; "))
 	}
 	if during != nil {
 		during()
@@ -214,7 +238,7 @@ func (f *fixture) drain(node string, during func()) drained {
 			return apierrors.IsNotFound(err) || (err == nil && cur.UID != p.UID), nil
 		})
 		if err != nil {
-			f.t.Fatalf("drain of %s: Pod %s evicted, not gone within %s", node, p.Name, drainBound)
+			f.t.Fatalf("drain of %v: Pod %s evicted, not gone within %s", nodes, p.Name, drainBound)
 		}
 	}
 	sort.Strings(d.evicted)
