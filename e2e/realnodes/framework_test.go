@@ -1,7 +1,6 @@
 package realnodes
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -271,24 +270,15 @@ func processes(uid types.UID) map[string][]member {
 		if err != nil {
 			continue
 		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(env, []byte("CELLD_FLEET_UID="+string(uid))) {
+		env := environ(pid)
+		if env["CELLD_FLEET_UID"] != string(uid) {
 			continue
 		}
 		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
 		if strings.TrimSpace(string(comm)) != "celld" {
 			continue
 		}
-		m := member{pid: pid, uid: string(uid), procUID: -1}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			k, v, _ := strings.Cut(string(kv), "=")
-			switch k {
-			case "CELLD_MEMBER_NAME":
-				m.name = v
-			case "CELLD_BUILD":
-				m.build = v
-			}
-		}
+		m := member{pid: pid, uid: string(uid), name: env["CELLD_MEMBER_NAME"], build: env["CELLD_BUILD"], procUID: -1}
 		status, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
 		for _, line := range strings.Split(string(status), "\n") {
 			fields := strings.Fields(line)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -100,4 +101,58 @@ func TestMemberPodSettings(t *testing.T) {
 		})
 	}
 	f.verify()
+}
+
+// TestEnvFromCannotRedirectMembers gives a fleet's members a ConfigMap through spec.pod.envFrom
+// that carries a bucket endpoint and a peer domain of its own, as a stray or hostile ConfigMap
+// would: each member's celld process runs with the operator's values (an empty endpoint where
+// the fleet sets none) and still gets the ConfigMap's other keys. Judged on the environment the
+// kubelet gave the processes.
+func TestEnvFromCannotRedirectMembers(t *testing.T) {
+	f := newFixture(t)
+	if _, err := suite.kube.CoreV1().ConfigMaps(f.ns).Create(f.ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "stray"},
+		Data: map[string]string{
+			"CELLD_BUCKET_ENDPOINT": "http://elsewhere.invalid:9000",
+			"CELLD_PEER_DOMAIN":     "elsewhere.invalid",
+			"STRAY_SETTING":         "kept",
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	spec := f.newFleet("ef", v1alpha1.ProfilePersistentFleet, 2)
+	spec.Spec.Pod.EnvFrom = []v1alpha1.EnvFromSource{{ConfigMapRef: &v1alpha1.ObjectRef{Name: "stray"}}}
+	fl := f.waitConverged(f.create(spec).Name)
+	want := map[string]string{
+		"CELLD_BUCKET_ENDPOINT": "",
+		"CELLD_PEER_DOMAIN":     fl.Name + "-peers." + f.ns + ".svc",
+		"STRAY_SETTING":         "kept",
+	}
+	procs := processes(fl.UID)
+	if len(procs) != 2 {
+		t.Fatalf("%d members' processes, want 2", len(procs))
+	}
+	for name, ps := range procs {
+		for _, m := range ps {
+			env := environ(m.pid)
+			for k, v := range want {
+				if got, ok := env[k]; !ok || got != v {
+					t.Errorf("member %s: %s=%q (set: %t), want %q", name, k, got, ok, v)
+				}
+			}
+		}
+	}
+	f.verify()
+}
+
+// environ is the environment of process pid.
+func environ(pid int) map[string]string {
+	out := map[string]string{}
+	raw, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	for _, kv := range bytes.Split(raw, []byte{0}) {
+		if k, v, ok := strings.Cut(string(kv), "="); ok {
+			out[k] = v
+		}
+	}
+	return out
 }
