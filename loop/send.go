@@ -2,9 +2,12 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
@@ -36,7 +39,8 @@ type Writer interface {
 // Dispatch sends one action whose premise, if any, was confirmed: the driver's checks (Check),
 // then its request (Route).
 func Dispatch(ctx context.Context, w Writer, t *Target, a machine.Action) error {
-	if err := Check(ctx, w, t, a); err != nil {
+	a, err := Check(ctx, w, t, a)
+	if err != nil {
 		return err
 	}
 	return Route(ctx, w, t, a)
@@ -45,28 +49,33 @@ func Dispatch(ctx context.Context, w Writer, t *Target, a machine.Action) error 
 // Check makes the checks every driver owes before a request, whatever the decision said: a Pod is
 // force-deleted only on a premise that its node is gone or fenced, and an Apply writes an object
 // only when it is absent or controlled by the fleet the object names as its controller (the
-// caches may lag a person's create: someone else's object is never taken over).
-func Check(ctx context.Context, w Writer, t *Target, a machine.Action) error {
+// caches may lag a person's create: someone else's object is never taken over). It returns the
+// action to send: an Apply of an object that exists carries the UID the check read, so that the
+// API server refuses the write if the object was deleted, or replaced by someone else's, between
+// the check and the write.
+func Check(ctx context.Context, w Writer, t *Target, a machine.Action) (machine.Action, error) {
 	switch a.Kind {
 	case machine.DeletePod:
 		if p := a.Premise; a.Force && (p == nil || p.Node == "" || (!p.NodeGone && !p.NodeFenced)) {
 			// A force-delete on a node that may be alive starts a second copy of the member.
-			return fmt.Errorf("delete pod %s: refusing to force-delete a Pod whose node is not known to be gone or fenced", a.Key)
+			return a, fmt.Errorf("delete pod %s: refusing to force-delete a Pod whose node is not known to be gone or fenced", a.Key)
 		}
 	case machine.Apply:
-		return owned(ctx, w, t, a)
+		uid, err := owned(ctx, w, t, a)
+		a.UID = uid
+		return a, err
 	case machine.ResizeDisk:
 		if p := a.Premise; p == nil || p.DiskOf == "" || p.DiskUID != a.UID || p.DiskBelow == nil || p.DiskBelow.Cmp(a.Size) != 0 {
 			// Only a claim confirmed as the fleet's own, and only upward, is ever resized.
-			return fmt.Errorf("resize disk %s: refusing without a premise that the claim is the fleet's own and asks for less", a.Key)
+			return a, fmt.Errorf("resize disk %s: refusing without a premise that the claim is the fleet's own and asks for less", a.Key)
 		}
 	case machine.RecreateWorkload:
 		if p := a.Premise; a.UID == "" || p == nil || !p.Workload || !p.WorkloadExists || !p.RolledOut {
 			// Only a workload that settled, and only that one, is created again.
-			return fmt.Errorf("recreate workload %s: refusing without a UID and a premise that it rolled out", a.Key)
+			return a, fmt.Errorf("recreate workload %s: refusing without a UID and a premise that it rolled out", a.Key)
 		}
 	}
-	return nil
+	return a, nil
 }
 
 // Route sends one action's request through the Writer's method of its kind. A Requeue sends
@@ -77,6 +86,12 @@ func Route(ctx context.Context, w Writer, t *Target, a machine.Action) error {
 		return w.DeletePod(ctx, t, a)
 	case machine.Apply:
 		obj, err := w.Apply(ctx, t, a)
+		if a.UID != "" && Replaced(err) {
+			// Not the spec's refusal, which would hold the fleet until its spec changes: the
+			// next sync observes the new object and says whose it is.
+			return fmt.Errorf("apply %s: %s was replaced since its owner check read uid %s (%v): %w",
+				a.Key, a.Ref, a.UID, err, machine.ErrPremiseChanged)
+		}
 		if err == nil && obj != nil {
 			t.Answers = append(t.Answers, obj)
 		}
@@ -104,23 +119,43 @@ func Route(ctx context.Context, w Writer, t *Target, a machine.Action) error {
 }
 
 // owned refuses an Apply of an object that exists and is not controlled by the fleet the
-// rendered object names as its controller.
-func owned(ctx context.Context, w Writer, t *Target, a machine.Action) error {
+// rendered object names as its controller. It returns the UID of the object it read, "" when
+// there is none.
+func owned(ctx context.Context, w Writer, t *Target, a machine.Action) (types.UID, error) {
 	obj, ok := a.Object.(metav1.Object)
 	if !ok {
-		return fmt.Errorf("apply %s: %T is not a Kubernetes object", a.Key, a.Object)
+		return "", fmt.Errorf("apply %s: %T is not a Kubernetes object", a.Key, a.Object)
 	}
 	ref := metav1.GetControllerOf(obj)
 	if ref == nil {
-		return fmt.Errorf("apply %s: the rendered object names no controller", a.Key)
+		return "", fmt.Errorf("apply %s: the rendered object names no controller", a.Key)
 	}
 	cur, err := w.Current(ctx, t, a)
 	if err != nil {
-		return fmt.Errorf("apply %s: read it first: %w", a.Key, err)
+		return "", fmt.Errorf("apply %s: read it first: %w", a.Key, err)
 	}
-	if cur != nil && !events.ControlledBy(cur, ref.UID) {
-		return fmt.Errorf("apply %s: %s exists and is not controlled by fleet %s/%s (uid %s): %w",
+	if cur == nil {
+		return "", nil
+	}
+	if !events.ControlledBy(cur, ref.UID) {
+		return "", fmt.Errorf("apply %s: %s exists and is not controlled by fleet %s/%s (uid %s): %w",
 			a.Key, a.Ref, obj.GetNamespace(), ref.Name, ref.UID, machine.ErrPremiseChanged)
 	}
-	return nil
+	return cur.GetUID(), nil
+}
+
+// Replaced reports whether the API server refused a write that carried a UID because the object
+// of that name has another: an apply's metadata.uid cannot change an object's (Invalid, on that
+// field). A write that carried a UID to an object deleted since is a Conflict, retried as any.
+func Replaced(err error) bool {
+	var s apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &s) || s.Status().Details == nil {
+		return false
+	}
+	for _, c := range s.Status().Details.Causes {
+		if c.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
@@ -18,11 +19,13 @@ import (
 )
 
 // recorder is a Writer that records the methods called; current is what Current answers, and
-// answer what Apply does.
+// answer and applyErr what Apply does. applied is the UID the last Apply carried.
 type recorder struct {
-	called  []string
-	current metav1.Object
-	answer  kinds.Object
+	called   []string
+	current  metav1.Object
+	answer   kinds.Object
+	applyErr error
+	applied  types.UID
 }
 
 func (r *recorder) Current(context.Context, *Target, machine.Action) (metav1.Object, error) {
@@ -30,8 +33,13 @@ func (r *recorder) Current(context.Context, *Target, machine.Action) (metav1.Obj
 	return r.current, nil
 }
 func (r *recorder) rec(name string) error { r.called = append(r.called, name); return nil }
-func (r *recorder) Apply(context.Context, *Target, machine.Action) (kinds.Object, error) {
-	return r.answer, r.rec("Apply")
+func (r *recorder) Apply(_ context.Context, _ *Target, a machine.Action) (kinds.Object, error) {
+	r.applied = a.UID
+	_ = r.rec("Apply")
+	if r.applyErr != nil {
+		return nil, r.applyErr
+	}
+	return r.answer, nil
 }
 func (r *recorder) BindReservation(context.Context, *Target, machine.Action) error {
 	return r.rec("BindReservation")
@@ -157,6 +165,47 @@ func TestCheckNeverAppliesOverSomeoneElsesObject(t *testing.T) {
 		// The server's answer goes back to the loop, which decides on it while the caches lag.
 		if answered := len(tg.Answers) == 1 && tg.Answers[0] == kinds.Object(answer); answered != c.sent || len(tg.Answers) > 1 {
 			t.Errorf("%s: answers %v; want the writer's answer exactly when the Apply was sent", c.name, tg.Answers)
+		}
+	}
+}
+
+// TestApplyCarriesTheUIDItsOwnerCheckRead: the owner check's read and the write are two
+// requests; the write carries the UID the check read, so the API server refuses it on an object
+// deleted or replaced in between. Refused because the object was replaced (Invalid on
+// metadata.uid), it is a changed premise the next sync retries, not the spec's refusal, which
+// would hold the fleet until its spec changed; deleted (a Conflict), it is retried as any
+// Conflict.
+func TestApplyCarriesTheUIDItsOwnerCheckRead(t *testing.T) {
+	yes := true
+	ctl := []metav1.OwnerReference{{APIVersion: "celld.io/v1alpha1", Kind: "CelldFleet", Name: "alpha", UID: "uid-alpha", Controller: &yes}}
+	rendered := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "alpha", OwnerReferences: ctl}}
+	own := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "alpha", UID: "uid-svc", OwnerReferences: ctl}}
+	gk := schema.GroupKind{Kind: "Service"}
+	replaced := apierrors.NewInvalid(gk, "alpha", field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), "uid-svc", "field is immutable")})
+	deleted := apierrors.NewConflict(schema.GroupResource{Resource: "services"}, "alpha",
+		errors.New("uid mismatch: the provided object specified uid uid-svc, and no existing object was found"))
+	spec := apierrors.NewInvalid(gk, "alpha", field.ErrorList{field.Duplicate(field.NewPath("spec", "ports").Index(1).Child("name"), "client")})
+	for _, c := range []struct {
+		name     string
+		current  metav1.Object
+		applyErr error
+		uid      types.UID
+		changed  bool
+		check    func(error) bool
+	}{
+		{"absent: nothing to hold it to", nil, nil, "", false, func(err error) bool { return err == nil }},
+		{"the fleet's own", own, nil, "uid-svc", false, func(err error) bool { return err == nil }},
+		{"replaced since the check", own, replaced, "uid-svc", true, func(err error) bool { return !apierrors.IsInvalid(err) }},
+		{"deleted since the check", own, deleted, "uid-svc", false, apierrors.IsConflict},
+		{"refused for its spec", own, spec, "uid-svc", false, apierrors.IsInvalid},
+	} {
+		r := &recorder{current: c.current, answer: rendered, applyErr: c.applyErr}
+		err := Dispatch(context.Background(), r, &Target{}, machine.Action{Kind: machine.Apply, Key: "apply/Service/alpha", Object: rendered})
+		if r.applied != c.uid {
+			t.Errorf("%s: the apply carried uid %q, want %q", c.name, r.applied, c.uid)
+		}
+		if errors.Is(err, machine.ErrPremiseChanged) != c.changed || !c.check(err) {
+			t.Errorf("%s: error %v; want a changed premise %v", c.name, err, c.changed)
 		}
 	}
 }

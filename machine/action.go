@@ -70,7 +70,9 @@ type Action struct {
 	kinds.Ref
 	// Object is the content to apply or create.
 	Object any
-	// UID and ResourceVersion are preconditions of a delete.
+	// UID and ResourceVersion are preconditions of a delete. An Apply's UID is set by the
+	// driver's owner check (loop.Check), never by the machine: the UID of the object the check
+	// read, which the write carries so that it never lands on an object made since.
 	UID             types.UID
 	ResourceVersion string
 	Force           bool

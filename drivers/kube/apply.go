@@ -147,15 +147,16 @@ func (w applierWriter) RecordEvent(_ context.Context, t *Target, a machine.Actio
 
 // apply server-side applies the rendered object with the operator's field manager, forcing
 // ownership of the fields it sets: a hand edit of one of them is drift the operator repairs.
+// The object carries the UID its owner check read (a.UID), which the API server holds it to.
 // It returns the object as the server answered, stripped as the caches strip it.
 func (ap *Applier) apply(ctx context.Context, a machine.Action) (kinds.Object, error) {
-	body, err := applyBody(a.Object)
+	body, err := applyBody(a.Object, a.UID)
 	if err != nil {
 		return nil, fmt.Errorf("apply %s: %w", a.Key, err)
 	}
 	force := true
 	answer, err := ap.patch(ctx, a, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
-	if apierrors.IsInvalid(err) && !kinds.IsWorkload(a.Object) {
+	if apierrors.IsInvalid(err) && !kinds.IsWorkload(a.Object) && !loop.Replaced(err) {
 		// A hand edit of a list the API server merges by key (a Service's ports, keyed by port
 		// number) stays beside the operator's entry, and the two together can be invalid (two
 		// ports named "client"): apply cannot take the edit back. The operator's spec fields
@@ -241,7 +242,11 @@ func (ap *Applier) replaceSpec(ctx context.Context, a machine.Action) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	ops := make([]map[string]any, 0, len(keys))
+	ops := make([]map[string]any, 0, len(keys)+1)
+	if a.UID != "" {
+		// The same object as the apply before it, or none.
+		ops = append(ops, map[string]any{"op": "test", "path": "/metadata/uid", "value": a.UID})
+	}
 	for _, k := range keys {
 		ops = append(ops, map[string]any{"op": "add", "path": "/spec/" + k, "value": spec[k]})
 	}
@@ -250,6 +255,14 @@ func (ap *Applier) replaceSpec(ctx context.Context, a machine.Action) error {
 		return err
 	}
 	if _, err := ap.patch(ctx, a, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		if a.UID != "" && apierrors.IsInvalid(err) {
+			// A failed test answers a bare Invalid, which would read as the spec's refusal: only
+			// a read tells an object replaced since the apply before.
+			if cur, rerr := ap.current(ctx, a); rerr == nil && (cur == nil || cur.GetUID() != a.UID) {
+				return fmt.Errorf("replace the edited spec: %s was replaced since its owner check read uid %s: %w",
+					a.Ref, a.UID, machine.ErrPremiseChanged)
+			}
+		}
 		return fmt.Errorf("replace the edited spec: %w", err)
 	}
 	return nil
@@ -257,13 +270,23 @@ func (ap *Applier) replaceSpec(ctx context.Context, a machine.Action) error {
 
 // applyBody is the object as an apply configuration: without status, which an apply to the main
 // resource cannot set, and without null fields (an unset creationTimestamp), which would
-// otherwise become fields the operator claims to own.
-func applyBody(obj any) ([]byte, error) {
+// otherwise become fields the operator claims to own. A uid, when given, is a precondition the
+// API server enforces: an object of another UID is not written (Invalid: metadata.uid is
+// immutable), nor is one created where none exists (Conflict).
+func applyBody(obj any, uid types.UID) ([]byte, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, err
 	}
 	delete(u, "status")
+	if uid != "" {
+		meta, _ := u["metadata"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+			u["metadata"] = meta
+		}
+		meta["uid"] = string(uid)
+	}
 	return json.Marshal(pruneNulls(u))
 }
 

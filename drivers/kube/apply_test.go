@@ -631,3 +631,150 @@ func TestApplyNeverWritesSomeoneElsesObject(t *testing.T) {
 		t.Errorf("the fleet's own service: %v", err)
 	}
 }
+
+// uidServer makes the fake API server hold a Service patch to the UID it carries, as the real one
+// does: an apply's metadata.uid of another object is Invalid on that field, of no object a
+// Conflict; a JSON patch whose test of /metadata/uid fails is a bare Invalid. Once the owner
+// check has read the Service, swap replaces it in the store (nil: nothing happens between).
+func uidServer(fx *fixture, swap func()) {
+	services := corev1.SchemeGroupVersion.WithResource("services")
+	reads := 0
+	fx.kube.PrependReactor("get", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj, err := fx.kube.Tracker().Get(services, a.GetNamespace(), a.(k8stesting.GetAction).GetName())
+		if reads++; reads == 1 && swap != nil {
+			swap()
+		}
+		return true, obj, err
+	})
+	fx.kube.PrependReactor("patch", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.PatchAction)
+		var uid string
+		switch p.GetPatchType() {
+		case types.ApplyPatchType:
+			var body struct {
+				Metadata struct{ UID string } `json:"metadata"`
+			}
+			_ = json.Unmarshal(p.GetPatch(), &body)
+			uid = body.Metadata.UID
+		case types.JSONPatchType:
+			var ops []struct{ Op, Path, Value string }
+			_ = json.Unmarshal(p.GetPatch(), &ops)
+			for _, op := range ops {
+				if op.Op == "test" && op.Path == "/metadata/uid" {
+					uid = op.Value
+				}
+			}
+		}
+		if uid == "" {
+			return false, nil, nil
+		}
+		cur, err := fx.kube.Tracker().Get(services, p.GetNamespace(), p.GetName())
+		switch {
+		case apierrors.IsNotFound(err) && p.GetPatchType() == types.ApplyPatchType:
+			return true, nil, apierrors.NewConflict(services.GroupResource(), p.GetName(), errors.New("uid mismatch"))
+		case err != nil:
+			return true, nil, err
+		case string(cur.(metav1.Object).GetUID()) == uid:
+			return false, nil, nil
+		case p.GetPatchType() == types.JSONPatchType:
+			return true, nil, apierrors.NewGenericServerResponse(422, "patch", services.GroupResource(), p.GetName(), "", 0, false)
+		}
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, p.GetName(),
+			field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable")})
+	})
+}
+
+// TestApplyHoldsToTheObjectItsOwnerCheckRead: the owner check's read and the apply are two
+// requests, and the apply carries the UID the check read. A Service deleted and created again
+// by someone else between the two is not written, neither by the apply nor by the replacing
+// patch that follows a refusal: the error is a changed premise, retried by the next sync that
+// observes the new Service, not the spec's refusal. One deleted and not created again is not
+// created in its place: a Conflict, retried as any.
+func TestApplyHoldsToTheObjectItsOwnerCheckRead(t *testing.T) {
+	f := testFleet(v1alpha1.ProfilePersistentFleet)
+	svc := render.OfType[*corev1.Service](render.Render(f, 3, -1))[0]
+	services := corev1.SchemeGroupVersion.WithResource("services")
+	stored := func() *corev1.Service {
+		s := svc.DeepCopy()
+		s.UID = "uid-svc-1"
+		return s
+	}
+	apply := machine.Action{Kind: machine.Apply, Key: "apply/" + svc.Name, Ref: kinds.Ref{Kind: "Service", Namespace: f.Namespace, Name: svc.Name}, Object: svc}
+	applied := func(fx *fixture) []map[string]any {
+		var out []map[string]any
+		for _, r := range writesOf(fx.requests()) {
+			if p, ok := r.(k8stesting.PatchAction); ok && p.GetPatchType() == types.ApplyPatchType {
+				var body map[string]any
+				_ = json.Unmarshal(p.GetPatch(), &body)
+				out = append(out, body)
+			}
+		}
+		return out
+	}
+
+	// The fleet's own Service: the apply carries its UID. None: the apply carries none.
+	fx := newFixture(stored())
+	uidServer(fx, nil)
+	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, apply); err != nil {
+		t.Fatalf("the fleet's own Service: %v", err)
+	}
+	if b := applied(fx); len(b) != 1 || b[0]["metadata"].(map[string]any)["uid"] != "uid-svc-1" {
+		t.Errorf("the fleet's own Service: applied %v, want one apply carrying uid-svc-1", b)
+	}
+	fx = newFixture()
+	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, apply); err != nil {
+		t.Fatalf("no Service: %v", err)
+	}
+	if b := applied(fx); len(b) != 1 || b[0]["metadata"].(map[string]any)["uid"] != nil {
+		t.Errorf("no Service: applied %v, want one apply carrying no uid", b)
+	}
+
+	// Replaced between the check and the apply.
+	person := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: f.Namespace, UID: "uid-person"}}
+	fx = newFixture(stored())
+	uidServer(fx, func() {
+		_ = fx.kube.Tracker().Delete(services, f.Namespace, svc.Name)
+		_ = fx.kube.Tracker().Add(person.DeepCopy())
+	})
+	err := fx.ap.Do(context.Background(), &Target{Fleet: f}, apply)
+	if !errors.Is(err, machine.ErrPremiseChanged) || apierrors.IsInvalid(err) {
+		t.Errorf("replaced between the check and the apply: %v; want a changed premise, not the spec's refusal", err)
+	}
+	for _, r := range writesOf(fx.requests()) {
+		if p := r.(k8stesting.PatchAction); p.GetPatchType() != types.ApplyPatchType {
+			t.Errorf("replaced between the check and the apply: sent a %s patch %s after the refused apply", p.GetPatchType(), p.GetPatch())
+		}
+	}
+
+	// Deleted between the check and the apply.
+	fx = newFixture(stored())
+	uidServer(fx, func() { _ = fx.kube.Tracker().Delete(services, f.Namespace, svc.Name) })
+	if err := fx.ap.Do(context.Background(), &Target{Fleet: f}, apply); !apierrors.IsConflict(err) {
+		t.Errorf("deleted between the check and the apply: %v; want a Conflict", err)
+	}
+	if _, err := fx.kube.Tracker().Get(services, f.Namespace, svc.Name); !apierrors.IsNotFound(err) {
+		t.Errorf("deleted between the check and the apply: the Service was created again (%v)", err)
+	}
+
+	// Refused for a hand edit, then replaced before the patch that replaces the edited spec.
+	fx = newFixture(stored())
+	uidServer(fx, nil)
+	edited := apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{
+		field.Duplicate(field.NewPath("spec", "ports").Index(1).Child("name"), "client")})
+	fx.kube.PrependReactor("patch", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.PatchAction).GetPatchType() == types.ApplyPatchType {
+			_ = fx.kube.Tracker().Delete(services, f.Namespace, svc.Name)
+			_ = fx.kube.Tracker().Add(person.DeepCopy())
+			return true, nil, edited
+		}
+		return false, nil, nil
+	})
+	err = fx.ap.Do(context.Background(), &Target{Fleet: f}, apply)
+	if !errors.Is(err, machine.ErrPremiseChanged) || apierrors.IsInvalid(err) {
+		t.Errorf("replaced before the replacing patch: %v; want a changed premise, not the spec's refusal", err)
+	}
+	got, _ := fx.kube.Tracker().Get(services, f.Namespace, svc.Name)
+	if s := got.(*corev1.Service); s.UID != "uid-person" || len(s.Spec.Ports) != 0 {
+		t.Errorf("replaced before the replacing patch: the person's Service was written: %+v", s)
+	}
+}

@@ -33,7 +33,8 @@ func (c *Cluster) Do(a machine.Action) error {
 // Send sends one action as the operator's driver does (loop.Dispatch): the driver's checks
 // first, which refuse with no request sent, then the request, logged.
 func (c *Cluster) Send(ctx context.Context, t *loop.Target, a machine.Action) error {
-	if err := loop.Check(ctx, simWriter{c: c, req: &Request{}}, t, a); err != nil {
+	a, err := loop.Check(ctx, simWriter{c: c, req: &Request{}}, t, a)
+	if err != nil {
 		return err
 	}
 	return c.request(a, func(w simWriter) error { return loop.Route(ctx, w, t, a) })
@@ -162,6 +163,9 @@ func (w simWriter) Apply(_ context.Context, _ *loop.Target, a machine.Action) (k
 	if err := c.conflict(k, req.Name); err != nil {
 		return nil, err
 	}
+	if err := c.checkUID(k, req.Namespace, o, a.UID); err != nil {
+		return nil, err
+	}
 	if err := c.checkPremise(a); err != nil {
 		return nil, err
 	}
@@ -184,6 +188,24 @@ func (w simWriter) Apply(_ context.Context, _ *loop.Target, a machine.Action) (k
 		c.recordReplicaWrite(k, before, res)
 	}
 	return copyOf(res.stored), nil
+}
+
+// checkUID holds an apply that carries a UID to it, as the API server does: no object is created
+// in the place of one deleted (Conflict), and another's is not written (Invalid: metadata.uid is
+// immutable).
+func (c *Cluster) checkUID(k Kind, namespace string, o object, uid types.UID) error {
+	if uid == "" {
+		return nil
+	}
+	cur := c.get(k, namespace, o.GetName())
+	switch {
+	case cur == nil:
+		return apierrors.NewConflict(row(k).Resource, o.GetName(),
+			fmt.Errorf("uid mismatch: the provided object specified uid %s, and no existing object was found", uid))
+	case cur.GetUID() != uid:
+		return invalid(o, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable")})
+	}
+	return nil
 }
 
 func (w simWriter) SetFinalizer(_ context.Context, _ *loop.Target, a machine.Action) error {
