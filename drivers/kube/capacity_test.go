@@ -109,7 +109,7 @@ func TestUtilizationIsCelldsOwn(t *testing.T) {
 	}
 	usage := func(name string, used map[string]string) metricsv1beta1.PodMetrics {
 		m := metricsv1beta1.PodMetrics{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team"}}
-		for _, c := range []string{render.ContainerName, "shipper", "proxy"} {
+		for _, c := range []string{"shipper", "proxy", render.ContainerName} {
 			if q, ok := used[c]; ok {
 				m.Containers = append(m.Containers, metricsv1beta1.ContainerMetrics{Name: c, Usage: cpu(q)})
 			}
