@@ -15,18 +15,22 @@ import (
 	"github.com/celld/celld-operator/machine"
 )
 
+// firstService is the first Service the fleet's prerequisites render.
+func firstService(f *v1alpha1.CelldFleet) *corev1.Service {
+	for _, o := range prerequisites(f) {
+		if s, ok := o.(*corev1.Service); ok {
+			return s
+		}
+	}
+	return nil
+}
+
 // Sent as the driver sends it, an applied object is written only when it is absent or the
 // fleet's own: someone else's under that name is left as it is, and no request is sent.
 func TestApplyNeverWritesSomeoneElsesObject(t *testing.T) {
 	c := newCluster(t, 3, Options{})
 	f := newFleet(t, c, "alpha", v1alpha1.ProfileBucket)
-	var svc *corev1.Service
-	for _, o := range prerequisites(f) {
-		if s, ok := o.(*corev1.Service); ok {
-			svc = s
-			break
-		}
-	}
+	svc := firstService(f)
 	must(t, c.Create(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: ns},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}))
 	before := c.get(KindService, ns, svc.Name).GetResourceVersion()
@@ -46,13 +50,7 @@ func TestApplyNeverWritesSomeoneElsesObject(t *testing.T) {
 func TestApplyHoldsToTheObjectItsOwnerCheckRead(t *testing.T) {
 	c := newCluster(t, 3, Options{})
 	f := newFleet(t, c, "alpha", v1alpha1.ProfileBucket)
-	var svc *corev1.Service
-	for _, o := range prerequisites(f) {
-		if s, ok := o.(*corev1.Service); ok {
-			svc = s
-			break
-		}
-	}
+	svc := firstService(f)
 	ctx := context.Background()
 	apply := machine.Action{Kind: machine.Apply, Key: "apply/Service/" + svc.Name, Ref: kinds.Ref{Namespace: ns, Name: svc.Name}, Object: svc}
 	must(t, c.Send(ctx, &loop.Target{}, apply))
