@@ -573,8 +573,8 @@ var Table = []Mutant{
 	},
 	{
 		Name: "memo-ignores-restart", File: "machine/memo.go",
-		Original:    "restartedAt: v.Fleet.Annotations[v1alpha1.AnnotationRestartedAt]}",
-		Replacement: "restartedAt: \"\"}",
+		Original:    "restartedAt: v.Fleet.Annotations[v1alpha1.AnnotationRestartedAt], filesystemResize: fs}",
+		Replacement: "restartedAt: \"\", filesystemResize: fs}",
 		Mistake:     "the machine remembers the workload matched before a restart was requested: the restart never reaches it",
 		Threatens:   "day-2: a requested rolling restart happens",
 	},
@@ -758,7 +758,7 @@ var Table = []Mutant{
 	},
 	{
 		Name: "settled-record-ignores-template", File: "machine/plan.go",
-		Original:    "return kinds.RefOf(w) == kinds.RefOf(o) && p.m.matches(v, w, replicas, v.Workload.Settled)",
+		Original:    "return kinds.RefOf(w) == kinds.RefOf(o) && p.m.matches(v, w, p.fs, replicas, v.Workload.Settled)",
 		Replacement: "return kinds.RefOf(w) == kinds.RefOf(o)",
 		Mistake:     "any workload apply at the current size counted as recording the settled size: a new template is called Ready before it rolls out",
 		Threatens:   "Ready means every member runs what the spec asks for",
