@@ -90,3 +90,27 @@ func TestDisksGrowOnlyTheFleetsOwnClaims(t *testing.T) {
 		t.Errorf("every own claim at or above the size: grow %v, resizing %t; want nothing", dx.grow, dx.resizing())
 	}
 }
+
+// TestDeletionStopsMembersAStatefulSetLeft: a fleet deleted while its StatefulSet is gone (deleted
+// with propagation Orphan, to be created again with a new claim template) creates it again at no
+// member, which adopts its members and stops them; otherwise nothing would ever stop them, and the
+// deletion would wait for them forever.
+func TestDeletionStopsMembersAStatefulSetLeft(t *testing.T) {
+	now := metav1.Now()
+	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1", Generation: 2, DeletionTimestamp: &now,
+		Finalizers: []string{"celld.io/disks"}},
+		Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet, Members: 2, Image: "celld:1",
+			Storage: &v1alpha1.StorageSpec{StorageClassName: "c", Size: resource.MustParse("2Gi")}}}
+	v := &events.View{Now: now.Time, Namespace: "ns", Name: "a", Fleet: f, Deleting: true, HasFinalizer: true,
+		Workload: events.WorkloadView{Settled: -1},
+		Members:  []events.Member{{Name: "a-0", UID: "p0", Ordinal: 0, Ready: true}, {Name: "a-1", UID: "p1", Ordinal: 1, Ready: true}}}
+	d := New().Step(v)
+	for _, a := range d.Actions {
+		if a.Kind == Apply && a.Ref.Kind == "StatefulSet" {
+			if s, ok := a.Object.(interface{ GetName() string }); ok && s.GetName() == "a" && a.Key == "apply/StatefulSet/ns/a/replicas=0" {
+				return
+			}
+		}
+	}
+	t.Errorf("deleting with the StatefulSet gone and 2 members left: %v; want the StatefulSet applied at no member", d.Actions)
+}

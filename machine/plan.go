@@ -408,7 +408,9 @@ func (p *planner) deleting() {
 		p.uninstalling()
 		return
 	}
-	if v.Workload.Exists && v.Workload.Replicas != 0 {
+	if (v.Workload.Exists && v.Workload.Replicas != 0) || (!v.Workload.Exists && orphans(v) > 0) {
+		// Members a StatefulSet left when it was deleted to be created again have no controller
+		// to stop them: the workload is created again at no member, which adopts and stops them.
 		w := p.m.render(v, p.fx.disks.fsKept, 0, v.Workload.Settled).Workload()
 		p.add(Action{Kind: Apply, Key: applyKey(w, 0), Ref: kinds.RefOf(w), Object: w})
 	}
