@@ -212,9 +212,7 @@ func (p *planner) disks() {
 		return
 	}
 	if !dx.template || fx.hold != "" || p.to != v1alpha1.StateSteady || p.observed != v1alpha1.StateSteady || !fx.settled() || p.wroteWorkload() {
-		if dx.template {
-			p.block("the workload to settle before its claim template is brought to %s", dx.size.String())
-		}
+		// What the workload waits for is said already (a member to be ready, its rollout).
 		return
 	}
 	ref := kinds.Ref{Kind: kinds.StatefulSet, Namespace: v.Namespace, Name: f.Name}

@@ -270,12 +270,13 @@ func (p *planner) live() {
 		p.add(a)
 	}
 	p.history(replicas)
-	p.disks()
 	// A fleet with a member it cannot replace yet says why, in whatever state it waits.
 	if p.to == v1alpha1.StateHealing || (fx.candidate != nil && !fx.othersReady) {
 		p.heal(kinds.RefOf(objs.Workload()))
 	}
 	p.explain(replicas)
+	// Last: what the disks wait for never hides what the members wait for.
+	p.disks()
 }
 
 // cannotHeal says why a member that cannot come back is not replaced, and what a person may do:
