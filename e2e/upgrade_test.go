@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,7 +25,6 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/internal/contract"
-	"github.com/celld/celld-operator/render"
 )
 
 // upgradeBase is the oldest commit the project supports upgrading from, and rolling back to: the
@@ -163,48 +161,6 @@ func (before fleetObjects) diff(after fleetObjects) []string {
 	return out
 }
 
-// rolledOnto waits until every fleet's workload probes its members every period seconds, every
-// member runs that template, and every fleet is converged, and returns the fleets' objects then.
-func rolledOnto(t *testing.T, f *fixture, fleets []string, period int32) fleetObjects {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(f.ctx, poll, converge, true, func(ctx context.Context) (bool, error) {
-		sets, err := suite.kube.AppsV1().StatefulSets(f.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		deps, err := suite.kube.AppsV1().Deployments(f.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		var templates []corev1.PodTemplateSpec
-		for _, s := range sets.Items {
-			if !contract.RolledOut(&s) {
-				return false, nil
-			}
-			templates = append(templates, s.Spec.Template)
-		}
-		for _, d := range deps.Items {
-			if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != *d.Spec.Replicas || d.Status.Replicas != *d.Spec.Replicas {
-				return false, nil
-			}
-			templates = append(templates, d.Spec.Template)
-		}
-		for _, tpl := range templates {
-			if p := tpl.Spec.Containers[0].ReadinessProbe; p == nil || p.PeriodSeconds != period {
-				return false, nil
-			}
-		}
-		return len(templates) == len(fleets), nil
-	})
-	if err != nil {
-		t.Fatalf("the fleets' members not rolled onto a probe every %ds within %s", period, converge)
-	}
-	for _, name := range fleets {
-		f.waitConverged(name)
-	}
-	return snapshotFleets(t, f)
-}
-
 // holdStill: for d, every fleet stays converged and nothing of before changes; the first change
 // fails the test, named.
 func holdStill(t *testing.T, f *fixture, before fleetObjects, fleets []string, d time.Duration) {
@@ -239,9 +195,8 @@ type upgradeSteps struct {
 // runUpgrade runs fleets of both profiles through a change on the base operator, then upgrades
 // and rolls back, each time judging from the API server that no member was restarted or
 // replaced, no spec the operator writes changed, every fleet stayed Steady at its size, and the
-// served CRD is this tree's after the upgrade and stays so after the rollback. The one change is
-// the upgrade's: every member rolled once onto this tree's timed readiness probe, and every
-// budget rewritten. The contract judge watches throughout.
+// served CRD is this tree's after the upgrade and stays so after the rollback. The contract judge
+// watches throughout.
 func runUpgrade(t *testing.T, f *fixture, baseBinary string, steps upgradeSteps) {
 	// The install may replace the CRDs, which ends every watch of fleets: the judge starts after.
 	// The upgrade moves their storage version, which starts the API server's watch of fleets
@@ -274,12 +229,8 @@ func runUpgrade(t *testing.T, f *fixture, baseBinary string, steps upgradeSteps)
 	steps.upgrade(t)
 	checkServedCRDs(t, filepath.Join(suite.root, "deploy", "crds"))
 	op = run(suite.operator)
-	// This tree times the members' readiness probe and lets a budget's unready member go
-	// (docs/upgrade.md): its operator rewrites every budget and rolls every member once, through
-	// the workload's rolling update, under the judge. Then nothing changes.
-	before = rolledOnto(t, f, fleets, render.ReadinessPeriodSeconds)
 	holdStill(t, f, before, fleets, 20*time.Second)
-	t.Logf("upgraded: every member rolled once onto the timed probe, then nothing of the fleets changed")
+	t.Logf("upgraded: nothing of the fleets changed")
 	migrateStorage(t, f, before, fleets)
 
 	op.stop(t)
@@ -306,8 +257,8 @@ func runUpgrade(t *testing.T, f *fixture, baseBinary string, steps upgradeSteps)
 // it rewrites them as v1beta1, changing nothing of them.
 func migrateStorage(t *testing.T, f *fixture, before fleetObjects, fleets []string) {
 	t.Helper()
-	// Nothing has written the reservations since the upgrade: a converged fleet costs no write,
-	// whichever release's operator runs it.
+	// Nothing has written them since the upgrade: a converged fleet costs no write, not even
+	// its status, whichever release's operator runs it.
 	stored := func(want string) {
 		t.Helper()
 		for _, name := range fleets {
@@ -324,18 +275,7 @@ func migrateStorage(t *testing.T, f *fixture, before fleetObjects, fleets []stri
 			}
 		}
 	}
-	// The roll onto this tree's probe wrote the fleets' status, under the CRDs that store
-	// v1beta1; their reservations were not written.
-	for _, name := range fleets {
-		fl, err := f.fleets().Get(f.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res := f.reservation(fl)
-		if got := storedAs(t, "celldreservations", res.Namespace, res.Name); got != "celld.io/v1alpha1" {
-			t.Errorf("reservation %s stored as %s, want celld.io/v1alpha1", res.Name, got)
-		}
-	}
+	stored("celld.io/v1alpha1")
 	out, stderr, err := f.kubectlCelld("migrate-storage")
 	if err != nil {
 		t.Fatalf("kubectl celld migrate-storage: %v\n%s%s", err, out, stderr)
@@ -449,7 +389,7 @@ func storedAs(t *testing.T, resource, ns, name string) string {
 
 // TestUpgradeAndRollback: fleets made by the base release (upgradeBase) are taken over by this
 // tree's operator and back, by Helm and by the plain manifests, each as docs/upgrade.md
-// says, with nothing of the fleets changed but the upgrade's one roll (see runUpgrade).
+// says, with nothing of the fleets changed (see runUpgrade).
 //
 // Not parallel: it installs the base release's CRDs, which other tests' fleets live in.
 func TestUpgradeAndRollback(t *testing.T) {
