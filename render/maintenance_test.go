@@ -4,7 +4,6 @@ import (
 	"maps"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -45,34 +44,6 @@ func TestBudgetLetsDrainsPass(t *testing.T) {
 			if Matches(p, observed) {
 				t.Errorf("%s: a budget with unhealthyPodEvictionPolicy %s matches, so it would never be repaired", profile, name)
 			}
-		}
-	}
-}
-
-// TestReadinessWindowIsShort: members are probed so that one whose celld stopped answering ready
-// counts as away within about 4s (not Kubernetes' 30s), shorter than the 5s a drain waits before
-// it retries a refused eviction; a fleet's spec.readiness replaces each value it sets, and a
-// workload probed on other timing is drift, so a change rolls the members.
-func TestReadinessWindowIsShort(t *testing.T) {
-	window := func(p *corev1.Probe) int32 { return p.PeriodSeconds*p.FailureThreshold + p.TimeoutSeconds }
-	for _, profile := range []v1alpha1.Profile{v1alpha1.ProfilePersistentFleet, v1alpha1.ProfileBucket} {
-		f := fleet(profile)
-		p := templateOf(workloadOf(Render(f, 3, 3))).Spec.Containers[0].ReadinessProbe
-		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" {
-			t.Fatalf("%s: readiness probe %+v, want celld's /readyz", profile, p)
-		}
-		if w := window(p); p.PeriodSeconds == 0 || p.FailureThreshold == 0 || p.TimeoutSeconds == 0 || w >= 5 {
-			t.Errorf("%s: probe every %ds, %d failures, %ds timeout: a member stays Ready up to %ds after celld stops answering; want every field set and under 5s",
-				profile, p.PeriodSeconds, p.FailureThreshold, p.TimeoutSeconds, w)
-		}
-
-		f.Spec.Readiness = &v1alpha1.ReadinessSpec{PeriodSeconds: ptrTo(int32(5)), TimeoutSeconds: ptrTo(int32(2))}
-		q := templateOf(workloadOf(Render(f, 3, 3))).Spec.Containers[0].ReadinessProbe
-		if q.PeriodSeconds != 5 || q.TimeoutSeconds != 2 || q.FailureThreshold != p.FailureThreshold {
-			t.Errorf("%s: spec.readiness {periodSeconds: 5, timeoutSeconds: 2} rendered %+v; want those and the default failureThreshold %d", profile, q, p.FailureThreshold)
-		}
-		if Matches(workloadOf(Render(f, 3, 3)), workloadOf(Render(fleet(profile), 3, 3))) {
-			t.Errorf("%s: a workload probed on the default timing matches a fleet that asks for another", profile)
 		}
 	}
 }
