@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -229,8 +230,22 @@ func runUpgrade(t *testing.T, f *fixture, baseBinary string, steps upgradeSteps)
 	steps.upgrade(t)
 	checkServedCRDs(t, filepath.Join(suite.root, "deploy", "crds"))
 	op = run(suite.operator)
+	// This tree's budget lets a member that is not Ready go during a drain
+	// (unhealthyPodEvictionPolicy): its operator rewrites every budget once, and nothing else.
+	if err := wait.PollUntilContextTimeout(f.ctx, poll, converge, true, func(ctx context.Context) (bool, error) {
+		for _, name := range fleets {
+			b, err := suite.kube.PolicyV1().PodDisruptionBudgets(f.ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || b.Spec.UnhealthyPodEvictionPolicy == nil || *b.Spec.UnhealthyPodEvictionPolicy != policyv1.AlwaysAllow {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatalf("the upgraded operator did not rewrite the fleets' budgets: %v", err)
+	}
+	before = snapshotFleets(t, f)
 	holdStill(t, f, before, fleets, 20*time.Second)
-	t.Logf("upgraded: nothing of the fleets changed")
+	t.Logf("upgraded: every budget rewritten once, then nothing of the fleets changed")
 	migrateStorage(t, f, before, fleets)
 
 	op.stop(t)
@@ -257,8 +272,9 @@ func runUpgrade(t *testing.T, f *fixture, baseBinary string, steps upgradeSteps)
 // it rewrites them as v1beta1, changing nothing of them.
 func migrateStorage(t *testing.T, f *fixture, before fleetObjects, fleets []string) {
 	t.Helper()
-	// Nothing has written them since the upgrade: a converged fleet costs no write, not even
-	// its status, whichever release's operator runs it.
+	// Nothing has written the reservations since the upgrade: a converged fleet costs no write,
+	// whichever release's operator runs it. (The budgets' rewrite wrote the fleets' status, under
+	// the CRDs that store v1beta1.)
 	stored := func(want string) {
 		t.Helper()
 		for _, name := range fleets {
@@ -275,7 +291,16 @@ func migrateStorage(t *testing.T, f *fixture, before fleetObjects, fleets []stri
 			}
 		}
 	}
-	stored("celld.io/v1alpha1")
+	for _, name := range fleets {
+		fl, err := f.fleets().Get(f.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := f.reservation(fl)
+		if got := storedAs(t, "celldreservations", res.Namespace, res.Name); got != "celld.io/v1alpha1" {
+			t.Errorf("reservation %s stored as %s, want celld.io/v1alpha1", res.Name, got)
+		}
+	}
 	out, stderr, err := f.kubectlCelld("migrate-storage")
 	if err != nil {
 		t.Fatalf("kubectl celld migrate-storage: %v\n%s%s", err, out, stderr)
