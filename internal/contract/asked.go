@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -56,12 +57,16 @@ func ReadAudit(path, ns string) ([]Request, error) {
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	for sc.Scan() {
 		var e struct {
-			Stage     string `json:"stage"`
-			Verb      string `json:"verb"`
-			UserAgent string `json:"userAgent"`
-			User      struct {
+			Stage      string `json:"stage"`
+			Verb       string `json:"verb"`
+			UserAgent  string `json:"userAgent"`
+			RequestURI string `json:"requestURI"`
+			User       struct {
 				Username string `json:"username"`
 			} `json:"user"`
+			ImpersonatedUser *struct {
+				Username string `json:"username"`
+			} `json:"impersonatedUser"`
 			ObjectRef struct {
 				Resource, Subresource, Namespace, Name string
 			} `json:"objectRef"`
@@ -69,7 +74,8 @@ func ReadAudit(path, ns string) ([]Request, error) {
 				Code int32 `json:"code"`
 			} `json:"responseStatus"`
 			RequestObject struct {
-				GracePeriodSeconds *int64 `json:"gracePeriodSeconds"`
+				GracePeriodSeconds *int64   `json:"gracePeriodSeconds"`
+				DryRun             []string `json:"dryRun"`
 			} `json:"requestObject"`
 			StageTimestamp time.Time `json:"stageTimestamp"`
 		}
@@ -84,8 +90,17 @@ func ReadAudit(path, ns string) ([]Request, error) {
 		if !eviction && (e.Verb != "delete" || o.Subresource != "") {
 			continue
 		}
+		// A dry run takes nothing away, and answers 200 as the real request would: were it kept,
+		// it could stand for a deletion that someone else asked for moments later.
+		if len(e.RequestObject.DryRun) > 0 || dryRunURI(e.RequestURI) {
+			continue
+		}
 		r := Request{At: e.StageTimestamp, Resource: o.Resource, Namespace: o.Namespace, Name: o.Name, Eviction: eviction,
 			User: e.User.Username, Agent: e.UserAgent, Code: e.ResponseStatus.Code}
+		// Whoever a request was made as is who asked for it, not the one allowed to impersonate.
+		if e.ImpersonatedUser != nil && e.ImpersonatedUser.Username != "" {
+			r.User = e.ImpersonatedUser.Username
+		}
 		if !eviction {
 			r.Grace = e.RequestObject.GracePeriodSeconds
 		}
@@ -95,6 +110,13 @@ func ReadAudit(path, ns string) ([]Request, error) {
 		return nil, fmt.Errorf("audit log %s: %w", path, err)
 	}
 	return out, nil
+}
+
+// dryRunURI: the dryRun query parameter of a request's URI (an eviction or a delete can carry
+// it there as well as in its body).
+func dryRunURI(uri string) bool {
+	u, err := url.ParseRequestURI(uri)
+	return err == nil && len(u.Query()["dryRun"]) > 0
 }
 
 // The audit log and the watches stamp one write at different moments: the log when the answer
