@@ -127,6 +127,7 @@ func fingerprint(v *View) uint64 {
 		if n, ok := v.Nodes[m.NodeName]; ok {
 			flag(n.Ready)
 			flag(n.Fenced)
+			flag(n.Cordoned)
 			num(n.UnhealthySince.Unix())
 		} else {
 			h.WriteByte(2)
@@ -134,7 +135,14 @@ func fingerprint(v *View) uint64 {
 	}
 	num(int64(len(v.Disks)))
 	for i := range v.Disks {
-		str(v.Disks[i].ResourceVersion)
+		d := &v.Disks[i]
+		str(d.ResourceVersion)
+		// A member that waits for its disk's node is told apart by that node's cordon alone.
+		if n, ok := v.Nodes[d.Node]; ok {
+			flag(n.Cordoned)
+		} else {
+			h.WriteByte(2)
+		}
 	}
 	if u := v.Utilization; u != nil {
 		num(int64(u.Percent))

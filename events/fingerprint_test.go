@@ -64,6 +64,14 @@ func TestNormalizeFingerprints(t *testing.T) {
 		"an object under its name":     func(o *Observation) { o.Unowned = []string{"Service/a"} },
 		"a refusal of this generation": func(o *Observation) { o.Refused = &Refusal{Generation: 2, Object: "StatefulSet/a", Message: "no"} },
 		"the node cache synced or not": func(o *Observation) { o.NodesSynced = false },
+		"its node cordoned":            func(o *Observation) { o.Nodes["n1"].Spec.Unschedulable = true },
+		// A member waiting for its disk's node has none of its own: that node's cordon counts.
+		"the node of a disk cordoned": func(o *Observation) {
+			o.Pods[0].Spec.NodeName = ""
+			o.PVCs = []*corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data-a-0", ResourceVersion: "5",
+				Annotations: map[string]string{AnnotationSelectedNode: "n1"}}}}
+			o.Nodes["n1"].Spec.Unschedulable = true
+		},
 	} {
 		v := observe(edit)
 		if v.Fingerprint == base.Fingerprint {

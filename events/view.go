@@ -152,7 +152,18 @@ type Member struct {
 	ClaimName string
 	// FilesystemResize is the Pod's v1alpha1.AnnotationFilesystemResize, as its template had it.
 	FilesystemResize string
+	// Disruption is the reason of the Pod's DisruptionTarget condition while it is true (an
+	// eviction through the Eviction API, a preemption, a taint's deletion): who is taking the
+	// member away, and that it is not the operator. Empty when none.
+	Disruption string
+	// Unschedulable is the scheduler's message while it finds no node for the Pod, empty when
+	// the Pod is placed or not yet tried.
+	Unschedulable string
 }
+
+// DisruptionEviction is the DisruptionTarget reason of a Pod evicted through the Eviction API,
+// as a drain evicts.
+const DisruptionEviction = "EvictionByEvictionAPI"
 
 // Disk is one claim that carries the fleet's name label.
 type Disk struct {
@@ -172,7 +183,15 @@ type Disk struct {
 	// ResizeFailed), empty when none; ResizeMessage is what the claim says of it.
 	Resize        string
 	ResizeMessage string
+	// Node is the node the scheduler chose for the claim's volume (the claim's selected-node
+	// annotation, set for a volume provisioned where its first member was placed): a node-local
+	// disk binds its member to that node. Empty when not known.
+	Node string
 }
+
+// AnnotationSelectedNode is the annotation the scheduler puts on a claim whose volume waits for
+// its first consumer: the node the volume is provisioned for.
+const AnnotationSelectedNode = "volume.kubernetes.io/selected-node"
 
 // What a claim says of a resize on its way.
 const (
@@ -196,6 +215,9 @@ type NodeView struct {
 	// powered off or cut off from its disks (non-graceful node shutdown). NotReady alone is not:
 	// a partitioned node still runs its Pods.
 	Fenced bool
+	// Cordoned: the node is marked unschedulable, as a drain does first; its members are being
+	// or may be evicted, and nothing new is placed on it until it is uncordoned.
+	Cordoned bool
 }
 
 // Owned holds the observed objects the fleet owns, for drift comparison. They are the caches'
@@ -386,11 +408,16 @@ func members(f *v1alpha1.CelldFleet, o *Observation) []Member {
 			m.DeletionTime = p.DeletionTimestamp.Time
 		}
 		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady {
+			switch {
+			case c.Type == corev1.PodReady:
 				m.Ready = c.Status == corev1.ConditionTrue
 				if !m.Ready && !c.LastTransitionTime.IsZero() {
 					m.NotReadySince = c.LastTransitionTime.Time
 				}
+			case c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue:
+				m.Disruption = orDefault(c.Reason, "DisruptionTarget")
+			case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && p.Spec.NodeName == "":
+				m.Unschedulable = orDefault(c.Message, "no node fits")
 			}
 		}
 		for _, vol := range p.Spec.Volumes {
@@ -407,6 +434,13 @@ func members(f *v1alpha1.CelldFleet, o *Observation) []Member {
 		return out[i].Name < out[j].Name
 	})
 	return out
+}
+
+func orDefault(s, alt string) string {
+	if s != "" {
+		return s
+	}
+	return alt
 }
 
 // ordinal parses the ordinal of a Pod or claim named "<prefix>-<ordinal>", -1 when it has none.
@@ -433,6 +467,7 @@ func disks(f *v1alpha1.CelldFleet, pvcs []*corev1.PersistentVolumeClaim) []Disk 
 			Lost: c.Status.Phase == corev1.ClaimLost, Terminating: c.DeletionTimestamp != nil,
 			Requested: c.Spec.Resources.Requests[corev1.ResourceStorage], Capacity: c.Status.Capacity[corev1.ResourceStorage]}
 		d.Resize, d.ResizeMessage = resizeOf(c)
+		d.Node = c.Annotations[AnnotationSelectedNode]
 		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -450,7 +485,7 @@ func nodes(in map[string]*corev1.Node) map[string]NodeView {
 // NodeHealth is a node's health as healing sees it: Ready, unless its Ready condition says
 // otherwise or it carries the unreachable or out-of-service taint, and since when it is not.
 func NodeHealth(n *corev1.Node) NodeView {
-	nv := NodeView{Ready: false, UnhealthySince: n.CreationTimestamp.Time}
+	nv := NodeView{Ready: false, UnhealthySince: n.CreationTimestamp.Time, Cordoned: n.Spec.Unschedulable}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			nv.Ready = c.Status == corev1.ConditionTrue

@@ -71,6 +71,45 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
+// TestNormalizeMaintenance: what a drain leaves on the objects reaches the view: the eviction
+// on the Pod, the scheduler's refusal of its replacement, the node a disk is on, the cordon.
+func TestNormalizeMaintenance(t *testing.T) {
+	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1"},
+		Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet, Bucket: v1alpha1.BucketSpec{Name: "b"}}}
+	labels := map[string]string{LabelFleetUID: "u1"}
+	evicted := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-0", Labels: labels, DeletionTimestamp: &metav1.Time{Time: t0}},
+		Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
+			{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: DisruptionEviction},
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}}
+	unplaced := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-1", Labels: labels},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
+			{Type: corev1.DisruptionTarget, Status: corev1.ConditionFalse, Reason: "old"},
+			{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "1 node(s) were unschedulable"}}}}
+	gated := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-2", Labels: labels},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated, Message: "gated"}}}}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-a-1", Labels: labels,
+		Annotations: map[string]string{AnnotationSelectedNode: "n1"}}}
+	cordoned := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{Unschedulable: true}}
+	v := Normalize("ns", "a", &Observation{Now: t0, Fleet: f, NodesSynced: true, Pods: []*corev1.Pod{evicted, unplaced, gated},
+		PVCs: []*corev1.PersistentVolumeClaim{claim}, Nodes: map[string]*corev1.Node{"n1": cordoned, "n2": {ObjectMeta: metav1.ObjectMeta{Name: "n2"}}}})
+	if m := v.Members[0]; m.Disruption != DisruptionEviction || m.Unschedulable != "" {
+		t.Errorf("evicted member: disruption %q, unschedulable %q", m.Disruption, m.Unschedulable)
+	}
+	if m := v.Members[1]; m.Disruption != "" || m.Unschedulable != "1 node(s) were unschedulable" {
+		t.Errorf("unplaced member: disruption %q (a false condition is none), unschedulable %q", m.Disruption, m.Unschedulable)
+	}
+	if m := v.Members[2]; m.Unschedulable != "" {
+		t.Errorf("a member gated from scheduling is not refused by the scheduler: %q", m.Unschedulable)
+	}
+	if v.Disks[0].Node != "n1" {
+		t.Errorf("the claim's node: %q, want n1", v.Disks[0].Node)
+	}
+	if !v.Nodes["n1"].Cordoned || v.Nodes["n2"].Cordoned {
+		t.Errorf("cordons: %+v", v.Nodes)
+	}
+}
+
 func TestObserveNamesEveryKind(t *testing.T) {
 	for _, tc := range []struct {
 		obj  any

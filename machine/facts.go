@@ -102,6 +102,8 @@ type facts struct {
 	disks diskFacts
 	// orphaned: the StatefulSet is gone and members it left are running (its size is theirs).
 	orphaned bool
+	// away are the members node maintenance takes or holds away (maintenance.go).
+	away []away
 }
 
 func gracePeriod(f *v1alpha1.CelldFleet) time.Duration {
@@ -259,7 +261,10 @@ func computeFacts(v *events.View) *facts {
 		}
 		unfenced := len(fx.unfenced)
 		l, wait := fx.classify(m, grace)
-		if l == nil && wait == 0 && len(fx.unfenced) == unfenced && !m.Ready && !m.Terminating && !fx.onLostClaim(m) {
+		if a, ok := fx.awayOf(m); ok {
+			fx.away = append(fx.away, a)
+		}
+		if l == nil && wait == 0 && len(fx.unfenced) == unfenced && !m.Ready && !m.Terminating && !fx.onLostClaim(m) && !fx.isAway(m) {
 			// Not ready, and nothing healing can do about it: after the grace period the fleet
 			// says so, instead of waiting in silence. A member healing waits on (its node's
 			// grace, a broken rollout's) is not stuck: the fleet names one that is.

@@ -48,7 +48,12 @@ type Fleet struct {
 	// told to have ended all the same. resized is the size the last DiskResized Event told of:
 	// told once, whichever way it was learnt.
 	resizing, resized string
+	// evictions are the evicted members a MemberEvicted Event of this machine told of, while
+	// they are in view.
+	evictions map[types.UID]bool
 
+	// evictionsInView are the evicted members the last decision saw: Advance forgets the others.
+	evictionsInView map[types.UID]bool
 	// announcing are the disks the last decision's DiskDeleted Event names, by the Event's key:
 	// they count as announced once Advance says the Event was recorded.
 	announcing map[string][]types.UID
@@ -168,6 +173,11 @@ func (m *Fleet) Advance(done []Action, decided time.Time) {
 			m.resizing = strings.TrimPrefix(a.Key, ResizeStartedEventPrefix)
 		case a.Kind == RecordEvent && strings.HasPrefix(a.Key, ResizeDoneEventPrefix):
 			m.resizing, m.resized = "", strings.TrimPrefix(a.Key, ResizeDoneEventPrefix)
+		case a.Kind == RecordEvent && strings.HasPrefix(a.Key, EvictedEventPrefix):
+			if m.evictions == nil {
+				m.evictions = map[types.UID]bool{}
+			}
+			m.evictions[types.UID(strings.TrimPrefix(a.Key, EvictedEventPrefix))] = true
 		case a.Kind == RecordEvent && len(m.announcing[a.Key]) > 0:
 			if m.announced == nil {
 				m.announced = map[types.UID]bool{}
@@ -175,6 +185,11 @@ func (m *Fleet) Advance(done []Action, decided time.Time) {
 			for _, uid := range m.announcing[a.Key] {
 				m.announced[uid] = true
 			}
+		}
+	}
+	for uid := range m.evictions {
+		if !m.evictionsInView[uid] {
+			delete(m.evictions, uid)
 		}
 	}
 	m.announcing = nil

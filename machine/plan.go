@@ -521,6 +521,10 @@ func (p *planner) explain(replicas int32) {
 	if len(fx.lostClaims) > 0 {
 		p.block("a person to delete the Lost claims %s (kubectl delete pvc %s)", joinNames(fx.lostClaims), strings.Join(fx.lostClaims, " "))
 	}
+	if len(fx.away) > 0 {
+		p.block("%s", fx.awayText())
+	}
+	p.evictedEvents()
 	for i := range v.Members {
 		if m := &v.Members[i]; !memberReady(v, m) {
 			p.block("member %s to be ready", m.Name)

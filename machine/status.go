@@ -108,6 +108,11 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 	case fx.candidate != nil && !fx.othersReady && fx.wait == 0 && p.to != v1alpha1.StateDeleting:
 		// Nothing the operator waits for ends on its own: only a person replacing the member does.
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonMemberLost, "no progress: "+p.blocked
+	case len(fx.away) > 0 && fx.awayWaits() && p.to != v1alpha1.StateDeleting:
+		// Only a person ends it, by uncordoning a node: no progress until then.
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonWaitingForNode, "no progress until a node is uncordoned: "+fx.awayText()
+	case len(fx.away) > 0 && p.to != v1alpha1.StateDeleting:
+		progressing.Reason, progressing.Message = ReasonMemberEvicted, fx.awayText()
 	case p.scaleDown != "" && len(fx.unfenced) == 0:
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonDeletionBlocked, "no progress until a person deletes the member: "+p.scaleDown
 	case len(fx.unfenced) > 0 && p.to == v1alpha1.StateSteady:

@@ -206,3 +206,41 @@ func TestStatusPrintsDiskSizes(t *testing.T) {
 		t.Errorf("a fleet without claim sizes prints a disks table:\n%s", b.String())
 	}
 }
+
+// TestStatusShowsMaintenance: the person running a drain sees which member it evicted, which one
+// no node takes, and which node is cordoned.
+func TestStatusShowsMaintenance(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	fl := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team"},
+		Status: v1alpha1.CelldFleetStatus{BlockedBy: "member alpha-1 waits for node node-1, which is cordoned"}}
+	pod := func(name, node string, conds ...corev1.PodCondition) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Conditions: conds}}
+	}
+	evicted := pod("alpha-0", "node-0", corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"})
+	evicted.DeletionTimestamp = &metav1.Time{Time: t0}
+	gone := pod("alpha-3", "node-0", corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByPodGC"})
+	gone.DeletionTimestamp = &metav1.Time{Time: t0}
+	r := &report{fleet: fl, pods: []corev1.Pod{
+		evicted,
+		pod("alpha-1", "", corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}),
+		pod("alpha-2", "node-1", corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}),
+		gone,
+	}, nodes: map[string]*corev1.Node{
+		"node-0": {ObjectMeta: metav1.ObjectMeta{Name: "node-0", Labels: map[string]string{corev1.LabelTopologyZone: "zone-a"}}, Spec: corev1.NodeSpec{Unschedulable: true}},
+		"node-1": {ObjectMeta: metav1.ObjectMeta{Name: "node-1"}},
+	}}
+	var b strings.Builder
+	printStatus(&b, r, t0, 0)
+	out := b.String()
+	for _, want := range []string{
+		"Blocked by:   member alpha-1 waits for node node-1",
+		"alpha-0  node-0  zone-a (cordoned)  evicted",
+		"alpha-1  -       -                  unschedulable",
+		"alpha-2  node-1  -                  true",
+		"alpha-3  node-0  zone-a (cordoned)  terminating",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+}

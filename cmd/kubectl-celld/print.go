@@ -128,7 +128,18 @@ func printHistory(w io.Writer, r *report, now time.Time, n int) {
 
 func ready(p *corev1.Pod) string {
 	if p.DeletionTimestamp != nil {
+		// A drain's eviction says so on the Pod: the person running it sees which member it took.
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == "EvictionByEvictionAPI" {
+				return "evicted"
+			}
+		}
 		return "terminating"
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return "unschedulable"
+		}
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -160,6 +171,9 @@ func (r *report) zone(p *corev1.Pod) string {
 	n := r.nodes[p.Spec.NodeName]
 	if n == nil {
 		return "(node gone)"
+	}
+	if n.Spec.Unschedulable {
+		return orDash(n.Labels[corev1.LabelTopologyZone]) + " (cordoned)"
 	}
 	return orDash(n.Labels[corev1.LabelTopologyZone])
 }

@@ -36,7 +36,16 @@ func stripPod(obj any) (any, error) {
 	p.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName, Volumes: volumes, Containers: containers}
 	conditions := make([]corev1.PodCondition, 0, len(p.Status.Conditions))
 	for _, c := range p.Status.Conditions {
-		conditions = append(conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+		k := corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}
+		// Who takes a member away (a drain's eviction), and why no node takes it back, are what
+		// the fleet's status tells a person during maintenance.
+		switch {
+		case c.Type == corev1.DisruptionTarget:
+			k.Reason = c.Reason
+		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse:
+			k.Reason, k.Message = c.Reason, c.Message
+		}
+		conditions = append(conditions, k)
 	}
 	if len(conditions) == 0 {
 		conditions = nil

@@ -204,6 +204,10 @@ func mergeValue(dst, src any) any {
 func TestStripKeepsWhatIsRead(t *testing.T) {
 	ready := corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(time.Unix(1.7e9, 0)),
 		Reason: "ContainersNotReady", Message: "long words"}
+	evicted := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(time.Unix(1.7e9, 0)),
+		Reason: events.DisruptionEviction, Message: "Eviction API: evicting"}
+	unplaced := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/3 nodes are available: 1 node(s) were unschedulable"}
 	pod := noisy(t, noiseFiller(7), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "a-0", Namespace: "team", Labels: map[string]string{"app": "a"}},
 		Spec: corev1.PodSpec{NodeName: "n1",
@@ -212,7 +216,7 @@ func TestStripKeepsWhatIsRead(t *testing.T) {
 				{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 			Containers: []corev1.Container{{Name: "celld", Image: "celld:1", Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{ready}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{ready, evicted, unplaced}},
 	})
 	got, _ := stripPod(pod.DeepCopy())
 	p := got.(*corev1.Pod)
@@ -222,7 +226,9 @@ func TestStripKeepsWhatIsRead(t *testing.T) {
 		Containers: []corev1.Container{{Name: "celld", Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
-			{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: ready.LastTransitionTime}}}}
+			{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: ready.LastTransitionTime},
+			{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, LastTransitionTime: evicted.LastTransitionTime, Reason: events.DisruptionEviction},
+			unplaced}}}
 	want.ManagedFields = nil
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("stripped Pod\n%s\nwant\n%s", dump(p), dump(want))
