@@ -65,13 +65,6 @@ func TestNormalizeFingerprints(t *testing.T) {
 		"a refusal of this generation": func(o *Observation) { o.Refused = &Refusal{Generation: 2, Object: "StatefulSet/a", Message: "no"} },
 		"the node cache synced or not": func(o *Observation) { o.NodesSynced = false },
 		"its node cordoned":            func(o *Observation) { o.Nodes["n1"].Spec.Unschedulable = true },
-		// A member waiting for its disk's node has none of its own: that node's cordon counts.
-		"the node of a disk cordoned": func(o *Observation) {
-			o.Pods[0].Spec.NodeName = ""
-			o.PVCs = []*corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data-a-0", ResourceVersion: "5",
-				Annotations: map[string]string{AnnotationSelectedNode: "n1"}}}}
-			o.Nodes["n1"].Spec.Unschedulable = true
-		},
 	} {
 		v := observe(edit)
 		if v.Fingerprint == base.Fingerprint {
@@ -85,5 +78,24 @@ func TestNormalizeFingerprints(t *testing.T) {
 	hand.Fingerprint = 0
 	if got := hand.Fingerprinted(); got != base.Fingerprint {
 		t.Errorf("a view without its fingerprint computes it: %x, want %x", got, base.Fingerprint)
+	}
+}
+
+// TestFingerprintHasTheCordonOfADisksNode: a member waiting for its disk's node has no node of its
+// own, so the cordon of the node its disk is on is what tells its view apart: the uncordon must
+// decide again.
+func TestFingerprintHasTheCordonOfADisksNode(t *testing.T) {
+	observe := func(cordoned bool) View {
+		f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1", ResourceVersion: "7"},
+			Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet, Bucket: v1alpha1.BucketSpec{Name: "b"}}}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-0", ResourceVersion: "11", Labels: map[string]string{LabelFleetUID: "u1"}}}
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-a-0", ResourceVersion: "5",
+			Labels: map[string]string{LabelFleetUID: "u1"}, Annotations: map[string]string{AnnotationSelectedNode: "n1"}}}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "3"}, Spec: corev1.NodeSpec{Unschedulable: cordoned}}
+		return Normalize("ns", "a", &Observation{Now: t0, Fleet: f, Pods: []*corev1.Pod{pod}, PVCs: []*corev1.PersistentVolumeClaim{claim},
+			Nodes: map[string]*corev1.Node{"n1": node}, NodesSynced: true})
+	}
+	if a, b := observe(true), observe(false); a.Fingerprint == b.Fingerprint {
+		t.Errorf("the node of a waiting member's disk cordoned and uncordoned: same fingerprint %x", a.Fingerprint)
 	}
 }
