@@ -4,6 +4,7 @@ import (
 	"maps"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -44,6 +45,42 @@ func TestBudgetLetsDrainsPass(t *testing.T) {
 			if Matches(p, observed) {
 				t.Errorf("%s: a budget with unhealthyPodEvictionPolicy %s matches, so it would never be repaired", profile, name)
 			}
+		}
+	}
+}
+
+// TestReadinessProbeTiming: without spec.readiness the probe is exactly what it always was
+// (no timing: Kubernetes' defaults, a window of about 31s), so an operator upgrade changes no
+// member's template; a fleet's spec.readiness sets each field it gives and Kubernetes' default for
+// the others, and a workload probed on other timing is drift, so setting it rolls the members.
+func TestReadinessProbeTiming(t *testing.T) {
+	for _, profile := range []v1alpha1.Profile{v1alpha1.ProfilePersistentFleet, v1alpha1.ProfileBucket} {
+		f := fleet(profile)
+		p := templateOf(workloadOf(Render(f, 3, 3))).Spec.Containers[0].ReadinessProbe
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" || p.HTTPGet.Port.StrVal != clientPortName {
+			t.Fatalf("%s: readiness probe %+v, want celld's /readyz on the client port", profile, p)
+		}
+		if p.PeriodSeconds != 0 || p.FailureThreshold != 0 || p.TimeoutSeconds != 0 || p.SuccessThreshold != 0 {
+			t.Errorf("%s: a fleet without spec.readiness got probe timing %+v: every member would restart on the operator's upgrade", profile, p)
+		}
+		if w := ReadinessWindow(p); w != 31 {
+			t.Errorf("%s: window %ds with Kubernetes' defaults; want 31", profile, w)
+		}
+
+		f.Spec.Readiness = &v1alpha1.ReadinessSpec{PeriodSeconds: ptrTo(int32(2)), TimeoutSeconds: ptrTo(int32(2))}
+		q := templateOf(workloadOf(Render(f, 3, 3))).Spec.Containers[0].ReadinessProbe
+		if q.PeriodSeconds != 2 || q.TimeoutSeconds != 2 || q.FailureThreshold != 3 || q.SuccessThreshold != 1 {
+			t.Errorf("%s: spec.readiness {periodSeconds: 2, timeoutSeconds: 2} rendered %+v; want those, failureThreshold 3 and successThreshold 1", profile, q)
+		}
+		if w := ReadinessWindow(q); w != 8 {
+			t.Errorf("%s: window %ds; want 2*3+2", profile, w)
+		}
+		f.Spec.Readiness = &v1alpha1.ReadinessSpec{FailureThreshold: ptrTo(int32(2))}
+		if q := templateOf(workloadOf(Render(f, 3, 3))).Spec.Containers[0].ReadinessProbe; q.PeriodSeconds != 10 || q.FailureThreshold != 2 || q.TimeoutSeconds != 1 {
+			t.Errorf("%s: spec.readiness {failureThreshold: 2} rendered %+v; want Kubernetes' period and timeout", profile, q)
+		}
+		if Matches(workloadOf(Render(f, 3, 3)), workloadOf(Render(fleet(profile), 3, 3))) {
+			t.Errorf("%s: a workload probed on the default timing matches a fleet that asks for another", profile)
 		}
 	}
 }

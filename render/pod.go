@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
@@ -126,9 +125,7 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 			{Name: events.DataVolume, MountPath: DataMountPath},
 			{Name: ScratchVolume, MountPath: ScratchMountPath},
 		}, userMounts(f, f.Spec.Pod.VolumeMounts)...),
-		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-			HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString(clientPortName)},
-		}},
+		ReadinessProbe:  readinessProbe(f),
 		SecurityContext: containerSecurity(),
 	}
 	t := corev1.PodTemplateSpec{

@@ -225,6 +225,11 @@ type CelldFleetSpec struct {
 	// pod adds the user's own settings to every member's Pod, beside what the operator renders.
 	// +optional
 	Pod PodSettings `json:"pod,omitempty"`
+
+	// readiness times the members' readiness probe: how soon a member that stopped answering
+	// ready counts as away, for its Service and for the disruption budget a drain obeys.
+	// +optional
+	Readiness *ReadinessSpec `json:"readiness,omitempty"`
 }
 
 // PodSettings are what a platform adds to every Pod it runs: pull secrets, its own labels and
