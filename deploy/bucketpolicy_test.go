@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/deploy/rbac"
 	"github.com/celld/celld-operator/reservation"
 )
 
@@ -55,12 +56,8 @@ func (e *expression) ReturnTypes() []*cel.Type {
 
 func loadBucketPolicy(t testing.TB) *bucketPolicy {
 	t.Helper()
-	data, err := os.ReadFile("rbac/bucket_policy.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var vap admissionregistrationv1.ValidatingAdmissionPolicy
-	if err := yaml.UnmarshalStrict(data, &vap); err != nil {
+	if err := yaml.UnmarshalStrict(rbac.BucketPolicy, &vap); err != nil {
 		t.Fatalf("rbac/bucket_policy.yaml: %v", err)
 	}
 	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
