@@ -19,6 +19,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 )
 
@@ -248,4 +249,85 @@ func counterSum(t *testing.T, m *Metrics, name string) float64 {
 		}
 	}
 	return total
+}
+
+// slowLock is a Lease lock whose writes take latency of the test's clock to be answered, and
+// answer err.
+type slowLock struct {
+	resourcelock.Interface
+	clock   *time.Time
+	latency time.Duration
+	err     error
+}
+
+func (s *slowLock) Identity() string { return "replica-a" }
+
+func (s *slowLock) Create(context.Context, resourcelock.LeaderElectionRecord) error {
+	*s.clock = s.clock.Add(s.latency)
+	return s.err
+}
+
+func (s *slowLock) Update(context.Context, resourcelock.LeaderElectionRecord) error {
+	*s.clock = s.clock.Add(s.latency)
+	return s.err
+}
+
+// TestRenewalCountsFromWhenItWasSent: a renewal extends the leader's writes from when it was
+// sent, not answered: a standby counts the lease duration from the renewTime the write carried,
+// so a deadline counted from the answer would keep writing for as long as the API server took
+// to answer, past the margin the flags leave. Only a write the API server accepted, naming this
+// replica as the holder, counts: a failed renewal, or the release (no holder), renews nothing.
+func TestRenewalCountsFromWhenItWasSent(t *testing.T) {
+	const deadline, latency = 10 * time.Second, 3 * time.Second
+	for _, c := range []struct {
+		name   string
+		write  func(*renewalClock) error
+		holder string
+		err    error
+		counts bool
+	}{
+		{"a renewal", func(r *renewalClock) error {
+			return r.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"})
+		}, "replica-a", nil, true},
+		{"the acquisition", func(r *renewalClock) error {
+			return r.Create(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"})
+		}, "replica-a", nil, true},
+		{"a refused renewal", func(r *renewalClock) error {
+			return r.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"})
+		}, "replica-a", errors.New("etcdserver: request timed out"), false},
+		{"a refused acquisition", func(r *renewalClock) error {
+			return r.Create(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"})
+		}, "replica-a", errors.New("already exists"), false},
+		{"the release", func(r *renewalClock) error {
+			return r.Update(context.Background(), resourcelock.LeaderElectionRecord{})
+		}, "", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := NewLeadership(LeaderElection{Namespace: "celld-system", Name: "celld-operator", RenewDeadline: deadline})
+			start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+			now := start
+			l.now = func() time.Time { return now }
+			l.renewedAt(start)
+			l.start(nil)
+			now = now.Add(5 * time.Second)
+			sent := now
+			r := &renewalClock{Interface: &slowLock{clock: &now, latency: latency, err: c.err}, l: l}
+			if err := c.write(r); !errors.Is(err, c.err) {
+				t.Fatalf("the write answered %v, want %v", err, c.err)
+			}
+			from := start
+			if c.counts {
+				from = sent
+			}
+			now = from.Add(deadline - time.Millisecond)
+			if !l.Leading() {
+				t.Fatalf("not leading %s after the renewal it counts from", deadline-time.Millisecond)
+			}
+			now = from.Add(deadline)
+			if l.Leading() {
+				t.Fatalf("still leading a renew deadline after the renewal it should count from (%s after it was sent, answered %s later)",
+					now.Sub(sent), latency)
+			}
+		})
+	}
 }
