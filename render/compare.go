@@ -28,12 +28,12 @@ func Matches(desired, observed any) bool {
 	return subset(d, o) && noneLeftOver(d, o)
 }
 
-// userOnly are the fields of a member's Pod template that only spec.pod sets: neither the API
-// server nor Kubernetes' controllers default them. Where the desired template leaves one out, the
+// userOnly are the fields of a member's Pod template that only the fleet's spec sets (spec.pod,
+// spec.placement): neither the API server nor Kubernetes' controllers default them. Where the desired template leaves one out, the
 // observed one must too: otherwise a setting the user removed would stay on the members, as the
 // subset test alone cannot tell a removed field from a defaulted one.
 var userOnly = struct{ spec, security, container []string }{
-	spec:      []string{"initContainers", "imagePullSecrets", "priorityClassName"},
+	spec:      []string{"initContainers", "imagePullSecrets", "priorityClassName", "nodeSelector", "tolerations", "affinity"},
 	security:  []string{"runAsUser", "runAsGroup", "supplementalGroups"},
 	container: []string{"env", "envFrom", "command", "args", "volumeMounts"},
 }
