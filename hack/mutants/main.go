@@ -4,6 +4,8 @@
 //
 // The working tree is never touched: each mutant is a `go test -overlay` that points the file at
 // a mutated copy in a temporary directory, so runs are safe beside an editor and in parallel.
+// A file other than Go source (a CRD, an admission policy) is mutated the same way when a package
+// beside it embeds it: the overlay reaches what a build embeds, not what a test reads at run time.
 // Only the packages whose tests link the mutated package run, the mutated package first, then
 // the others fastest first (as the baseline run measured them), each with -failfast; the first
 // failing package kills the mutant.
@@ -209,8 +211,12 @@ func (m Mutant) run(root, dir string, pkgs *packages, cost map[string]time.Durat
 	if err != nil {
 		return result{verdict: "BROKEN", detail: err.Error()}
 	}
+	n := 1
+	if m.Every {
+		n = -1
+	}
 	mutated := filepath.Join(dir, filepath.Base(m.File))
-	if err := os.WriteFile(mutated, []byte(strings.Replace(string(src), m.Original, m.Replacement, 1)), 0o644); err != nil {
+	if err := os.WriteFile(mutated, []byte(strings.Replace(string(src), m.Original, m.Replacement, n)), 0o644); err != nil {
 		return result{verdict: "BROKEN", detail: err.Error()}
 	}
 	overlay := filepath.Join(dir, "overlay.json")
@@ -255,8 +261,8 @@ func goTest(root, overlay, pkg string, timeout time.Duration, rapid bool) ([]byt
 	return cmd.CombinedOutput()
 }
 
-// check confirms the mutant still applies: its original occurs exactly once in its file, and the
-// replacement changes something.
+// check confirms the mutant still applies: its original occurs exactly once in its file (at least
+// once for Every), and the replacement changes something.
 func (m Mutant) check(root string) error {
 	b, err := os.ReadFile(filepath.Join(root, m.File))
 	if err != nil {
@@ -265,7 +271,10 @@ func (m Mutant) check(root string) error {
 	if m.Original == m.Replacement {
 		return fmt.Errorf("the replacement is the original")
 	}
-	if n := strings.Count(string(b), m.Original); n != 1 {
+	switch n := strings.Count(string(b), m.Original); {
+	case m.Every && n == 0:
+		return fmt.Errorf("%s: the original snippet does not occur: update the table", m.File)
+	case !m.Every && n != 1:
 		return fmt.Errorf("%s: the original snippet occurs %d times, want exactly once: update the table", m.File, n)
 	}
 	return nil

@@ -12,6 +12,10 @@ type Mutant struct {
 	Mistake string
 	// Threatens names the SPEC clause, lifecycle guard or rule the mistake breaks.
 	Threatens string
+	// Every replaces each occurrence of Original, which must occur at least once: a rule
+	// controller-gen writes into every version of a CRD is one mistake in its marker, made in
+	// each version alike.
+	Every bool
 }
 
 // Table is the list of mutants `make mutants` runs. Keep each one a mistake someone could make
