@@ -230,12 +230,12 @@ func runUpgrade(t *testing.T, f *fixture, baseBinary string, steps upgradeSteps)
 	steps.upgrade(t)
 	checkServedCRDs(t, filepath.Join(suite.root, "deploy", "crds"))
 	op = run(suite.operator)
-	// This tree's budget lets a member that is not Ready go during a drain
-	// (unhealthyPodEvictionPolicy): its operator rewrites every budget once, and nothing else.
+	// This tree's budget writes its unhealthyPodEvictionPolicy out (IfHealthyBudget, which the
+	// base left unset): its operator rewrites every budget once, and nothing else.
 	if err := wait.PollUntilContextTimeout(f.ctx, poll, converge, true, func(ctx context.Context) (bool, error) {
 		for _, name := range fleets {
 			b, err := suite.kube.PolicyV1().PodDisruptionBudgets(f.ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil || b.Spec.UnhealthyPodEvictionPolicy == nil || *b.Spec.UnhealthyPodEvictionPolicy != policyv1.AlwaysAllow {
+			if err != nil || b.Spec.UnhealthyPodEvictionPolicy == nil || *b.Spec.UnhealthyPodEvictionPolicy != policyv1.IfHealthyBudget {
 				return false, nil
 			}
 		}

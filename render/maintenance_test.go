@@ -10,9 +10,10 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 )
 
-// TestBudgetLetsDrainsPass: for either profile the budget lets one member go at a time and lets a
-// member that is not Ready go whatever the budget: a stuck member never blocks its node's drain.
-// A budget without that policy, or with the default one, is drift the operator repairs.
+// TestBudgetLetsDrainsPass: for either profile the budget lets one member go at a time, and a
+// member that is not Ready only while the budget holds (IfHealthyBudget, written out): never while
+// another member is away, for a member celld reports not ready may hold the last copy of a key.
+// A budget without the policy, or with AlwaysAllow, is drift the operator repairs.
 func TestBudgetLetsDrainsPass(t *testing.T) {
 	for _, profile := range []v1alpha1.Profile{v1alpha1.ProfilePersistentFleet, v1alpha1.ProfileBucket} {
 		pdbs := OfType[*policyv1.PodDisruptionBudget](Render(fleet(profile), 3, 3))
@@ -23,8 +24,8 @@ func TestBudgetLetsDrainsPass(t *testing.T) {
 		if p.Spec.MaxUnavailable == nil || p.Spec.MaxUnavailable.IntValue() != 1 || p.Spec.MinAvailable != nil {
 			t.Errorf("%s: the budget must let exactly one member go at a time: %+v", profile, p.Spec)
 		}
-		if p.Spec.UnhealthyPodEvictionPolicy == nil || *p.Spec.UnhealthyPodEvictionPolicy != policyv1.AlwaysAllow {
-			t.Errorf("%s: unhealthyPodEvictionPolicy %v, want AlwaysAllow: a member that is not Ready would block its node's drain", profile, p.Spec.UnhealthyPodEvictionPolicy)
+		if p.Spec.UnhealthyPodEvictionPolicy == nil || *p.Spec.UnhealthyPodEvictionPolicy != policyv1.IfHealthyBudget {
+			t.Errorf("%s: unhealthyPodEvictionPolicy %v, want IfHealthyBudget: a member that is not Ready may hold the last copy while another is away", profile, p.Spec.UnhealthyPodEvictionPolicy)
 		}
 		if sel := p.Spec.Selector; sel == nil || len(sel.MatchLabels) == 0 || !maps.Equal(sel.MatchLabels, SelectorLabels(fleet(profile))) {
 			t.Errorf("%s: the budget must select the fleet's members: %+v", profile, sel)
@@ -38,7 +39,7 @@ func TestBudgetLetsDrainsPass(t *testing.T) {
 			t.Errorf("%s: a budget as applied, with the server's status, must not count as drift", profile)
 		}
 		for name, policy := range map[string]*policyv1.UnhealthyPodEvictionPolicyType{
-			"unset": nil, "IfHealthyBudget": ptrTo(policyv1.IfHealthyBudget),
+			"unset": nil, "AlwaysAllow": ptrTo(policyv1.AlwaysAllow),
 		} {
 			observed.Spec.UnhealthyPodEvictionPolicy = policy
 			if Matches(p, observed) {

@@ -19,21 +19,22 @@ func init() {
 // tolerates: the budget counts only Ready members as healthy, so while one member is away no
 // healthy member may be evicted.
 //
-// A member that is not Ready may always be evicted (AlwaysAllow). It is already away: evicting it
-// takes nothing more from the fleet, and celld reports ready only once a member has recovered, so
-// the budget never mistakes a recovering member for a healthy one. The default policy
-// (IfHealthyBudget) would instead refuse that eviction whenever the budget is spent, which a stuck
-// or crash-looping member spends for as long as it is stuck: its node's drain would wait forever.
+// A member that is not Ready is evicted only while the budget holds (IfHealthyBudget, written out
+// so that a hand edit is drift): alone, it goes at the first ask, so a stuck or crash-looping
+// member never blocks its node's drain for longer than another member is away. AlwaysAllow
+// would let it go whatever the others, and a member celld reports not ready is not policy away:
+// celld answers not ready while some key it holds has one live copy, as the survivor of a member
+// that just left does. Evicting that member would take the last copy, the second member away.
 func renderPDB(f *v1alpha1.CelldFleet) *policyv1.PodDisruptionBudget {
 	one := intstr.FromInt32(1)
-	always := policyv1.AlwaysAllow
+	policy := policyv1.IfHealthyBudget
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
 		ObjectMeta: meta(f, f.Name, "disruption-budget"),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable:             &one,
 			Selector:                   &metav1.LabelSelector{MatchLabels: SelectorLabels(f)},
-			UnhealthyPodEvictionPolicy: &always,
+			UnhealthyPodEvictionPolicy: &policy,
 		},
 	}
 }

@@ -13,9 +13,9 @@ import (
 const drainClause = "drain"
 
 // podEvicted judges a member taken away by an eviction, which the operator never sends: within
-// its workload's size, every other member must have been Ready and none missing. A member that
-// was not Ready itself was away already, and evicting it takes nothing more (the budget lets it
-// go, so that a stuck member never blocks its node's drain).
+// its workload's size, every other member must have been Ready and none missing, whether the
+// evicted member was Ready or not. A member celld reports not ready is not always away: it may be
+// the survivor holding the last copy of a key whose other copy just left.
 func (j *judging) podEvicted(p, before *corev1.Pod, r Request) {
 	fleet := types.UID(p.Labels[events.LabelFleetUID])
 	if fleet == "" {
@@ -26,10 +26,6 @@ func (j *judging) podEvicted(p, before *corev1.Pod, r Request) {
 		return
 	}
 	obj := "Pod " + p.Name + " (" + string(p.UID) + ")"
-	if before != nil && !events.PodReady(before) {
-		j.check(true, drainClause, obj, "")
-		return
-	}
 	ready, notReady := j.members(fleet, p.UID)
 	size := int32(len(ready) + len(notReady) + 1)
 	for _, w := range j.workloads {

@@ -12,8 +12,9 @@ import (
 
 // TestDrainEvictions: the judge tells a drain's evictions from the operator's deletes by the
 // audit log's record of each. A drain that takes one member at a time, lets a member that is not
-// Ready go, or evicts while a scale-in's member leaves, keeps the contract; an eviction while
-// another member is away or not Ready breaks the drain's clause. The operator's delete of a
+// Ready go while every other is Ready, or evicts while a scale-in's member leaves, keeps the
+// contract; an eviction, of a Ready member or not, while another member is away or not Ready
+// breaks the drain's clause. The operator's delete of a
 // member is still clause 3's, as is an eviction the log does not show, and a request made for a
 // Pod of the same name before it existed is not its.
 func TestDrainEvictions(t *testing.T) {
@@ -39,11 +40,15 @@ func TestDrainEvictions(t *testing.T) {
 			h.setReady(3, false)
 			h.evict(2)
 		}, [][]string{{"drain: Pod pf-2", "not ready or terminating [pf-3]"}}, 1},
+		{"a member that is not Ready evicted, every other Ready", func(h *history) {
+			h.setReady(3, false)
+			h.evict(3)
+		}, nil, 1},
 		{"a member that is not Ready evicted while another is away", func(h *history) {
 			h.setReady(3, false)
 			h.setReady(4, false)
 			h.evict(3)
-		}, nil, 1},
+		}, [][]string{{"drain: Pod pf-3", "while 1 other member(s) of its fleet were away", "not ready or terminating [pf-4]"}}, 1},
 		{"an eviction while a scale-in's member leaves", func(h *history) {
 			h.step(8)
 			p := h.pods[8].DeepCopy()
