@@ -1,0 +1,638 @@
+package realnodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/internal/celldstore/load"
+	"github.com/celld/celld-operator/internal/contract"
+)
+
+const (
+	// evictionRetry is how long kubectl drain waits before it asks again for an eviction the
+	// disruption budget refused (429).
+	evictionRetry = 5 * time.Second
+	// drainBound is how long one drain may take on the real nodes, cordon to the last evicted Pod
+	// gone. A drain right after the previous node came back waits, its evictions refused, until
+	// that node's PersistentFleet member is back on its disk and Ready: scheduled, started,
+	// caught up, then seen Ready by a readiness probe that asks every 10 s, then counted by the
+	// disruption controller. Measured on two shared cores: six drains under a PersistentFleet
+	// and a Bucket fleet took 7-37 s (up to 10 evictions refused in one). The bound leaves room
+	// for Kubernetes' own wait, up to 2 minutes, on a StatefulSet member's name the disruption
+	// controller did not see go (docs/node-maintenance.md), and for a loaded machine; a drain
+	// that a stuck member blocks never ends, which is what it must catch.
+	drainBound = 3 * time.Minute
+)
+
+// auditLog is the real control plane's audit log (cluster/up.sh writes one for either mode):
+// the judge tells a drain's evictions from the operator's deletes by it.
+func auditLog() string { return filepath.Join(suite.run, "logs", "audit.log") }
+
+// TestRollingNodeMaintenanceOnRealNodes: with the load client writing to a PersistentFleet of 3
+// (node-local disks) and a Bucket fleet of 2, every real node is drained in turn and brought
+// back, twice round, as kubectl drain and rolling node upgrades do: cordon, evict every Pod on it
+// (the operator's too) through the Eviction API, retried every 5 s while a budget refuses, wait
+// until the evicted Pods are gone, uncordon. A scale-in of the PersistentFleet (3->2) is asked for
+// during the first drain. Judged on what the cluster recorded: no acknowledged write lost on
+// either fleet (the data judge), never more than one member of a fleet away (the API server's
+// record through the contract judge, and the member processes sampled on the machine), each
+// drain within drainBound, the fleets Steady at their sizes at the end, and no member deleted by
+// the operator.
+//
+// A PersistentFleet member's disk is on its node: its evicted Pod's replacement waits, Pending,
+// until the node is uncordoned, so the drain completes when the Pod is gone and the member comes
+// back after. The next drain then waits, refused, until it is Ready.
+func TestRollingNodeMaintenanceOnRealNodes(t *testing.T) {
+	f := newFixture(t)
+	f.judge.AttributeBy(auditLog())
+	nodes := realNodes(t, f.ctx)
+	t.Cleanup(func() { uncordonAll(nodes) })
+
+	pf := f.create(f.newFleet("pf", v1alpha1.ProfilePersistentFleet, 3))
+	bk := f.create(f.newFleet("bk", v1alpha1.ProfileBucket, 2))
+	pf, bk = f.waitConverged(pf.Name), f.waitConverged(bk.Name)
+	pfLoad, bkLoad := f.startLoad(pf), f.startLoad(bk)
+	waitFor(t, f.ctx, "the first acknowledged writes on both fleets", 2*time.Minute, func() bool {
+		return journalLen(pfLoad) > 50 && journalLen(bkLoad) > 50
+	})
+	away := f.watchAway(pf, bk)
+
+	start := time.Now()
+	var (
+		evictedMembers int
+		total          drainOutcome
+		took           []string
+	)
+	for round := 1; round <= 2; round++ {
+		for i, node := range nodes {
+			var during func()
+			if round == 1 && i == 0 {
+				// A scale-in asked for while a member is away waits for it, as the contract says.
+				during = func() {
+					f.update(pf.Name, func(x *v1alpha1.CelldFleet) { x.Spec.Members = 2 })
+					// What the person running the drain sees, once the operator has read the
+					// scale-in: the drain may have evicted its leader too, and the standby takes
+					// the lease only when it expires.
+					for _, name := range []string{pf.Name, bk.Name} {
+						var cur *v1alpha1.CelldFleet
+						_ = wait.PollUntilContextTimeout(f.ctx, poll, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+							var err error
+							cur, err = suite.celld.CelldV1alpha1().CelldFleets(f.ns).Get(ctx, name, metav1.GetOptions{})
+							return err == nil && cur.Status.ObservedGeneration == cur.Generation, nil
+						})
+						if cur != nil {
+							t.Logf("during the drain, fleet %s (generation %d, observed %d): state %s, members %d ready of %d; %s", cur.Name,
+								cur.Generation, cur.Status.ObservedGeneration, cur.Status.State, cur.Status.Members.Ready, cur.Spec.Members, conditions(cur))
+						}
+					}
+				}
+			}
+			d, err := drain(f.ctx, drainBound, during, node)
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			mine := d.evictedIn(f.ns)
+			t.Logf("+%s round %d: drained %s in %s: evicted %v (and %v elsewhere), refused by a budget %d times %v",
+				time.Since(start).Round(100*time.Millisecond), round, node, d.took.Round(100*time.Millisecond), mine,
+				d.evictedOutside(f.ns), d.refusals(), d.refused)
+			if round == 1 && i == 0 && !containsPrefix(mine, pf.Name+"-") {
+				t.Fatalf("the first node drained, %s, ran no member of %s: the scale-in was asked for with none away", node, pf.Name)
+			}
+			if d.took > drainBound {
+				t.Errorf("drain of %s took %s; want at most %s", node, d.took.Round(100*time.Millisecond), drainBound)
+			}
+			evictedMembers += len(mine)
+			took = append(took, d.took.Round(100*time.Millisecond).String())
+			total.add(d)
+		}
+	}
+	t.Logf("%d drains in %s (each %v): %d members evicted, %d evictions refused by a budget, longest drain %s",
+		2*len(nodes), time.Since(start).Round(time.Second), took, evictedMembers, total.refusals(), total.took.Round(100*time.Millisecond))
+
+	pf, bk = f.waitConverged(pf.Name), f.waitConverged(bk.Name)
+	if pf.Status.Members.Current != 2 || bk.Status.Members.Current != 2 {
+		t.Errorf("members at the end: %s %d (want the 2 asked for during the first drain), %s %d (want 2)",
+			pf.Name, pf.Status.Members.Current, bk.Name, bk.Status.Members.Current)
+	}
+	most := away.end(t)
+	for _, name := range []string{pf.Name, bk.Name} {
+		if most[name] > 1 {
+			t.Errorf("fleet %s: %d members away at once, from its processes; a drain takes one at a time", name, most[name])
+		}
+	}
+
+	for _, c := range []struct {
+		fl  *v1alpha1.CelldFleet
+		run *loadRun
+	}{{pf, pfLoad}, {bk, bkLoad}} {
+		rep := f.check(c.fl, c.run)
+		if rep.Checked == 0 || rep.Checked != c.run.stats.Acked {
+			t.Errorf("fleet %s: checked %d writes, the load client had %d acknowledged", c.fl.Name, rep.Checked, c.run.stats.Acked)
+		}
+		if len(rep.Lost) != 0 {
+			t.Errorf("fleet %s: %d acknowledged writes lost:\n%s", c.fl.Name, len(rep.Lost), rep)
+		}
+		t.Logf("fleet %s: %d writes acknowledged, %d not, %d lost", c.fl.Name, c.run.stats.Acked, c.run.stats.Failed, len(rep.Lost))
+	}
+
+	v, versions := f.judge.Judgement(t)
+	for _, msg := range v.Violations {
+		t.Errorf("contract: %s", msg)
+	}
+	t.Logf("contract: %d checks over %d recorded versions, %d violations; %s", v.Checks, versions, len(v.Violations), v.Summary())
+	if v.Explained["Pod: evicted"] != evictedMembers {
+		t.Errorf("the judge put %d deletions down to an eviction; the drains evicted %d members", v.Explained["Pod: evicted"], evictedMembers)
+	}
+	for why, n := range v.Explained {
+		if why != "Pod: evicted" && why != "Pod: scale-down" {
+			t.Errorf("%d member deletions explained by %q: the drains and the scale-in explain them all", n, why)
+		}
+	}
+	f.noMemberDeletedByOperator()
+}
+
+// --- draining, as kubectl drain does --------------------------------------------------------------
+
+// drainOutcome is what one drain did, or several.
+type drainOutcome struct {
+	took time.Duration
+	// evicted is when each Pod's eviction was allowed, by namespace/name; refused is how many
+	// times a budget refused it.
+	evicted map[string]time.Time
+	refused map[string]int
+}
+
+func (d *drainOutcome) add(o drainOutcome) {
+	d.took = max(d.took, o.took)
+	if d.evicted == nil {
+		d.evicted, d.refused = map[string]time.Time{}, map[string]int{}
+	}
+	for k, v := range o.evicted {
+		d.evicted[k] = v
+	}
+	for k, v := range o.refused {
+		d.refused[k] += v
+	}
+}
+
+func (d drainOutcome) refusals() int {
+	n := 0
+	for _, r := range d.refused {
+		n += r
+	}
+	return n
+}
+
+func (d drainOutcome) evictedIn(ns string) []string {
+	var out []string
+	for k := range d.evicted {
+		if name, ok := strings.CutPrefix(k, ns+"/"); ok {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (d drainOutcome) evictedOutside(ns string) []string {
+	var out []string
+	for k := range d.evicted {
+		if !strings.HasPrefix(k, ns+"/") {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// drain drains nodes as kubectl drain --ignore-daemonsets --delete-emptydir-data does: cordons
+// them, asks at once for the eviction of every Pod on them, in every namespace, each retried
+// every evictionRetry while a budget refuses, runs during (if any) once all are evicted, waits
+// until they are gone, and uncordons the nodes: their maintenance is done. Several nodes are
+// drained together, as a node pool upgrade that takes more than one node at a time does. It
+// fails past bound.
+func drain(ctx context.Context, bound time.Duration, during func(), nodes ...string) (drainOutcome, error) {
+	start := time.Now()
+	deadline := start.Add(bound)
+	d := drainOutcome{evicted: map[string]time.Time{}, refused: map[string]int{}}
+	var pods []corev1.Pod
+	for _, node := range nodes {
+		if err := setUnschedulable(ctx, node, true); err != nil {
+			return d, err
+		}
+		defer func() { _ = setUnschedulable(context.Background(), node, false) }()
+		l, err := suite.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+		if err != nil {
+			return d, fmt.Errorf("list Pods on %s: %w", node, err)
+		}
+		for _, p := range l.Items {
+			if p.DeletionTimestamp == nil && !daemonOrMirror(&p) {
+				pods = append(pods, p)
+			}
+		}
+	}
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+	)
+	for _, p := range pods {
+		wg.Go(func() {
+			key := p.Namespace + "/" + p.Name
+			err := evict(ctx, p, deadline, func(evicted bool) {
+				mu.Lock()
+				defer mu.Unlock()
+				if evicted {
+					d.evicted[key] = time.Now()
+				} else {
+					d.refused[key]++
+				}
+			})
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return d, fmt.Errorf("drain of %v: %w", nodes, err)
+	}
+	if during != nil {
+		during()
+	}
+	for _, p := range pods {
+		err := wait.PollUntilContextTimeout(ctx, poll, time.Until(deadline), true, func(ctx context.Context) (bool, error) {
+			cur, err := suite.kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err) || (err == nil && cur.UID != p.UID), nil
+		})
+		if err != nil {
+			return d, fmt.Errorf("drain of %v: Pod %s/%s evicted, not gone within %s", nodes, p.Namespace, p.Name, bound)
+		}
+	}
+	d.took = time.Since(start)
+	return d, nil
+}
+
+// evict asks for one Pod's eviction until a budget allows it or the Pod is gone anyway, telling
+// note of each answer, and fails past deadline.
+func evict(ctx context.Context, p corev1.Pod, deadline time.Time, note func(evicted bool)) error {
+	refused := 0
+	for {
+		err := suite.kube.CoreV1().Pods(p.Namespace).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}})
+		switch {
+		case err == nil:
+			note(true)
+			return nil
+		case apierrors.IsNotFound(err):
+			return nil
+		case !apierrors.IsTooManyRequests(err):
+			return fmt.Errorf("evict %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		note(false)
+		refused++
+		if time.Now().Add(evictionRetry).After(deadline) {
+			return fmt.Errorf("evict %s/%s: refused %d times, the last: %w", p.Namespace, p.Name, refused, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(evictionRetry):
+		}
+	}
+}
+
+// daemonOrMirror: the Pods kubectl drain leaves (--ignore-daemonsets), or cannot evict.
+func daemonOrMirror(p *corev1.Pod) bool {
+	if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
+		return true
+	}
+	ref := metav1.GetControllerOf(p)
+	return ref != nil && ref.Kind == "DaemonSet"
+}
+
+func setUnschedulable(ctx context.Context, node string, on bool) error {
+	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
+	if _, err := suite.kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("cordon %s (%t): %w", node, on, err)
+	}
+	return nil
+}
+
+func uncordonAll(nodes []string) {
+	for _, n := range nodes {
+		_ = setUnschedulable(context.Background(), n, false)
+	}
+}
+
+// realNodes lists the real nodes, by name; every one must be Ready and schedulable, as a
+// maintenance round starts.
+func realNodes(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	l, err := suite.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for i := range l.Items {
+		n := &l.Items[i]
+		if !strings.HasPrefix(n.Name, "real-node-") {
+			continue
+		}
+		if !nodeReady(n) || n.Spec.Unschedulable {
+			t.Fatalf("node %s is not Ready and schedulable", n.Name)
+		}
+		out = append(out, n.Name)
+	}
+	sort.Strings(out)
+	if len(out) < 3 {
+		t.Fatalf("%d real nodes, want 3", len(out))
+	}
+	return out
+}
+
+// noMemberDeletedByOperator: the operator deletes no member during maintenance; the drains and
+// the workloads' controllers do (from the audit log).
+func (f *fixture) noMemberDeletedByOperator() {
+	f.t.Helper()
+	reqs, err := contract.ReadAudit(auditLog(), f.ns)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, r := range reqs {
+		if r.Resource == "pods" && !r.Eviction && r.ByOperator() {
+			f.t.Errorf("the operator deleted member %s during maintenance: %s", r.Name, r)
+		}
+	}
+}
+
+func conditions(fl *v1alpha1.CelldFleet) string {
+	var parts []string
+	for _, c := range fl.Status.Conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func containsPrefix(xs []string, prefix string) bool {
+	for _, x := range xs {
+		if strings.HasPrefix(x, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func journalLen(r *loadRun) int {
+	recs, _ := load.ReadJournal(r.journal)
+	return len(recs)
+}
+
+// --- members away, from the processes -------------------------------------------------------------
+
+// proc is one celld process: its member's name and its Pod's address.
+type proc struct {
+	pid  int
+	name string
+	ip   string
+	port string
+}
+
+// scanMembers lists the celld processes of the fleets of the given UIDs, by fleet UID and member
+// name, in one pass over /proc (a pass reads every process's command name, and only celld's
+// environment).
+func scanMembers(uids ...types.UID) map[types.UID]map[string][]proc {
+	want := map[string]bool{}
+	out := map[types.UID]map[string][]proc{}
+	for _, u := range uids {
+		want[string(u)] = true
+		out[u] = map[string][]proc{}
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if strings.TrimSpace(string(comm)) != "celld" {
+			continue
+		}
+		env := environ(pid)
+		uid := env["CELLD_FLEET_UID"]
+		if !want[uid] {
+			continue
+		}
+		port := env["CELLD_CLIENT_PORT"]
+		if port == "" {
+			port = "7000"
+		}
+		name := env["CELLD_MEMBER_NAME"]
+		out[types.UID(uid)][name] = append(out[types.UID(uid)][name], proc{pid: pid, name: name, ip: netnsAddr(pid), port: port})
+	}
+	return out
+}
+
+// netnsAddr is the address of the Pod network namespace process pid runs in: the one local
+// address other than loopback its kernel routing table lists.
+func netnsAddr(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/fib_trie", pid))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(string(b), "\n")
+	for i := 1; i < len(lines); i++ {
+		if !strings.Contains(lines[i], "/32 host LOCAL") {
+			continue
+		}
+		f := strings.Fields(lines[i-1])
+		if len(f) > 0 && f[len(f)-1] != "127.0.0.1" {
+			return f[len(f)-1]
+		}
+	}
+	return ""
+}
+
+// memberState is what a member's process answers its readiness probe with.
+type memberState int
+
+const (
+	// serving: ready, or not ready only because some keys it holds lack their second copy a
+	// moment after another member went (it serves, and copies them).
+	serving memberState = iota
+	// away: no process, or one not answering, or still catching up after it started.
+	away
+)
+
+var probeClient = &http.Client{Timeout: 3 * time.Second}
+
+// probe asks a member's process for /readyz as the kubelet would, and says whether the member
+// counts as away, with its answer.
+func probe(p proc) (memberState, string) {
+	if p.ip == "" {
+		return away, "no address"
+	}
+	resp, err := probeClient.Get("http://" + net.JoinHostPort(p.ip, p.port) + "/readyz")
+	if err != nil {
+		return away, "no answer"
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	why := strings.TrimSpace(string(body))
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		return serving, "ready"
+	case strings.Contains(why, "catching up"):
+		return away, why
+	case strings.Contains(why, "live members"), strings.Contains(why, "bucket unreachable"):
+		return serving, why
+	}
+	return away, why
+}
+
+// awaySampler samples, every 250 ms, how many members of each fleet are away from what its
+// processes answer: its workload's replicas (from the API server) less the members whose celld
+// runs and serves. It keeps the most away at once, by fleet, and each change of who is away.
+type awaySampler struct {
+	f        *fixture
+	fleets   []*v1alpha1.CelldFleet
+	mu       sync.Mutex
+	most     map[string]int
+	mostWhen map[string]string
+	notReady map[string]int
+	changes  []string
+	samples  int
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+func (f *fixture) watchAway(fleets ...*v1alpha1.CelldFleet) *awaySampler {
+	s := &awaySampler{f: f, fleets: fleets, most: map[string]int{}, mostWhen: map[string]string{}, notReady: map[string]int{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go s.run()
+	f.t.Cleanup(func() {
+		select {
+		case <-s.stop:
+		default:
+			close(s.stop)
+		}
+		<-s.done
+	})
+	return s
+}
+
+func (s *awaySampler) run() {
+	defer close(s.done)
+	var uids []types.UID
+	for _, fl := range s.fleets {
+		uids = append(uids, fl.UID)
+	}
+	last := map[string]string{}
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		procs := scanMembers(uids...)
+		for _, fl := range s.fleets {
+			wanted := workloadReplicas(s.f, fl.Name)
+			if wanted < 0 {
+				continue
+			}
+			var (
+				mu       sync.Mutex
+				wg       sync.WaitGroup
+				serve    int
+				notReady int
+				states   []string
+			)
+			for name, ps := range procs[fl.UID] {
+				p := ps[len(ps)-1]
+				wg.Go(func() {
+					st, why := probe(p)
+					mu.Lock()
+					defer mu.Unlock()
+					if st == serving {
+						serve++
+					}
+					if why != "ready" {
+						notReady++
+						states = append(states, name+": "+why)
+					}
+				})
+			}
+			wg.Wait()
+			n := max(0, int(wanted)-serve)
+			sort.Strings(states)
+			now := time.Now().Format("15:04:05.000")
+			desc := fmt.Sprintf("%d of %d away, %d processes not ready %v", n, wanted, notReady, states)
+			s.mu.Lock()
+			s.samples++
+			if n > s.most[fl.Name] {
+				s.most[fl.Name], s.mostWhen[fl.Name] = n, now+" "+desc
+			}
+			s.notReady[fl.Name] = max(s.notReady[fl.Name], notReady)
+			if key := fmt.Sprint(n, states); key != last[fl.Name] {
+				last[fl.Name] = key
+				s.changes = append(s.changes, fmt.Sprintf("%s %s: %s", now, fl.Name, desc))
+			}
+			s.mu.Unlock()
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// end stops the sampler, logs what it saw, and returns the most members away at once, by fleet.
+func (s *awaySampler) end(t *testing.T) map[string]int {
+	t.Helper()
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t.Logf("members away, from the processes (%d samples), as they changed:\n%s", s.samples, strings.Join(s.changes, "\n"))
+	for _, fl := range s.fleets {
+		t.Logf("fleet %s: at most %d members away at once (%s); at most %d processes not answering ready at once",
+			fl.Name, s.most[fl.Name], s.mostWhen[fl.Name], s.notReady[fl.Name])
+	}
+	return s.most
+}
+
+// workloadReplicas is the replicas of the fleet's StatefulSet or Deployment, -1 if neither is
+// found.
+func workloadReplicas(f *fixture, name string) int32 {
+	if n := statefulSetReplicas(f, name); n >= 0 {
+		return n
+	}
+	d, err := suite.kube.AppsV1().Deployments(f.ns).Get(f.ctx, name, metav1.GetOptions{})
+	if err != nil || d.Spec.Replicas == nil {
+		return -1
+	}
+	return *d.Spec.Replicas
+}
