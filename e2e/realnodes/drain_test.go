@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -130,6 +131,8 @@ func TestRollingNodeMaintenanceOnRealNodes(t *testing.T) {
 		2*len(nodes), time.Since(start).Round(time.Second), took, evictedMembers, total.refusals(), total.took.Round(100*time.Millisecond))
 
 	pf, bk = f.waitConverged(pf.Name), f.waitConverged(bk.Name)
+	f.waitMembersUp(pf)
+	f.waitMembersUp(bk)
 	if pf.Status.Members.Current != 2 || bk.Status.Members.Current != 2 {
 		t.Errorf("members at the end: %s %d (want the 2 asked for during the first drain), %s %d (want 2)",
 			pf.Name, pf.Status.Members.Current, bk.Name, bk.Status.Members.Current)
@@ -168,6 +171,120 @@ func TestRollingNodeMaintenanceOnRealNodes(t *testing.T) {
 			t.Errorf("%d member deletions explained by %q: the drains and the scale-in explain them all", n, why)
 		}
 	}
+	f.noMemberDeletedByOperator()
+}
+
+// TestCrashLoopingMemberDoesNotBlockDrain: a PersistentFleet member made to crash-loop (its celld
+// killed as soon as it starts, until the kubelet backs off) is away already. The drain of another
+// node must wait while it is (the budget refuses to take a healthy member), and the drain of its
+// own node must not: the budget lets a member that is not Ready go (unhealthyPodEvictionPolicy
+// AlwaysAllow). Once the crash-looping member is back on its node, Ready, the waiting drain goes
+// through. No acknowledged write is lost, and the contract judge is silent.
+func TestCrashLoopingMemberDoesNotBlockDrain(t *testing.T) {
+	f := newFixture(t)
+	f.judge.AttributeBy(auditLog())
+	nodes := realNodes(t, f.ctx)
+	t.Cleanup(func() { uncordonAll(nodes) })
+	fl := f.waitConverged(f.create(f.newFleet("cl", v1alpha1.ProfilePersistentFleet, 3)).Name)
+	run := f.startLoad(fl)
+	waitFor(t, f.ctx, "the first acknowledged writes", 2*time.Minute, func() bool { return journalLen(run) > 50 })
+	pods := f.members(fl)
+	x, y := pods[0], pods[1]
+	if x.Spec.NodeName == y.Spec.NodeName {
+		t.Fatalf("members %s and %s share node %s", x.Name, y.Name, x.Spec.NodeName)
+	}
+
+	t.Logf("make %s crash-loop on %s", x.Name, x.Spec.NodeName)
+	stopCrash := crashLoop(fl.UID, x.Name)
+	t.Cleanup(stopCrash)
+	waitFor(t, f.ctx, x.Name+" crash-looping", converge, func() bool {
+		p, err := suite.kube.CoreV1().Pods(f.ns).Get(f.ctx, x.Name, metav1.GetOptions{})
+		if err == nil && p.UID == x.UID && !podReady(p) && restarts(p) >= 2 {
+			t.Logf("%s not Ready, restarted %d times: %s", x.Name, restarts(p), waiting(p))
+			return true
+		}
+		return false
+	})
+
+	t.Logf("drain %s (healthy %s) while %s is away", y.Spec.NodeName, y.Name, x.Name)
+	type result struct {
+		d   drainOutcome
+		err error
+	}
+	other := make(chan result, 1)
+	go func() {
+		d, err := drain(f.ctx, drainBound+converge, nil, y.Spec.NodeName)
+		other <- result{d, err}
+	}()
+	// Three refusals are 10-15 s: longer than the kubelet's readiness probe takes to count a
+	// member not Ready (period 10 s, three failures), were the crash loop to spill over.
+	asked := time.Now()
+	waitFor(t, f.ctx, "three refusals of "+y.Name+"'s eviction", 2*time.Minute, func() bool {
+		if p, err := suite.kube.CoreV1().Pods(f.ns).Get(f.ctx, y.Name, metav1.GetOptions{}); err != nil || p.UID != y.UID || p.DeletionTimestamp != nil {
+			t.Fatalf("healthy member %s was evicted while %s crash-looped (%v)", y.Name, x.Name, err)
+		}
+		return refusalsOf(f, y, asked.Add(-time.Second)) >= 3
+	})
+	if ps := processes(fl.UID)[y.Name]; len(ps) != 1 {
+		t.Fatalf("healthy member %s: %d processes while its eviction is refused, want 1", y.Name, len(ps))
+	}
+
+	t.Logf("drain %s, where %s crash-loops", x.Spec.NodeName, x.Name)
+	dx, err := drain(f.ctx, drainBound, stopCrash, x.Spec.NodeName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("drained %s in %s: evicted %v, refused by a budget %d times %v", x.Spec.NodeName, dx.took.Round(100*time.Millisecond),
+		dx.evictedIn(f.ns), dx.refusals(), dx.refused)
+	if n := dx.refused[f.ns+"/"+x.Name]; n != 0 {
+		t.Errorf("the eviction of crash-looping %s was refused %d times: a member that is not Ready blocks its node's drain", x.Name, n)
+	}
+	if dx.took > drainBound {
+		t.Errorf("drain of %s took %s; want at most %s", x.Spec.NodeName, dx.took.Round(100*time.Millisecond), drainBound)
+	}
+
+	var back time.Time
+	waitFor(t, f.ctx, x.Name+" back on its node, Ready", converge, func() bool {
+		p, err := suite.kube.CoreV1().Pods(f.ns).Get(f.ctx, x.Name, metav1.GetOptions{})
+		if err != nil || p.UID == x.UID || !podReady(p) {
+			return false
+		}
+		if p.Spec.NodeName != x.Spec.NodeName {
+			t.Errorf("member %s came back on %s, not on %s where its disk is", p.Name, p.Spec.NodeName, x.Spec.NodeName)
+		}
+		back = readySince(p)
+		return true
+	})
+	var r result
+	select {
+	case r = <-other:
+	case <-time.After(drainBound + converge):
+		t.Fatalf("the drain of %s did not end", y.Spec.NodeName)
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	key := f.ns + "/" + y.Name
+	evictedAt, ok := r.d.evicted[key]
+	t.Logf("drained %s in %s: evicted %v, %s's eviction refused %d times; %s Ready again at %s, %s evicted at %s",
+		y.Spec.NodeName, r.d.took.Round(100*time.Millisecond), r.d.evictedIn(f.ns), y.Name, r.d.refused[key],
+		x.Name, back.Format("15:04:05"), y.Name, evictedAt.Format("15:04:05.000"))
+	switch {
+	case !ok:
+		t.Errorf("the drain of %s did not evict %s", y.Spec.NodeName, y.Name)
+	// The Ready condition's time has whole seconds.
+	case evictedAt.Before(back.Add(-time.Second)):
+		t.Errorf("%s evicted at %s, before %s was back at %s", y.Name, evictedAt.Format(time.RFC3339Nano), x.Name, back.Format(time.RFC3339))
+	}
+
+	fl = f.waitConverged(fl.Name)
+	f.waitMembersUp(fl)
+	rep := f.check(fl, run)
+	if len(rep.Lost) != 0 || rep.Checked != run.stats.Acked {
+		t.Errorf("%d of %d acknowledged writes lost (%d checked):\n%s", len(rep.Lost), run.stats.Acked, rep.Checked, rep)
+	}
+	t.Logf("fleet %s: %d writes acknowledged, %d not, %d lost", fl.Name, run.stats.Acked, run.stats.Failed, len(rep.Lost))
+	f.verify()
 	f.noMemberDeletedByOperator()
 }
 
@@ -372,6 +489,21 @@ func realNodes(t *testing.T, ctx context.Context) []string {
 	return out
 }
 
+// refusalsOf counts the refused evictions of Pod p the audit log recorded since from.
+func refusalsOf(f *fixture, p corev1.Pod, since time.Time) int {
+	reqs, err := contract.ReadAudit(auditLog(), f.ns)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	n := 0
+	for _, r := range reqs {
+		if r.Eviction && r.Name == p.Name && r.Code == 429 && r.At.After(since) {
+			n++
+		}
+	}
+	return n
+}
+
 // noMemberDeletedByOperator: the operator deletes no member during maintenance; the drains and
 // the workloads' controllers do (from the audit log).
 func (f *fixture) noMemberDeletedByOperator() {
@@ -385,6 +517,59 @@ func (f *fixture) noMemberDeletedByOperator() {
 			f.t.Errorf("the operator deleted member %s during maintenance: %s", r.Name, r)
 		}
 	}
+}
+
+func restarts(p *corev1.Pod) int32 {
+	var n int32
+	for _, c := range p.Status.ContainerStatuses {
+		n += c.RestartCount
+	}
+	return n
+}
+
+// waiting says why a Pod's containers wait or last ended, as kubectl describe shows it.
+func waiting(p *corev1.Pod) string {
+	var parts []string
+	for _, c := range p.Status.ContainerStatuses {
+		if w := c.State.Waiting; w != nil {
+			parts = append(parts, c.Name+" waiting: "+w.Reason)
+		}
+		if l := c.LastTerminationState.Terminated; l != nil {
+			parts = append(parts, fmt.Sprintf("%s last ended: %s (exit %d)", c.Name, l.Reason, l.ExitCode))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// waitMembersUp waits until every member the fleet asks for has a Pod that is Ready, has an
+// address and is not terminating. The fleet's status alone can be stale for a while after a
+// drain evicted the operator's leader: the standby takes the lease only once it expires.
+func (f *fixture) waitMembersUp(fl *v1alpha1.CelldFleet) {
+	f.t.Helper()
+	waitFor(f.t, f.ctx, "every member of "+fl.Name+" Ready", converge, func() bool {
+		cur, err := suite.celld.CelldV1alpha1().CelldFleets(f.ns).Get(f.ctx, fl.Name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		pods := f.members(cur)
+		up := 0
+		for _, p := range pods {
+			if p.DeletionTimestamp == nil && podReady(&p) && p.Status.PodIP != "" {
+				up++
+			}
+		}
+		return up == len(pods) && up == int(cur.Spec.Members)
+	})
+}
+
+// readySince is when the Pod last became Ready (whole seconds, as the API server keeps it).
+func readySince(p *corev1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
 }
 
 func conditions(fl *v1alpha1.CelldFleet) string {
@@ -407,6 +592,28 @@ func containsPrefix(xs []string, prefix string) bool {
 func journalLen(r *loadRun) int {
 	recs, _ := load.ReadJournal(r.journal)
 	return len(recs)
+}
+
+// crashLoop kills member name's celld as soon as it is seen, until stopped: its container
+// restarts, dies again, and the kubelet backs off, as with a member that cannot start.
+func crashLoop(uid types.UID, name string) (stop func()) {
+	done := make(chan struct{})
+	var once sync.Once
+	go func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			for _, m := range scanMembers(uid)[uid][name] {
+				_ = syscall.Kill(m.pid, syscall.SIGKILL)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { once.Do(func() { close(done) }) }
 }
 
 // --- members away, from the processes -------------------------------------------------------------
