@@ -288,6 +288,79 @@ func TestCrashLoopingMemberDoesNotBlockDrain(t *testing.T) {
 	f.noMemberDeletedByOperator()
 }
 
+// TestLooseBudgetDrainTakesTwoMembers: the checks can fail. With the operator stopped, so that
+// it does not put its budget back, the fleet's PodDisruptionBudget is loosened to maxUnavailable
+// 2, as a hand edit or an operator that rendered it wrong would, and two members' nodes are
+// drained together, as a node pool upgrade that takes two nodes at a time does. Both members go
+// at once: the member processes sampled on the machine and the contract judge, from the API
+// server's record alone, must both say so.
+func TestLooseBudgetDrainTakesTwoMembers(t *testing.T) {
+	f := newFixture(t)
+	f.judge.AttributeBy(auditLog())
+	nodes := realNodes(t, f.ctx)
+	t.Cleanup(func() { uncordonAll(nodes) })
+	fl := f.waitConverged(f.create(f.newFleet("loose", v1alpha1.ProfilePersistentFleet, 3)).Name)
+	run := f.startLoad(fl)
+	waitFor(t, f.ctx, "acknowledged writes on every member", 2*time.Minute, func() bool { return journalLen(run) > 300 })
+	away := f.watchAway(fl)
+
+	ctx := context.Background()
+	scaleOperator(t, ctx, 0)
+	t.Cleanup(func() { scaleOperator(t, ctx, 2) })
+	pdbs := suite.kube.PolicyV1().PodDisruptionBudgets(f.ns)
+	if _, err := pdbs.Patch(f.ctx, fl.Name, types.MergePatchType, []byte(`{"spec":{"maxUnavailable":2}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("loosen the budget: %v", err)
+	}
+	waitFor(t, f.ctx, "the loosened budget counted", time.Minute, func() bool {
+		b, err := pdbs.Get(f.ctx, fl.Name, metav1.GetOptions{})
+		return err == nil && b.Status.ObservedGeneration == b.Generation && b.Status.DisruptionsAllowed == 2
+	})
+
+	pods := f.members(fl)
+	both := []string{pods[0].Spec.NodeName, pods[1].Spec.NodeName}
+	// Held drained a moment, as a node's maintenance is: long enough for the sampler to see it.
+	d, err := drain(f.ctx, drainBound, func() { time.Sleep(3 * time.Second) }, both...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("drained %v together in %s: evicted %v, refused by a budget %d times", both, d.took.Round(100*time.Millisecond), d.evictedIn(f.ns), d.refusals())
+	if n := len(d.evictedIn(f.ns)); n != 2 || d.refused[f.ns+"/"+pods[1].Name]+d.refused[f.ns+"/"+pods[0].Name] != 0 {
+		t.Fatalf("the loosened budget let %d members go with %d refusals; the test needs both at once", n, d.refusals())
+	}
+
+	scaleOperator(t, ctx, 2)
+	waitFor(t, f.ctx, "the operator's budget put back", converge, func() bool {
+		b, err := pdbs.Get(f.ctx, fl.Name, metav1.GetOptions{})
+		return err == nil && b.Spec.MaxUnavailable != nil && b.Spec.MaxUnavailable.IntValue() == 1
+	})
+	fl = f.waitConverged(fl.Name)
+	f.waitMembersUp(fl)
+	most := away.end(t)
+	if most[fl.Name] < 2 {
+		t.Errorf("two members' nodes drained under a budget of 2, and the processes showed at most %d member away at once: the sampler cannot tell", most[fl.Name])
+	} else {
+		t.Logf("as it must, the processes showed %d members of %s away at once", most[fl.Name], fl.Name)
+	}
+
+	rep := f.check(fl, run)
+	t.Logf("fleet %s: %d writes acknowledged, %d not (last refusal: %s), %d lost", fl.Name, run.stats.Acked, run.stats.Failed,
+		run.stats.LastError, len(rep.Lost))
+
+	v, versions := f.judge.Judgement(t)
+	flagged := 0
+	for _, msg := range v.Violations {
+		if strings.HasPrefix(msg, "drain: Pod "+fl.Name+"-") && strings.Contains(msg, "while 1 other member(s) of its fleet were away") {
+			flagged++
+		}
+	}
+	if flagged != 1 {
+		t.Errorf("the contract's judge flagged the second eviction %d times, want once (%d checks over %d versions); its violations:\n%s",
+			flagged, v.Checks, versions, strings.Join(v.Violations, "\n"))
+	} else {
+		t.Logf("as it must, the contract's judge flagged the second eviction: %s", v.Summary())
+	}
+}
+
 // --- draining, as kubectl drain does --------------------------------------------------------------
 
 // drainOutcome is what one drain did, or several.
