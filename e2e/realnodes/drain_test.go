@@ -37,11 +37,14 @@ const (
 	// gone. A drain right after the previous node came back waits, its evictions refused, until
 	// that node's PersistentFleet member is back on its disk and Ready: scheduled, started,
 	// caught up, then seen Ready by a readiness probe that asks every 10 s, then counted by the
-	// disruption controller. Measured on two shared cores: six drains under a PersistentFleet
-	// and a Bucket fleet took 7-37 s (up to 10 evictions refused in one). The bound leaves room
-	// for Kubernetes' own wait, up to 2 minutes, on a StatefulSet member's name the disruption
-	// controller did not see go (docs/node-maintenance.md), and for a loaded machine; a drain
-	// that a stuck member blocks never ends, which is what it must catch.
+	// disruption controller; or until a Bucket member's replacement has rebuilt its working
+	// copy from the bucket, which takes longer the more the bucket holds. Measured on two
+	// shared cores, three runs of six drains under a PersistentFleet and a Bucket fleet: 7-37 s,
+	// 9-31 s, and 9-75 s (the last waiting 62 s on a Bucket member catching up from its
+	// bucket, a minute and a half into the load). The bound leaves room for Kubernetes' own wait, up to 2 minutes, on a StatefulSet
+	// member's name the disruption controller did not see go (docs/node-maintenance.md), and
+	// for a loaded machine; a drain that a stuck member blocks never ends, which is what it must
+	// catch.
 	drainBound = 3 * time.Minute
 )
 
@@ -82,6 +85,7 @@ func TestRollingNodeMaintenanceOnRealNodes(t *testing.T) {
 	var (
 		evictedMembers int
 		total          drainOutcome
+		drains         []drainOutcome
 		took           []string
 	)
 	for round := 1; round <= 2; round++ {
@@ -125,6 +129,7 @@ func TestRollingNodeMaintenanceOnRealNodes(t *testing.T) {
 			evictedMembers += len(mine)
 			took = append(took, d.took.Round(100*time.Millisecond).String())
 			total.add(d)
+			drains = append(drains, d)
 		}
 	}
 	t.Logf("%d drains in %s (each %v): %d members evicted, %d evictions refused by a budget, longest drain %s",
@@ -143,6 +148,30 @@ func TestRollingNodeMaintenanceOnRealNodes(t *testing.T) {
 			t.Errorf("fleet %s: %d members away at once, from its processes; a drain takes one at a time", name, most[name])
 		}
 	}
+
+	// The budget counts a member Ready until its probe has failed three times, 10 s apart: an
+	// eviction it allows may come while celld on another member of the fleet already answers
+	// not ready (some keys it holds not yet on two live members, after a member left). Counted
+	// and shown, not failed on: the probe's timing is the renderer's open question
+	// (docs/node-maintenance.md), and this is the window it leaves.
+	exposed := 0
+	for _, d := range drains {
+		for key, at := range d.evicted {
+			name, ok := strings.CutPrefix(key, f.ns+"/")
+			if !ok {
+				continue
+			}
+			fleet := pf.Name
+			if strings.HasPrefix(name, bk.Name+"-") {
+				fleet = bk.Name
+			}
+			if others := away.notReadyBefore(fleet, at, name); len(others) > 0 {
+				exposed++
+				t.Logf("the budget allowed %s's eviction at %s while celld on the fleet's other members answered: %v", name, at.Format("15:04:05.000"), others)
+			}
+		}
+	}
+	t.Logf("%d of %d evictions allowed while another member of the fleet answered not ready", exposed, evictedMembers)
 
 	for _, c := range []struct {
 		fl  *v1alpha1.CelldFleet
@@ -485,11 +514,19 @@ func drain(ctx context.Context, bound time.Duration, during func(), nodes ...str
 	return d, nil
 }
 
-// evict asks for one Pod's eviction until a budget allows it or the Pod is gone anyway, telling
-// note of each answer, and fails past deadline.
+// evict asks for one Pod's eviction until a budget allows it or the Pod leaves anyway, telling
+// note of each answer, and fails past deadline. A Pod that started leaving meanwhile (its
+// StatefulSet's scale-down) is not asked for again: the API server would answer 201 without
+// asking the budget, for a deletion the drain did not make.
 func evict(ctx context.Context, p corev1.Pod, deadline time.Time, note func(evicted bool)) error {
 	refused := 0
 	for {
+		if refused > 0 {
+			cur, err := suite.kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) || (err == nil && (cur.UID != p.UID || cur.DeletionTimestamp != nil)) {
+				return nil
+			}
+		}
 		err := suite.kube.CoreV1().Pods(p.Namespace).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}})
 		switch {
 		case err == nil:
@@ -801,6 +838,9 @@ type awaySampler struct {
 	most     map[string]int
 	mostWhen map[string]string
 	notReady map[string]int
+	// timeline is every sample, by fleet: when, and which members' processes did not answer
+	// ready, and why.
+	timeline map[string][]sample
 	changes  []string
 	samples  int
 	stop     chan struct{}
@@ -808,7 +848,7 @@ type awaySampler struct {
 }
 
 func (f *fixture) watchAway(fleets ...*v1alpha1.CelldFleet) *awaySampler {
-	s := &awaySampler{f: f, fleets: fleets, most: map[string]int{}, mostWhen: map[string]string{}, notReady: map[string]int{},
+	s := &awaySampler{f: f, fleets: fleets, most: map[string]int{}, mostWhen: map[string]string{}, notReady: map[string]int{}, timeline: map[string][]sample{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go s.run()
 	f.t.Cleanup(func() {
@@ -844,19 +884,21 @@ func (s *awaySampler) run() {
 				serve    int
 				notReady int
 				states   []string
+				why      = map[string]string{}
 			)
 			for name, ps := range procs[fl.UID] {
 				p := ps[len(ps)-1]
 				wg.Go(func() {
-					st, why := probe(p)
+					st, reason := probe(p)
 					mu.Lock()
 					defer mu.Unlock()
 					if st == serving {
 						serve++
 					}
-					if why != "ready" {
+					if reason != "ready" {
 						notReady++
-						states = append(states, name+": "+why)
+						states = append(states, name+": "+reason)
+						why[name] = reason
 					}
 				})
 			}
@@ -867,6 +909,7 @@ func (s *awaySampler) run() {
 			desc := fmt.Sprintf("%d of %d away, %d processes not ready %v", n, wanted, notReady, states)
 			s.mu.Lock()
 			s.samples++
+			s.timeline[fl.Name] = append(s.timeline[fl.Name], sample{at: time.Now(), notReady: why})
 			if n > s.most[fl.Name] {
 				s.most[fl.Name], s.mostWhen[fl.Name] = n, now+" "+desc
 			}
@@ -883,6 +926,36 @@ func (s *awaySampler) run() {
 		case <-t.C:
 		}
 	}
+}
+
+type sample struct {
+	at       time.Time
+	notReady map[string]string
+}
+
+// notReadyBefore is what the processes of a fleet's members other than except answered in the
+// last sample taken before at, for those that did not answer ready.
+func (s *awaySampler) notReadyBefore(fleet string, at time.Time, except string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var last *sample
+	for i := range s.timeline[fleet] {
+		if s.timeline[fleet][i].at.After(at) {
+			break
+		}
+		last = &s.timeline[fleet][i]
+	}
+	if last == nil {
+		return nil
+	}
+	var out []string
+	for name, why := range last.notReady {
+		if name != except {
+			out = append(out, name+": "+why)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // end stops the sampler, logs what it saw, and returns the most members away at once, by fleet.
