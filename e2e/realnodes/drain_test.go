@@ -390,6 +390,93 @@ func TestLooseBudgetDrainTakesTwoMembers(t *testing.T) {
 	}
 }
 
+// TestReadinessWindowLetsDrainTakeTwo measures, on real nodes, the window the rendered readiness
+// probe leaves (Kubernetes' timing: every 10 s, three failures): how long a member whose celld
+// stopped answering (frozen, as a process stuck on its disk is) is still counted Ready by the
+// budget. A drain of another member's node that asks once kubectl drain's retry interval has
+// passed since the freeze gets its eviction allowed while the frozen member is counted Ready, and
+// two members are away at once; asked after the budget saw the member go, it is refused. The
+// test asserts that the budget, the sampled processes and the contract judge each tell what
+// they can: the processes two away, the budget and the judge (both reading Pod readiness) only
+// once the probe has failed three times.
+func TestReadinessWindowLetsDrainTakeTwo(t *testing.T) {
+	f := newFixture(t)
+	f.judge.AttributeBy(auditLog())
+	nodes := realNodes(t, f.ctx)
+	t.Cleanup(func() { uncordonAll(nodes) })
+	fl := f.waitConverged(f.create(f.newFleet("window", v1alpha1.ProfilePersistentFleet, 3)).Name)
+	run := f.startLoad(fl)
+	waitFor(t, f.ctx, "acknowledged writes on every member", 2*time.Minute, func() bool { return journalLen(run) > 300 })
+	away := f.watchAway(fl)
+	pods := f.members(fl)
+	x, y := pods[0], pods[1]
+	ps := processes(fl.UID)[x.Name]
+	if len(ps) != 1 {
+		t.Fatalf("member %s: %d processes, want 1", x.Name, len(ps))
+	}
+	thaw := func() { _ = syscall.Kill(ps[0].pid, syscall.SIGCONT) }
+	t.Cleanup(thaw)
+	if err := syscall.Kill(ps[0].pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	t.Logf("froze %s (pid %d) on %s; drain %s (%s) %s later", x.Name, ps[0].pid, x.Spec.NodeName, y.Spec.NodeName, y.Name, evictionRetry)
+	time.Sleep(evictionRetry)
+
+	// Thawed once counted not Ready, whatever the drain does meanwhile: a drain refused waits for
+	// it to be back.
+	seen := make(chan time.Time, 1)
+	go func() {
+		defer close(seen)
+		_ = wait.PollUntilContextTimeout(f.ctx, poll, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			p, err := suite.kube.CoreV1().Pods(f.ns).Get(ctx, x.Name, metav1.GetOptions{})
+			if err != nil || podReady(p) {
+				return false, nil
+			}
+			seen <- readySince(p)
+			return true, nil
+		})
+		thaw()
+	}()
+	d, err := drain(f.ctx, drainBound, nil, y.Spec.NodeName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notReady, ok := <-seen
+	if !ok {
+		t.Fatalf("frozen %s still counted Ready 2 minutes on", x.Name)
+	}
+	key := f.ns + "/" + y.Name
+	evictedAt, allowed := d.evicted[key]
+	window := notReady.Sub(frozen)
+	t.Logf("%s counted not Ready %s after it stopped answering (the API server's time, whole seconds); %s's eviction refused %d times, allowed at +%s",
+		x.Name, window.Round(time.Second), y.Name, d.refused[key], evictedAt.Sub(frozen).Round(100*time.Millisecond))
+
+	fl = f.waitConverged(fl.Name)
+	f.waitMembersUp(fl)
+	most := away.end(t)
+	// The Ready condition's time has whole seconds.
+	inWindow := allowed && evictedAt.Before(notReady.Add(-time.Second))
+	switch {
+	case !allowed:
+		t.Errorf("%s was not evicted", y.Name)
+	case inWindow && most[fl.Name] < 2:
+		t.Errorf("%s was evicted while frozen %s was counted Ready, and the processes showed at most %d member away at once", y.Name, x.Name, most[fl.Name])
+	case !inWindow && d.refused[key] == 0:
+		t.Errorf("%s evicted at the first ask, after %s was counted not Ready: the budget let a second member go", y.Name, x.Name)
+	case inWindow:
+		t.Logf("within the probe's window of %s the drain took %s while %s was frozen: %d members away at once, from the processes",
+			window.Round(time.Second), y.Name, x.Name, most[fl.Name])
+	}
+
+	rep := f.check(fl, run)
+	t.Logf("fleet %s: %d writes acknowledged, %d not, %d lost", fl.Name, run.stats.Acked, run.stats.Failed, len(rep.Lost))
+	// The judge reads what the API server recorded: a frozen member counted Ready is, to it, a
+	// member present, so it cannot see the window; the processes do.
+	v, versions := f.judge.Judgement(t)
+	t.Logf("contract: %d checks over %d recorded versions, %d violations; %s\n%s", v.Checks, versions, len(v.Violations), v.Summary(), strings.Join(v.Violations, "\n"))
+}
+
 // --- draining, as kubectl drain does --------------------------------------------------------------
 
 // drainOutcome is what one drain did, or several.
