@@ -70,7 +70,9 @@ func TestRollingNodeMaintenanceOnRealNodes(t *testing.T) {
 	f := newFixture(t)
 	f.judge.AttributeBy(auditLog())
 	nodes := realNodes(t, f.ctx)
-	t.Cleanup(func() { uncordonAll(nodes) })
+	// However the test ends, the tests that follow need every node schedulable and both operator
+	// replicas Ready again: the drains evict them.
+	t.Cleanup(func() { uncordonAll(nodes); scaleOperator(t, context.Background(), 2) })
 
 	pf := f.create(f.newFleet("pf", v1alpha1.ProfilePersistentFleet, 3))
 	bk := f.create(f.newFleet("bk", v1alpha1.ProfileBucket, 2))
@@ -215,7 +217,9 @@ func TestCrashLoopingMemberDoesNotBlockDrain(t *testing.T) {
 	f := newFixture(t)
 	f.judge.AttributeBy(auditLog())
 	nodes := realNodes(t, f.ctx)
-	t.Cleanup(func() { uncordonAll(nodes) })
+	// However the test ends, the tests that follow need every node schedulable and both operator
+	// replicas Ready again: the drains evict them.
+	t.Cleanup(func() { uncordonAll(nodes); scaleOperator(t, context.Background(), 2) })
 	fl := f.waitConverged(f.create(f.newFleet("cl", v1alpha1.ProfilePersistentFleet, 3)).Name)
 	run := f.startLoad(fl)
 	waitFor(t, f.ctx, "the first acknowledged writes", 2*time.Minute, func() bool { return journalLen(run) > 50 })
@@ -359,7 +363,9 @@ func TestLooseBudgetDrainTakesTwoMembers(t *testing.T) {
 	f := newFixture(t)
 	f.judge.AttributeBy(auditLog())
 	nodes := realNodes(t, f.ctx)
-	t.Cleanup(func() { uncordonAll(nodes) })
+	// However the test ends, the tests that follow need every node schedulable and both operator
+	// replicas Ready again: the drains evict them.
+	t.Cleanup(func() { uncordonAll(nodes); scaleOperator(t, context.Background(), 2) })
 	fl := f.waitConverged(f.create(f.newFleet("loose", v1alpha1.ProfilePersistentFleet, 3)).Name)
 	run := f.startLoad(fl)
 	waitFor(t, f.ctx, "acknowledged writes on every member", 2*time.Minute, func() bool { return journalLen(run) > 300 })
@@ -435,7 +441,9 @@ func TestReadinessWindowLetsDrainTakeTwo(t *testing.T) {
 	f := newFixture(t)
 	f.judge.AttributeBy(auditLog())
 	nodes := realNodes(t, f.ctx)
-	t.Cleanup(func() { uncordonAll(nodes) })
+	// However the test ends, the tests that follow need every node schedulable and both operator
+	// replicas Ready again: the drains evict them.
+	t.Cleanup(func() { uncordonAll(nodes); scaleOperator(t, context.Background(), 2) })
 	fl := f.waitConverged(f.create(f.newFleet("window", v1alpha1.ProfilePersistentFleet, 3)).Name)
 	run := f.startLoad(fl)
 	waitFor(t, f.ctx, "acknowledged writes on every member", 2*time.Minute, func() bool { return journalLen(run) > 300 })
