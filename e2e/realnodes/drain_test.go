@@ -373,7 +373,6 @@ func TestLooseBudgetDrainTakesTwoMembers(t *testing.T) {
 
 	ctx := context.Background()
 	scaleOperator(t, ctx, 0)
-	t.Cleanup(func() { scaleOperator(t, ctx, 2) })
 	pdbs := suite.kube.PolicyV1().PodDisruptionBudgets(f.ns)
 	if _, err := pdbs.Patch(f.ctx, fl.Name, types.MergePatchType, []byte(`{"spec":{"maxUnavailable":2}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("loosen the budget: %v", err)
