@@ -136,6 +136,11 @@ func TestRollingNodeMaintenanceOnRealNodes(t *testing.T) {
 	}
 	t.Logf("%d drains in %s (each %v): %d members evicted, %d evictions refused by a budget, longest drain %s",
 		2*len(nodes), time.Since(start).Round(time.Second), took, evictedMembers, total.refusals(), total.took.Round(100*time.Millisecond))
+	for _, d := range drains {
+		for key := range d.unready {
+			t.Logf("%s was not Ready when its eviction was allowed (at %s): the budget let it go whatever the others", key, d.evicted[key].Format("15:04:05.000"))
+		}
+	}
 
 	pf, bk = f.waitConverged(pf.Name), f.waitConverged(bk.Name)
 	f.waitMembersUp(pf)
@@ -525,12 +530,18 @@ type drainOutcome struct {
 	// times a budget refused it.
 	evicted map[string]time.Time
 	refused map[string]int
+	// unready are the Pods Kubernetes counted not Ready when their eviction was asked for and
+	// allowed: the budget lets those go whatever the others (AlwaysAllow), taking them for away.
+	unready map[string]bool
 }
 
 func (d *drainOutcome) add(o drainOutcome) {
 	d.took = max(d.took, o.took)
 	if d.evicted == nil {
-		d.evicted, d.refused = map[string]time.Time{}, map[string]int{}
+		d.evicted, d.refused, d.unready = map[string]time.Time{}, map[string]int{}, map[string]bool{}
+	}
+	for k, v := range o.unready {
+		d.unready[k] = v
 	}
 	for k, v := range o.evicted {
 		d.evicted[k] = v
@@ -579,7 +590,7 @@ func (d drainOutcome) evictedOutside(ns string) []string {
 func drain(ctx context.Context, bound time.Duration, during func(), nodes ...string) (drainOutcome, error) {
 	start := time.Now()
 	deadline := start.Add(bound)
-	d := drainOutcome{evicted: map[string]time.Time{}, refused: map[string]int{}}
+	d := drainOutcome{evicted: map[string]time.Time{}, refused: map[string]int{}, unready: map[string]bool{}}
 	var pods []corev1.Pod
 	for _, node := range nodes {
 		if err := setUnschedulable(ctx, node, true); err != nil {
@@ -604,11 +615,14 @@ func drain(ctx context.Context, bound time.Duration, during func(), nodes ...str
 	for _, p := range pods {
 		wg.Go(func() {
 			key := p.Namespace + "/" + p.Name
-			err := evict(ctx, p, deadline, func(evicted bool) {
+			err := evict(ctx, p, deadline, func(evicted, ready bool) {
 				mu.Lock()
 				defer mu.Unlock()
 				if evicted {
 					d.evicted[key] = time.Now()
+					if !ready {
+						d.unready[key] = true
+					}
 				} else {
 					d.refused[key]++
 				}
@@ -644,26 +658,29 @@ func drain(ctx context.Context, bound time.Duration, during func(), nodes ...str
 // note of each answer, and fails past deadline. A Pod that started leaving meanwhile (its
 // StatefulSet's scale-down) is not asked for again: the API server would answer 201 without
 // asking the budget, for a deletion the drain did not make.
-func evict(ctx context.Context, p corev1.Pod, deadline time.Time, note func(evicted bool)) error {
+func evict(ctx context.Context, p corev1.Pod, deadline time.Time, note func(evicted, ready bool)) error {
 	refused := 0
 	for {
-		if refused > 0 {
-			cur, err := suite.kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) || (err == nil && (cur.UID != p.UID || cur.DeletionTimestamp != nil)) {
-				return nil
-			}
+		// As the budget is about to see it: ready or not, and not leaving already.
+		ready := podReady(&p)
+		cur, err := suite.kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err) || (err == nil && (cur.UID != p.UID || cur.DeletionTimestamp != nil)):
+			return nil
+		case err == nil:
+			ready = podReady(cur)
 		}
-		err := suite.kube.CoreV1().Pods(p.Namespace).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}})
+		err = suite.kube.CoreV1().Pods(p.Namespace).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}})
 		switch {
 		case err == nil:
-			note(true)
+			note(true, ready)
 			return nil
 		case apierrors.IsNotFound(err):
 			return nil
 		case !apierrors.IsTooManyRequests(err):
 			return fmt.Errorf("evict %s/%s: %w", p.Namespace, p.Name, err)
 		}
-		note(false)
+		note(false, ready)
 		refused++
 		if time.Now().Add(evictionRetry).After(deadline) {
 			return fmt.Errorf("evict %s/%s: refused %d times, the last: %w", p.Namespace, p.Name, refused, err)
@@ -921,8 +938,9 @@ func netnsAddr(pid int) string {
 type memberState int
 
 const (
-	// serving: ready, or not ready only because some keys it holds lack their second copy a
-	// moment after another member went (it serves, and copies them).
+	// serving: ready, or not ready only for a state of the whole fleet's, not its own: some
+	// keys it holds lacking their second copy a moment after another member went (it serves,
+	// and copies them), or its bucket slow to answer on this loaded machine.
 	serving memberState = iota
 	// away: no process, or one not answering, or still catching up after it started.
 	away
