@@ -38,13 +38,13 @@ const (
 	// that node's PersistentFleet member is back on its disk and Ready: scheduled, started,
 	// caught up, then seen Ready by a readiness probe that asks every 10 s, then counted by the
 	// disruption controller; or until a Bucket member's replacement has rebuilt its working
-	// copy from the bucket, which takes longer the more the bucket holds. Measured on two
-	// shared cores, three runs of six drains under a PersistentFleet and a Bucket fleet: 7-37 s,
-	// 9-31 s, and 9-75 s (the last waiting 62 s on a Bucket member catching up from its
-	// bucket, a minute and a half into the load). The bound leaves room for Kubernetes' own wait, up to 2 minutes, on a StatefulSet
-	// member's name the disruption controller did not see go (docs/node-maintenance.md), and
-	// for a loaded machine; a drain that a stuck member blocks never ends, which is what it must
-	// catch.
+	// copy from the bucket, which takes longer the more the bucket holds and the busier the
+	// machine. Measured on two shared cores, five runs of six drains under a PersistentFleet
+	// and a Bucket fleet: the longest drain of each run 24 s, 31 s, 37 s, 75 s and 97 s (the
+	// last two waiting on a Bucket member catching up, late in the run). The bound leaves room
+	// for Kubernetes' own wait, up to 2 minutes, on a StatefulSet member's name the disruption
+	// controller did not see go (docs/node-maintenance.md); a drain that a stuck member blocks
+	// never ends, which is what it must catch.
 	drainBound = 3 * time.Minute
 )
 
