@@ -213,11 +213,12 @@ func TestRollingNodeMaintenanceOnRealNodes(t *testing.T) {
 // TestCrashLoopingMemberDoesNotBlockDrain: a PersistentFleet member made to crash-loop (its celld
 // killed as soon as it starts, until the kubelet backs off) is away already. The drain of another
 // node must wait while it is (the budget refuses to take a healthy member), and the drain of its
-// own node must not: the budget lets a member that is not Ready go (unhealthyPodEvictionPolicy
-// AlwaysAllow). Once the crash-looping member is back on its node, Ready, the waiting drain goes
-// through. Then the case Kubernetes' default policy (IfHealthyBudget) would block: a member made
-// to crash-loop while another's node is in maintenance, its member away, is let go too. No
-// acknowledged write is lost, and the contract judge is silent.
+// own node must not: the budget lets a member that is not Ready go while every other member is
+// Ready (unhealthyPodEvictionPolicy IfHealthyBudget). Once the crash-looping member is back on
+// its node, Ready, the waiting drain goes through. Then a member made to crash-loop while
+// another's node is in maintenance, its member away: its eviction is refused until that member
+// is back (celld may answer not ready because it holds the last live copy of a key), and then
+// goes. No acknowledged write is lost, and the contract judge is silent.
 func TestCrashLoopingMemberDoesNotBlockDrain(t *testing.T) {
 	f := newFixture(t)
 	f.judge.AttributeBy(auditLog())
@@ -319,12 +320,14 @@ func TestCrashLoopingMemberDoesNotBlockDrain(t *testing.T) {
 	fl = f.waitConverged(fl.Name)
 	f.waitMembersUp(fl)
 
-	// The case Kubernetes' default policy (IfHealthyBudget) would block: a member crash-loops
-	// while another is away already, its node still in maintenance. The budget is spent
-	// (one healthy member of three), yet the crash-looping member's own node must drain.
+	// A member that crash-loops while another is away already, its node still in maintenance:
+	// the budget is spent (one Ready member of three), and a member that is not Ready may hold
+	// the last copy of a key the away member held. Its node's drain waits until the away member
+	// is back, and then goes at once.
 	pods = f.members(fl)
 	x, y = pods[2], pods[0]
 	t.Logf("drain %s (%s), and while it is in maintenance make %s crash-loop and drain %s", y.Spec.NodeName, y.Name, x.Name, x.Spec.NodeName)
+	xDrain := make(chan result, 1)
 	dy, err := drain(f.ctx, drainBound+converge, func() {
 		stop := crashLoop(fl.UID, x.Name)
 		t.Cleanup(stop)
@@ -332,20 +335,51 @@ func TestCrashLoopingMemberDoesNotBlockDrain(t *testing.T) {
 			p, err := suite.kube.CoreV1().Pods(f.ns).Get(f.ctx, x.Name, metav1.GetOptions{})
 			return err == nil && p.UID == x.UID && !podReady(p) && restarts(p) >= 1
 		})
-		d, err := drain(f.ctx, drainBound, stop, x.Spec.NodeName)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("drained %s in %s with %s away: evicted %v, refused by a budget %d times %v", x.Spec.NodeName, d.took.Round(100*time.Millisecond),
-			y.Name, d.evictedIn(f.ns), d.refusals(), d.refused)
-		if n := d.refused[f.ns+"/"+x.Name]; n != 0 {
-			t.Errorf("the eviction of crash-looping %s was refused %d times while %s was away: its node's drain waits on another node's maintenance", x.Name, n, y.Name)
-		}
+		asked := time.Now()
+		go func() {
+			d, err := drain(f.ctx, drainBound+converge, stop, x.Spec.NodeName)
+			xDrain <- result{d, err}
+		}()
+		waitFor(t, f.ctx, "two refusals of crash-looping "+x.Name+"'s eviction", 2*time.Minute, func() bool {
+			if p, err := suite.kube.CoreV1().Pods(f.ns).Get(f.ctx, x.Name, metav1.GetOptions{}); err != nil || p.UID != x.UID || p.DeletionTimestamp != nil {
+				t.Fatalf("crash-looping %s was evicted while %s was away (%v)", x.Name, y.Name, err)
+			}
+			return refusalsOf(f, x, asked.Add(-time.Second)) >= 2
+		})
 	}, y.Spec.NodeName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("drained %s in %s: evicted %v", y.Spec.NodeName, dy.took.Round(100*time.Millisecond), dy.evictedIn(f.ns))
+	var yBack time.Time
+	waitFor(t, f.ctx, y.Name+" back on its node, Ready", converge, func() bool {
+		p, err := suite.kube.CoreV1().Pods(f.ns).Get(f.ctx, y.Name, metav1.GetOptions{})
+		if err != nil || p.UID == y.UID || !podReady(p) {
+			return false
+		}
+		yBack = readySince(p)
+		return true
+	})
+	var rx result
+	select {
+	case rx = <-xDrain:
+	case <-time.After(drainBound + converge):
+		t.Fatalf("the drain of %s did not end once %s was back", x.Spec.NodeName, y.Name)
+	}
+	if rx.err != nil {
+		t.Fatal(rx.err)
+	}
+	xKey := f.ns + "/" + x.Name
+	xAt, ok := rx.d.evicted[xKey]
+	t.Logf("drained %s in %s: %s's eviction refused %d times; %s Ready again at %s, %s evicted at %s",
+		x.Spec.NodeName, rx.d.took.Round(100*time.Millisecond), x.Name, rx.d.refused[xKey], y.Name, yBack.Format("15:04:05"), x.Name, xAt.Format("15:04:05.000"))
+	switch {
+	case !ok:
+		t.Errorf("the drain of %s did not evict crash-looping %s", x.Spec.NodeName, x.Name)
+	// The Ready condition's time has whole seconds.
+	case xAt.Before(yBack.Add(-time.Second)):
+		t.Errorf("crash-looping %s evicted at %s, before %s was back at %s: two members away", x.Name, xAt.Format(time.RFC3339Nano), y.Name, yBack.Format(time.RFC3339))
+	}
 
 	fl = f.waitConverged(fl.Name)
 	f.waitMembersUp(fl)
@@ -531,7 +565,7 @@ type drainOutcome struct {
 	evicted map[string]time.Time
 	refused map[string]int
 	// unready are the Pods Kubernetes counted not Ready when their eviction was asked for and
-	// allowed: the budget lets those go whatever the others (AlwaysAllow), taking them for away.
+	// allowed: the budget lets those go only while every other member is Ready.
 	unready map[string]bool
 }
 
