@@ -77,10 +77,12 @@ lint: verify ## go vet, gofmt and the generated-file check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 cluster: ## build (or reuse) and start the local control plane
-	cluster/build.sh
+	cluster/build.sh --control-plane
 	cluster/up.sh
 
-demo: build ## the local control plane, the operator and both samples, shown converging
+# Only what the demo runs: the operator (not the kubectl plugin) and the control plane.
+demo: ## the local control plane, the operator and both samples, shown converging
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/celld-operator
 	hack/demo.sh
 
 demo-stop: ## stop the demo's operator and the local control plane

@@ -503,7 +503,8 @@ if all_healthy; then
 	exit 0
 fi
 
-needed=()
+# What this mode starts, and kubectl: none of the tools the tests run (cluster/tools.sh).
+needed=(--control-plane)
 if [[ "${CLUSTER_MODE}" == real ]]; then
 	needed=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
 fi

@@ -133,10 +133,11 @@ elif (($#)); then
 	exit 2
 fi
 
-[[ -x "${OPERATOR}" ]] || die "${OPERATOR} is missing: run make demo (it runs make build first)"
+[[ -x "${OPERATOR}" ]] || die "${OPERATOR} is missing: run make demo (it builds the operator first)"
 
-log "control plane: cluster/build.sh (about 8 minutes the first time), then cluster/up.sh"
-"${ROOT}/cluster/build.sh"
+# Only what the demo runs: the control plane's binaries, none of the tools the tests run.
+log "control plane: cluster/build.sh --control-plane (about 8 minutes the first time), then cluster/up.sh"
+"${ROOT}/cluster/build.sh" --control-plane
 "${ROOT}/cluster/up.sh"
 
 log "installing the CRDs, the operator's namespace, RBAC and admission policy (deploy/; the operator itself runs here, as a process, on its ServiceAccount's token)"
