@@ -9,13 +9,16 @@
 #   cluster/build-real.sh [--force|--check] [NAME...]
 #
 # NAME is any of: kubelet kube-proxy containerd runc cni-plugins coredns local-path-provisioner
-# pause (default: all). runc needs gcc and libseccomp-dev; .ci/run installs them.
+# pause (default: all). runc and pause need gcc and static libc and libseccomp: the packages of
+# cluster/prereqs.sh, installed with apt-get when missing and run as root (else it says which).
 set -euo pipefail
 shopt -s inherit_errexit
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=SCRIPTDIR/env.sh
 . "${HERE}/env.sh"
+# shellcheck source=SCRIPTDIR/prereqs.sh
+. "${HERE}/prereqs.sh"
 
 ALL=(kubelet kube-proxy containerd runc cni-plugins coredns local-path-provisioner pause)
 
@@ -234,6 +237,15 @@ if ((check)); then
 	done
 	exit 0
 fi
+
+# Before anything is built, not when everything is cached: runc failed half way through without
+# libseccomp's static library (Package libseccomp was not found).
+for name in "${targets[@]}"; do
+	if ((force)) || ! is_current "${name}"; then
+		prereqs_ensure cluster/build-real.sh cluster real-build
+		break
+	fi
+done
 
 mkdir -p "${CLUSTER_BIN}" "${CLUSTER_BUILD}"
 total_start=${SECONDS}

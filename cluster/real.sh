@@ -14,7 +14,8 @@
 #   cluster/real.sh import-oci REPO FILE...  # import OCI archives tagged by version alone as REPO:TAG
 #   cluster/real.sh node-dir N          # print node N's state folder (its disks are under disks/)
 #
-# Needs root (network, cgroups, mounts), iptables and conntrack; .ci/run installs them. The nodes
+# Needs root (network, cgroups, mounts) and the packages of cluster/prereqs.sh, which up installs
+# with apt-get when they are missing (iptables, conntrack, busybox-static, ...). The nodes
 # share this machine's network namespace: they are told apart by address, ports and cgroup root,
 # and one kube-proxy programs the Services for all of them.
 set -euo pipefail
@@ -28,6 +29,8 @@ export CLUSTER_MODE=real
 . "${HERE}/env.sh"
 # shellcheck source=SCRIPTDIR/lib.sh
 . "${HERE}/lib.sh"
+# shellcheck source=SCRIPTDIR/prereqs.sh
+. "${HERE}/prereqs.sh"
 
 REAL_IFACE="${REAL_IFACE:-celld-real}"
 SANDBOX_IMAGE="registry.k8s.io/pause:${PAUSE_VERSION}"
@@ -484,6 +487,7 @@ start_kube_proxy() {
 
 up() {
 	((EUID == 0)) || die "the real-node mode needs root (network, cgroups and mounts)"
+	prereqs_ensure cluster/real.sh cluster real-build real-run
 	"${HERE}/build.sh" --check etcd kube-apiserver kube-controller-manager kube-scheduler kubectl ||
 		"${HERE}/build.sh" etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
 	"${HERE}/build-real.sh" --check || "${HERE}/build-real.sh"

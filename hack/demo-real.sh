@@ -32,6 +32,14 @@ stop_bucket() {
 	fi
 }
 
+# shellcheck source=SCRIPTDIR/../cluster/prereqs.sh
+. "${ROOT}/cluster/prereqs.sh"
+# Before anything is built: what it needs, root and the packages of cluster/prereqs.sh.
+((EUID == 0)) || {
+	log "error: make demo-real needs root (network, cgroups and mounts): run it as root"
+	exit 1
+}
+
 if [[ "${1:-}" == stop ]]; then
 	if kubectl get --raw /readyz >/dev/null 2>&1; then
 		kubectl delete namespace "${NAMESPACE}" --ignore-not-found --wait=true --timeout=120s || true
@@ -42,6 +50,7 @@ if [[ "${1:-}" == stop ]]; then
 	exit 0
 fi
 
+prereqs_ensure 'make demo-real' cluster real-build real-run
 "${ROOT}/cluster/build.sh" kubectl
 "${ROOT}/cluster/tools.sh" helm cyclonedx-gomod
 "${ROOT}/cluster/real.sh" up >/dev/null
