@@ -82,6 +82,7 @@ cluster: ## build (or reuse) and start the local control plane
 
 # Only what the demo runs: the operator (not the kubectl plugin) and the control plane.
 demo: ## the local control plane, the operator and both samples, shown converging
+	@. cluster/prereqs.sh && prereqs_ensure 'make demo' cluster
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/celld-operator
 	hack/demo.sh
 

@@ -14,6 +14,8 @@ shopt -s inherit_errexit
 
 # shellcheck source=SCRIPTDIR/env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+# shellcheck source=SCRIPTDIR/prereqs.sh
+. "$(dirname "${BASH_SOURCE[0]}")/prereqs.sh"
 
 ALL=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok metrics-server)
 
@@ -286,6 +288,9 @@ copy_stages() {
 	chmod u+w "${CLUSTER_STAGES}"/*.yaml
 	echo "${STAGES_STAMP}" >"${stamp}"
 }
+
+# jq, curl and the CA certificates the downloads need: installed as root, or named in one line.
+((check)) || prereqs_ensure cluster/build.sh cluster
 
 # The tools the monitoring kit's, the chart's and the release's tests run (promtool, helm,
 # helm-docs, krew, cyclonedx-gomod, cosign): cluster/tools.sh builds them on its own, and a build

@@ -16,6 +16,8 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "${HERE}/env.sh"
 # shellcheck source=SCRIPTDIR/lib.sh
 . "${HERE}/lib.sh"
+# shellcheck source=SCRIPTDIR/prereqs.sh
+. "${HERE}/prereqs.sh"
 
 SERVICE_CIDR="${SERVICE_CIDR:-10.96.0.0/16}"
 KUBERNETES_SERVICE_IP="${KUBERNETES_SERVICE_IP:-10.96.0.1}"
@@ -502,6 +504,7 @@ if all_healthy; then
 	echo "${KUBECONFIG}"
 	exit 0
 fi
+prereqs_ensure cluster/up.sh cluster
 
 # What this mode starts, and kubectl: none of the tools the tests run (cluster/tools.sh).
 needed=(--control-plane)
