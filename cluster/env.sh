@@ -14,6 +14,7 @@ ETCD_VERSION="v3.7.3"
 # The Kubernetes the suites run on; KUBE_VERSION=$KUBE_OLDEST (make e2e-oldest) runs them on the
 # oldest one the README claims, in a cache and on ports of its own, beside the default.
 KUBE_DEFAULT_VERSION="v1.37.2"
+# shellcheck disable=SC2034 # read by the Makefile and .ci/run
 KUBE_OLDEST="v1.36.3"
 KUBE_VERSION="${KUBE_VERSION:-${KUBE_DEFAULT_VERSION}}"
 KWOK_VERSION="v0.8.0"
