@@ -30,7 +30,7 @@ while (($#)); do
 	-f | --force) force=1 ;;
 	--check) check=1 ;;
 	-h | --help)
-		sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+		sed -n '2,13s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 		exit 0
 		;;
 	-*)

@@ -5,9 +5,9 @@
 #   hack/demo.sh          # build what is missing, start everything, apply the samples (idempotent)
 #   hack/demo.sh stop     # delete the demo namespace, stop the operator and the control plane
 #
-# The operator runs from bin/celld-operator (make build) on its ServiceAccount's token, manages the
-# demo namespace only (DEMO_NAMESPACE, default celld-demo), logs to .cache/demo/operator.log and
-# serves metrics on DEMO_METRICS_ADDR (default 127.0.0.1:28080).
+# The operator runs from bin/celld-operator (make demo builds it) on its ServiceAccount's token,
+# manages the demo namespace only (DEMO_NAMESPACE, default celld-demo), logs to
+# .cache/demo/operator.log and serves metrics on DEMO_METRICS_ADDR (default 127.0.0.1:28080).
 set -euo pipefail
 shopt -s inherit_errexit
 
