@@ -136,7 +136,7 @@ fi
 [[ -x "${OPERATOR}" ]] || die "${OPERATOR} is missing: run make demo (it builds the operator first)"
 
 # Only what the demo runs: the control plane's binaries, none of the tools the tests run.
-log "control plane: cluster/build.sh --control-plane (about 8 minutes the first time), then cluster/up.sh"
+log "control plane: cluster/build.sh --control-plane (the first time about 40 minutes of CPU), then cluster/up.sh"
 "${ROOT}/cluster/build.sh" --control-plane
 "${ROOT}/cluster/up.sh"
 
