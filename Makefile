@@ -32,10 +32,12 @@ build: ## build bin/celld-operator and the kubectl plugin bin/kubectl-celld
 # about 23 minutes, and a hang must show where it hangs well inside CI's limit.
 TEST_TIMEOUT ?= 45m
 test: lint ## everything: vet, generated-file check, unit, property, scenario and end-to-end tests
+	cluster/tools.sh
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -count=1 -tags faults $(FAULT_PKGS)
 
 unit: ## unit, property and scenario tests only (no control plane)
+	cluster/tools.sh
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
 	$(GO) test -count=1 -tags faults $(FAULT_PKGS)
 
