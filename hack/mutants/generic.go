@@ -23,7 +23,7 @@ import (
 const gremlinsVersion = "v0.6.0"
 
 // genericPackages are the packages the pass mutates.
-var genericPackages = []string{"machine", "capacity", "events", "loop"}
+var genericPackages = []string{"machine", "capacity", "events", "loop", "reservation", "internal/storagemigration"}
 
 // gremlinsTimeoutCoefficient multiplies a package's test time into a mutant's timeout. The
 // packages whose tests take a fraction of a second need a wide margin: a mutant's run also pays
