@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
 )
 
 // age is kubectl's: 45s, 5m2s, 3h, 2d.
@@ -130,7 +131,7 @@ func ready(p *corev1.Pod) string {
 	if p.DeletionTimestamp != nil {
 		// A drain's eviction says so on the Pod: the person running it sees which member it took.
 		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == "EvictionByEvictionAPI" {
+			if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == events.DisruptionEviction {
 				return "evicted"
 			}
 		}

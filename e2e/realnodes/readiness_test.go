@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/render"
@@ -37,7 +38,7 @@ type hungWindow struct {
 func TestReadinessWindowOnRealNodes(t *testing.T) {
 	f := newFixture(t)
 	tuned := f.newFleet("tuned", v1alpha1.ProfilePersistentFleet, 3)
-	tuned.Spec.Readiness = &v1alpha1.ReadinessSpec{PeriodSeconds: ptr(int32(1)), FailureThreshold: ptr(int32(2)), TimeoutSeconds: ptr(int32(1))}
+	tuned.Spec.Readiness = &v1alpha1.ReadinessSpec{PeriodSeconds: ptr.To[int32](1), FailureThreshold: ptr.To[int32](2), TimeoutSeconds: ptr.To[int32](1)}
 	plain := f.newFleet("plain", v1alpha1.ProfilePersistentFleet, 3)
 	fleets := []*v1alpha1.CelldFleet{f.create(tuned), f.create(plain)}
 	for _, fl := range fleets {
@@ -84,8 +85,6 @@ func TestReadinessWindowOnRealNodes(t *testing.T) {
 		t.Errorf("Kubernetes' timing counted the hung member away after %s, the tuned one after %s", plainR.budget, tunedR.budget)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // hang stops one member's celld (SIGSTOP), asks after probeAt for a dry-run eviction of another
 // member, waits until both the Pod is not Ready and the budget allows no disruption, and resumes
