@@ -778,7 +778,14 @@ type NetworkSpec struct {
 	PeerPort int32 `json:"peerPort,omitempty"`
 
 	// allowedClients may reach the client port. Empty means every Pod of the fleet's namespace.
+	// Each entry is a NetworkPolicy peer, and must name whom it allows: an entry that selects
+	// every Pod of every namespace, or an ipBlock of every address, is refused (it would open the
+	// client port to the whole cluster by mistake; name the namespaces or the Pods).
 	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(p, has(p.podSelector) || has(p.namespaceSelector) || has(p.ipBlock))",message="spec.network.allowedClients: every entry must set podSelector, namespaceSelector or ipBlock; an empty entry names no one"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(p, has(p.namespaceSelector) && (!has(p.namespaceSelector.matchLabels) || size(p.namespaceSelector.matchLabels) == 0) && (!has(p.namespaceSelector.matchExpressions) || size(p.namespaceSelector.matchExpressions) == 0) && (!has(p.podSelector) || ((!has(p.podSelector.matchLabels) || size(p.podSelector.matchLabels) == 0) && (!has(p.podSelector.matchExpressions) || size(p.podSelector.matchExpressions) == 0))))",message="spec.network.allowedClients: an entry with an empty namespaceSelector and no podSelector (or an empty one) lets every Pod of every namespace reach the client port; name the namespaces (namespaceSelector.matchLabels, for example kubernetes.io/metadata.name) or the Pods (podSelector)"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(p, has(p.ipBlock) && (p.ipBlock.cidr.endsWith('/0')))",message="spec.network.allowedClients: an ipBlock of prefix length 0 lets every address reach the client port; name the clients' networks"
 	AllowedClients []networkingv1.NetworkPolicyPeer `json:"allowedClients,omitempty"`
 }
 
