@@ -3,13 +3,13 @@
 # cached binary when its version stamp matches: kubelet and kube-proxy (the control plane's
 # Kubernetes version), containerd 2.x with ctr and its runc shim, runc (with seccomp, which the
 # restricted Pod Security level's RuntimeDefault profile needs), the CNI plugins, CoreDNS (only
-# the plugins a cluster DNS uses), rancher's local-path-provisioner, and the pause program from
-# Kubernetes' C source.
+# the plugins a cluster DNS uses), rancher's local-path-provisioner, kube-router's network policy
+# controller (with cluster/patches/), and the pause program from Kubernetes' C source.
 #
 #   cluster/build-real.sh [--force|--check] [NAME...]
 #
 # NAME is any of: kubelet kube-proxy containerd runc cni-plugins coredns local-path-provisioner
-# pause (default: all). runc and pause need gcc and static libc and libseccomp: the packages of
+# kube-router pause (default: all). runc and pause need gcc and static libc and libseccomp: the packages of
 # cluster/prereqs.sh, installed with apt-get when missing and run as root (else it says which).
 set -euo pipefail
 shopt -s inherit_errexit
@@ -20,7 +20,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=SCRIPTDIR/prereqs.sh
 . "${HERE}/prereqs.sh"
 
-ALL=(kubelet kube-proxy containerd runc cni-plugins coredns local-path-provisioner pause)
+ALL=(kubelet kube-proxy containerd runc cni-plugins coredns local-path-provisioner kube-router pause)
 
 force=0
 check=0
@@ -61,6 +61,8 @@ version_of() {
 	cni-plugins) echo "${CNI_PLUGINS_VERSION}" ;;
 	coredns) echo "${COREDNS_VERSION}" ;;
 	local-path-provisioner) echo "${LOCAL_PATH_PROVISIONER_VERSION}" ;;
+	# A change of its patch rebuilds it.
+	kube-router) echo "${KUBE_ROUTER_VERSION}+$(sha256sum "${KUBE_ROUTER_PATCH}" | cut -c1-12)" ;;
 	esac
 }
 
@@ -222,6 +224,24 @@ build_local_path() {
 	CGO_ENABLED=0 gobuild local-path-provisioner local-path-provisioner github.com/rancher/local-path-provisioner -ldflags "-s -w"
 }
 
+# kube-router, for its network policy controller alone (the real nodes' NetworkPolicy engine; its
+# router and service proxy are never started), from its module's source with
+# cluster/patches/kube-router-*.patch applied: the three nodes share one network namespace, and
+# the patch lets the one instance that programs it count every node's Pods as its own.
+build_kube_router() {
+	local v=${KUBE_ROUTER_VERSION} dir="${CLUSTER_BUILD}/real-kube-router" src
+	src=$(modinfo github.com/cloudnativelabs/kube-router/v2 "${v}" Dir)
+	rm -rf "${dir}"
+	mkdir -p "${dir}"
+	cp -r "${src}" "${dir}/src"
+	chmod -R u+w "${dir}/src"
+	(cd "${dir}/src" && git apply --verbose "${KUBE_ROUTER_PATCH}")
+	(cd "${dir}/src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath \
+		-ldflags "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=${v}" \
+		-o "${CLUSTER_BIN}/kube-router.tmp" ./cmd/kube-router)
+	mv -f "${CLUSTER_BIN}/kube-router.tmp" "${CLUSTER_BIN}/kube-router"
+}
+
 # The pause program, from the C source Kubernetes builds its pause image from, linked statically.
 build_pause() {
 	local src
@@ -264,6 +284,7 @@ for name in "${targets[@]}"; do
 	cni-plugins) build_cni ;;
 	coredns) build_coredns ;;
 	local-path-provisioner) build_local_path ;;
+	kube-router) build_kube_router ;;
 	pause) build_pause ;;
 	esac
 	version_of "${name}" >"$(stamp_of "${name}")"

@@ -32,7 +32,8 @@ PREREQS_real_build=(
 	cmd:pkg-config:pkg-config       # how runc's build finds libseccomp
 )
 PREREQS_real_run=(
-	cmd:iptables:iptables            # kube-proxy
+	cmd:iptables:iptables            # kube-proxy, kube-router
+	cmd:ipset:ipset                  # kube-router
 	cmd:conntrack:conntrack          # kube-proxy
 	cmd:ip:iproute2                  # the nodes' bridge and addresses
 	cmd:sysctl:procps                # forwarding

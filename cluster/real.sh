@@ -3,7 +3,8 @@
 # .cache/cluster/real and its own ports, so it runs beside the kwok one), and REAL_NODES (3)
 # nodes on this machine, each a kubelet and a containerd of its own, with its own state, cgroup
 # root, address and Pod subnet, so that Pods run as real containers on real disks. A cluster DNS
-# (CoreDNS) and kube-proxy serve every node; rancher's local-path-provisioner gives claims real
+# (CoreDNS), kube-proxy and kube-router's NetworkPolicy controller serve every node;
+# rancher's local-path-provisioner gives claims real
 # directories under each node's disk folder, and deletes them.
 #
 #   cluster/real.sh up                  # build what is missing, start everything, print the kubeconfig
@@ -483,6 +484,39 @@ start_kube_proxy() {
 		--conntrack-max-per-core=0
 }
 
+# The NetworkPolicy engine: kube-router's network policy controller, alone. The bridge CNI
+# enforces no policy; kube-router programs iptables and ipsets for the policies, in the filter
+# table's FORWARD chain (bridged traffic too: br_netfilter, physdev) and per Pod. The nodes share
+# this network namespace, so one instance programs it, for every node's Pods
+# (KUBE_ROUTER_ALL_NODES_LOCAL, cluster/patches/); the host's own traffic to a Pod (the kubelets'
+# probes, the test's load client) is the node's and always allowed, as NetworkPolicy says.
+start_kube_router() {
+	client_kubeconfig kube-router "/O=system:masters/CN=kube-router"
+	start_process kube-router env KUBE_ROUTER_ALL_NODES_LOCAL=true "${CLUSTER_BIN}/kube-router" \
+		--kubeconfig="${CLUSTER_RUN}/kube-router.kubeconfig" \
+		--hostname-override="$(node_name 1)" \
+		--run-firewall=true --run-router=false --run-service-proxy=false --run-loadbalancer=false \
+		--enable-cni=false --enable-ipv4=true --enable-ipv6=false \
+		--service-cluster-ip-range="${SERVICE_CIDR:-10.96.0.0/16}" \
+		--health-port=0 --metrics-port=0 --v=1
+	local start=${SECONDS}
+	until iptables -w -S KUBE-ROUTER-FORWARD >/dev/null 2>&1; do
+		((SECONDS - start < 60)) || {
+			log_tail kube-router
+			die "kube-router did not program its chains"
+		}
+		sleep 0.5
+	done
+}
+
+# Takes kube-router's chains and ipsets out: stopped, it leaves them in force.
+stop_kube_router() {
+	stop_process kube-router
+	if [[ -x "${CLUSTER_BIN}/kube-router" ]] && iptables -w -S KUBE-ROUTER-FORWARD >/dev/null 2>&1; then
+		"${CLUSTER_BIN}/kube-router" --cleanup-config >>"${LOG_DIR}/kube-router.log" 2>&1 || true
+	fi
+}
+
 # --- main ------------------------------------------------------------------------------------------
 
 up() {
@@ -511,6 +545,7 @@ up() {
 		die "real nodes not Ready"
 	}
 	kubectl wait --for=create serviceaccount/default --namespace default --timeout=60s >/dev/null
+	start_kube_router
 	log "real nodes ready in $((SECONDS - start))s; export KUBECONFIG=${KUBECONFIG}"
 	echo "${KUBECONFIG}"
 }
@@ -521,6 +556,7 @@ down() {
 		stop_node "${i}"
 	done
 	stop_process local-path-provisioner
+	stop_kube_router
 	stop_process kube-proxy
 	stop_process coredns
 	# Pod sandboxes leave their mounts behind when their runtime is killed.
