@@ -31,19 +31,8 @@ const helperImage = "celld.local/busybox:3.10"
 // rejects) or times out.
 const probeTimeout = 3
 
-// blocked tells a connection a policy stopped (kube-router rejects: refused; or it timed out, or
-// had no route) from one that got an answer of any kind: an HTTP error, or TLS on a metrics port.
-func blocked(wgetError string) bool {
-	for _, s := range []string{"refused", "timed out", "No route", "unreachable"} {
-		if strings.Contains(wgetError, s) {
-			return true
-		}
-	}
-	return false
-}
-
 // reach is what a probe Pod saw of one address: an HTTP answer of any status means the port was
-// reached; a refusal, a timeout or no route means it was not.
+// reached; a refusal, a timeout or silence means it was not.
 type reach struct {
 	target  string
 	reached bool
@@ -56,7 +45,11 @@ func (f *fixture) probe(ns, name string, labels map[string]string, targets []str
 	f.t.Helper()
 	var script strings.Builder
 	for _, t := range targets {
-		fmt.Fprintf(&script, "out=$(wget -q -T %d -O /dev/null http://%s/readyz 2>&1); echo \"%s $? ${out}\" | tr -d '\\n'; echo;", probeTimeout, t, t)
+		host, port, _ := net.SplitHostPort(t)
+		// An HTTP/1.0 request, which celld answers and closes (a TLS port answers it with a 400):
+		// any answer starting "HTTP/" is the port reached; a refusal, a timeout or silence is not.
+		fmt.Fprintf(&script, "out=$(printf 'GET /readyz HTTP/1.0\\r\\n\\r\\n' | timeout %d nc -w %d %s %s 2>&1 | head -c 120 | tr -d '\\r\\n'); echo \"%s ${out}\";",
+			probeTimeout+3, probeTimeout, host, port, t)
 	}
 	for _, l := range lookups {
 		fmt.Fprintf(&script, "echo \"lookup %s $(nslookup %s 2>&1 | grep -c '^Address: ')\";", l, l)
@@ -98,12 +91,9 @@ func (f *fixture) probe(ns, name string, labels map[string]string, targets []str
 		switch {
 		case len(fields) >= 2 && fields[0] == "lookup":
 			names = append(names, strings.Join(fields[1:], " "))
-		case len(fields) >= 2:
-			detail := ""
-			if len(fields) == 3 {
-				detail = fields[2]
-			}
-			got = append(got, reach{target: fields[0], reached: fields[1] == "0" || !blocked(detail), detail: detail})
+		default:
+			target, detail, _ := strings.Cut(line, " ")
+			got = append(got, reach{target: target, reached: strings.HasPrefix(detail, "HTTP/"), detail: detail})
 		}
 	}
 	if len(got) != len(targets) || len(names) != len(lookups) {
