@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -142,6 +143,59 @@ func TestPlacementRemovedIsDrift(t *testing.T) {
 			if Matches(workloadOf(Render(f, 3, 3)), before) {
 				t.Errorf("%s: %s removed from spec.placement, and the workload that still has it matches", profile, name)
 			}
+		}
+	}
+}
+
+// TestNetworkPolicyEditsThatWidenAreDrift: edits of a fleet's NetworkPolicy that let more in
+// without adding an entry are drift too. An empty selector selects everything, so a client peer
+// of every Pod of the namespace turned into one of every namespace, or a namespaceSelector put
+// beside the peer policy's podSelector, opens the members to the cluster; on real nodes such an
+// edit reached the client port from another namespace (e2e/realnodes
+// TestOpenClientPolicyLetsForeignPodIn) and was never put back.
+func TestNetworkPolicyEditsThatWidenAreDrift(t *testing.T) {
+	f := fleet(v1alpha1.ProfilePersistentFleet)
+	var clients, peers *networkingv1.NetworkPolicy
+	for _, p := range OfType[*networkingv1.NetworkPolicy](Render(f, 3, 3)) {
+		switch {
+		case p.Name == f.Name+"-clients":
+			clients = p
+		case p.Name == f.Name+PeerServiceSuffix:
+			peers = p
+		}
+	}
+	if clients == nil || peers == nil {
+		t.Fatal("the fleet's two NetworkPolicies were not rendered")
+	}
+	for _, c := range []struct {
+		name    string
+		desired *networkingv1.NetworkPolicy
+		edit    func(*networkingv1.NetworkPolicy)
+	}{
+		{"the clients' peer made every namespace", clients, func(p *networkingv1.NetworkPolicy) {
+			p.Spec.Ingress[0].From = []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}
+		}},
+		{"a namespaceSelector beside the clients' podSelector", clients, func(p *networkingv1.NetworkPolicy) {
+			p.Spec.Ingress[0].From[0].NamespaceSelector = &metav1.LabelSelector{}
+		}},
+		{"a namespaceSelector beside the peers' podSelector", peers, func(p *networkingv1.NetworkPolicy) {
+			p.Spec.Ingress[0].From[0].NamespaceSelector = &metav1.LabelSelector{}
+		}},
+		{"the rule's ports removed", peers, func(p *networkingv1.NetworkPolicy) { p.Spec.Ingress[0].Ports = nil }},
+		{"the rule's peers removed", peers, func(p *networkingv1.NetworkPolicy) { p.Spec.Ingress[0].From = nil }},
+		{"the members' selector narrowed", clients, func(p *networkingv1.NetworkPolicy) {
+			p.Spec.PodSelector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "nobody", Operator: metav1.LabelSelectorOpExists}}
+		}},
+	} {
+		observed := c.desired.DeepCopy()
+		// What the API server adds to the object, outside its spec, is no drift.
+		observed.ResourceVersion, observed.UID, observed.Generation = "7", "u", 1
+		if !Matches(c.desired, observed) {
+			t.Fatalf("%s: the stored twin does not match before the edit", c.name)
+		}
+		c.edit(observed)
+		if Matches(c.desired, observed) {
+			t.Errorf("%s: no drift", c.name)
 		}
 	}
 }

@@ -70,6 +70,13 @@ func init() {
 			Threatens:   "a hand edit of what the operator sets is drift, and is repaired (NetworkPolicies allow peers and clients only)",
 		},
 		Mutant{
+			Name: "drift-policy-by-subset", File: "render/compare.go",
+			Original:    "\tif _, policy := desired.(*networkingv1.NetworkPolicy); policy {\n",
+			Replacement: "\tif _, policy := desired.(*networkingv1.NetworkPolicy); policy && false {\n",
+			Mistake:     "a NetworkPolicy compared by the subset test: a namespaceSelector put beside the operator's podSelector, or an empty selector for a missing one, is not drift",
+			Threatens:   "members accept traffic only from their peers and the allowed clients; a hand edit of a fleet's policy is repaired",
+		},
+		Mutant{
 			Name: "migration-skips-invalid", File: "internal/storagemigration/migrate.go",
 			Original:    "case apierrors.IsConflict(err) || apierrors.IsNotFound(err):",
 			Replacement: "case apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsInvalid(err):",
