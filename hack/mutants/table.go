@@ -27,7 +27,7 @@ var Table = []Mutant{
 		Original:    "return args[0].(*facts).settled()",
 		Replacement: "return args[0].(*facts).rolledOt",
 		Mistake:     "a rollout counted as done while a member is still not ready",
-		Threatens:   "guard previousChangeRolledOutAndAllReady; clause 1",
+		Threatens:   "guard previousChangeRolledOutOrHeldAndAllReady; clause 1",
 	},
 	{
 		Name: "guard-scalein-skips-policy", File: "machine/graph.go",
@@ -172,7 +172,7 @@ var Table = []Mutant{
 		Original:    "w.UpdatedReplicas == w.Replicas && w.ReadyReplicas == w.Replicas && fx.running == w.Replicas &&",
 		Replacement: "w.UpdatedReplicas == w.Replicas && fx.running == w.Replicas &&",
 		Mistake:     "rolled out without every replica ready",
-		Threatens:   "clause 1; guard previousChangeRolledOutAndAllReady",
+		Threatens:   "clause 1; guard previousChangeRolledOutOrHeldAndAllReady",
 	},
 	// The step policy and the history anchor.
 	{
