@@ -222,3 +222,20 @@ func TestStagedRolloutScales(t *testing.T) {
 		t.Fatalf("scaled in to one member: on the new revision %v, want [alpha-0]", got)
 	}
 }
+
+// TestStagedRolloutCanaryCount: a canary of two updates the two highest ordinals and holds.
+func TestStagedRolloutCanaryCount(t *testing.T) {
+	w := harness.NewWorld(8, 1)
+	must(t, w.CreateFleet(fleetSpec(profiles[2], "alpha", 4)))
+	must(t, w.SetCanary("alpha", 2))
+	must(t, w.Converge())
+	must(t, w.SetImage("alpha", "celld:v2"))
+	stepOneAway(t, w, "alpha", 80)
+	s := w.C.StatefulSet(harness.Namespace, "alpha")
+	if got := onRevision(revisions(w, "alpha"), s.Status.UpdateRevision); !slices.Equal(got, []string{"alpha-2", "alpha-3"}) {
+		t.Fatalf("canary 2: members on the new revision: %v, want alpha-2 and alpha-3", got)
+	}
+	if p := s.Spec.UpdateStrategy.RollingUpdate.Partition; p == nil || *p != 2 {
+		t.Fatalf("canary 2 of 4: partition %v, want 2", p)
+	}
+}
