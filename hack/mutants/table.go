@@ -185,7 +185,7 @@ var Table = []Mutant{
 	{
 		Name: "rollout-approval-any-revision", File: "machine/rollout.go",
 		Original:    "return a != \"\" && a == w.UpdateRevision && w.ObservedGeneration >= w.Generation",
-		Replacement: "return a != \"\"",
+		Replacement: "return a != \"\" && w.ObservedGeneration >= w.Generation",
 		Mistake:     "any approval annotation approves whatever revision is held",
 		Threatens:   "an approval names one revision: the next change holds again",
 	},
