@@ -69,6 +69,15 @@ func fingerprint(v *View) uint64 {
 	} else {
 		num(-1)
 	}
+	if r := st.Rollout; r != nil {
+		str(r.Revision)
+		str(r.CurrentRevision)
+		num(int64(r.Updated)<<32 | int64(r.Total))
+		num(int64(r.Partition))
+		flag(r.Held)
+	} else {
+		num(-1)
+	}
 	num(int64(len(st.Conditions)))
 	for i := range st.Conditions {
 		c := &st.Conditions[i]

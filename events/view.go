@@ -119,6 +119,12 @@ type WorkloadView struct {
 	UpdatedReplicas    int32
 	// UpdateRevision is the revision new members get (StatefulSet only).
 	UpdateRevision string
+	// CurrentRevision is the revision the members not yet updated run (StatefulSet only); equal
+	// to UpdateRevision once a rollout completed.
+	CurrentRevision string
+	// Partition is the StatefulSet's rollingUpdate partition: members at ordinals from it up
+	// are updated, the ones below keep their revision (a staged rollout holds there).
+	Partition int32
 	// Settled is the size whose rollout last completed (AnnotationSettled), -1 when never.
 	Settled int32
 	// FilesystemResize is the Pod template's v1alpha1.AnnotationFilesystemResize.
@@ -325,10 +331,24 @@ func claimant(f *v1alpha1.CelldFleet, rivals []*v1alpha1.CelldFleet) *Claimant {
 }
 
 // RolledOut: the workload's controller has acted on its latest spec and every replica it asks
-// for exists, runs that spec and is ready, by the workload's own status.
+// for exists, runs that spec and is ready, by the workload's own status. A staged rollout held
+// at its partition has rolled out as far as it goes: every member from the partition up is
+// updated. That leniency holds only while the current and update revisions differ: once they
+// are one again (a revert), members below the partition run it already, so only every member
+// on it counts.
 func (w WorkloadView) RolledOut() bool {
+	updated := w.UpdatedReplicas == w.Replicas ||
+		(w.CurrentRevision != w.UpdateRevision && w.UpdatedReplicas >= w.Replicas-min(w.Partition, w.Replicas))
 	return w.Exists && w.ObservedGeneration >= w.Generation && w.StatusReplicas == w.Replicas &&
-		w.UpdatedReplicas == w.Replicas && w.ReadyReplicas == w.Replicas
+		updated && w.ReadyReplicas == w.Replicas
+}
+
+// Held: a staged rollout holds at the partition, by the workload's status: the controller acted
+// on the latest spec, and the members below the partition keep a revision the update has not
+// reached. The operator's own status says nothing here: this is observation alone.
+func (w WorkloadView) Held() bool {
+	return w.Exists && w.Partition > 0 && w.ObservedGeneration >= w.Generation && w.UpdateRevision != "" &&
+		w.CurrentRevision != w.UpdateRevision && w.UpdatedReplicas < w.Replicas
 }
 
 // WorkloadOf summarizes a StatefulSet or a Deployment; anything else is no workload.
@@ -347,8 +367,11 @@ func workloadView(o *Observation) WorkloadView {
 	if s := o.StatefulSet; s != nil {
 		w := WorkloadView{Exists: true, UID: s.UID, ResourceVersion: s.ResourceVersion, Generation: s.Generation, ObservedGeneration: s.Status.ObservedGeneration,
 			StatusReplicas: s.Status.Replicas, ReadyReplicas: s.Status.ReadyReplicas, UpdatedReplicas: s.Status.UpdatedReplicas,
-			UpdateRevision: s.Status.UpdateRevision, Settled: settled(s.Annotations)}
+			UpdateRevision: s.Status.UpdateRevision, CurrentRevision: s.Status.CurrentRevision, Settled: settled(s.Annotations)}
 		w.Replicas = replicas(s.Spec.Replicas)
+		if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+			w.Partition = *ru.Partition
+		}
 		w.FilesystemResize = s.Spec.Template.Annotations[v1alpha1.AnnotationFilesystemResize]
 		w.Deleting = s.DeletionTimestamp != nil
 		for _, t := range s.Spec.VolumeClaimTemplates {

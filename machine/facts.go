@@ -292,9 +292,11 @@ func computeFacts(v *events.View) *facts {
 			}
 		}
 	}
-	fx.rolledOt = w.Exists && w.ObservedGeneration >= w.Generation && w.StatusReplicas == w.Replicas &&
-		w.UpdatedReplicas == w.Replicas && w.ReadyReplicas == w.Replicas && fx.running == w.Replicas &&
-		int32(len(v.Members)) == w.Replicas
+	// A staged rollout held at its partition is settled there (RolledOut), once every member from
+	// the partition up runs the update revision: members say so one by one, where the workload's
+	// counts alone could not tell which members are updated.
+	fx.rolledOt = w.RolledOut() && fx.running == w.Replicas && int32(len(v.Members)) == w.Replicas &&
+		(w.UpdatedReplicas == w.Replicas || updatedFromPartition(v))
 	if c := fx.candidate; c != nil {
 		// The previous change must have been acted on: the controller saw it, and no member above
 		// the size is left. A rollout may still be stuck on this very member: that is the trap
@@ -336,6 +338,18 @@ func missingOnlyAbove(v *events.View, m *events.Member) bool {
 	}
 	for ord := 0; ord < int(v.Workload.Replicas); ord++ {
 		if !present[ord] && ord < m.Ordinal {
+			return false
+		}
+	}
+	return true
+}
+
+// updatedFromPartition: every member at an ordinal from the workload's partition up runs its
+// update revision.
+func updatedFromPartition(v *events.View) bool {
+	w := &v.Workload
+	for i := range v.Members {
+		if m := &v.Members[i]; m.Ordinal >= int(w.Partition) && m.Revision != w.UpdateRevision {
 			return false
 		}
 	}

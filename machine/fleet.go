@@ -64,6 +64,7 @@ type memoKey struct {
 	uid                    types.UID
 	generation             int64
 	replicas, settled      int32
+	partition              int32
 	// restartedAt and filesystemResize: the inputs of rendering outside the fleet's spec (its
 	// generation).
 	restartedAt, filesystemResize string

@@ -34,7 +34,7 @@ var States = []v1alpha1.FleetState{
 
 // Guards are named pure predicates over the step's facts, declared as functions so that their
 // names appear in the exported diagram.
-func previousChangeRolledOutAndAllReady(_ context.Context, args ...any) bool {
+func previousChangeRolledOutOrHeldAndAllReady(_ context.Context, args ...any) bool {
 	return args[0].(*facts).settled()
 }
 
@@ -54,7 +54,7 @@ type guard struct {
 }
 
 var (
-	settledAndReady = guard{"previousChangeRolledOutAndAllReady", previousChangeRolledOutAndAllReady}
+	settledAndReady = guard{"previousChangeRolledOutOrHeldAndAllReady", previousChangeRolledOutOrHeldAndAllReady}
 	scaleInAllowed  = guard{"scaleInAllowedByPolicy", scaleInAllowedByPolicy}
 	othersReady     = guard{"onlyThatMemberNotReady", onlyThatMemberNotReady}
 )

@@ -137,6 +137,7 @@ func TestStatusEqualSeesEveryField(t *testing.T) {
 		"BlockedBy":          func(s *v1alpha1.CelldFleetStatus) { s.BlockedBy = "x" },
 		"NextAction":         func(s *v1alpha1.CelldFleetStatus) { s.NextAction = "x" },
 		"Disks":              func(s *v1alpha1.CelldFleetStatus) { s.Disks = &v1alpha1.DiskAudit{Unused: []string{"d"}} },
+		"Rollout":            func(s *v1alpha1.CelldFleetStatus) { s.Rollout = &v1alpha1.RolloutStatus{Revision: "r", Held: true} },
 		"Conditions":         func(s *v1alpha1.CelldFleetStatus) { s.Conditions[0].Message = "other" },
 	}
 	typ := reflect.TypeOf(base)

@@ -36,6 +36,8 @@ type planner struct {
 	recordsSettled string
 	// fs is the v1alpha1.AnnotationFilesystemResize the members' template gets this step.
 	fs string
+	// part is the StatefulSet's partition this step (rollout.go), 0 when nothing is staged.
+	part int32
 }
 
 // onlyRecordsSettled: the workload apply at this size differs from the observed workload only
@@ -45,8 +47,8 @@ func (p *planner) onlyRecordsSettled(o kinds.Object, replicas int32) bool {
 	if replicas != p.fx.current || p.settledNow == v.Workload.Settled || !v.Workload.Exists {
 		return false
 	}
-	w := p.m.render(v, p.fs, replicas, v.Workload.Settled).Workload()
-	return kinds.RefOf(w) == kinds.RefOf(o) && p.m.matches(v, w, p.fs, replicas, v.Workload.Settled)
+	w := p.m.render(v, p.fs, replicas, v.Workload.Settled, p.part).Workload()
+	return kinds.RefOf(w) == kinds.RefOf(o) && p.m.matches(v, w, p.fs, replicas, v.Workload.Settled, p.part)
 }
 
 func (p *planner) add(a Action) {
@@ -125,6 +127,9 @@ func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetS
 		if hold = p.m.statusHold(v.Fleet, &st, v.Now); hold == 0 {
 			if d, ok := enteredDegraded(&st, &v.Fleet.Status); ok {
 				p.add(Action{Kind: RecordEvent, Key: "event/degraded/" + d.Reason, EventType: "Warning", Reason: d.Reason, Message: d.Message})
+			}
+			for _, e := range rolloutEvents(&st, &v.Fleet.Status, v.Name) {
+				p.add(e)
 			}
 			if e, ok := resizeEvent(&v.Fleet.Status, &p.fx.disks, p.m.resizing, p.m.resized); ok {
 				p.add(e)
@@ -240,7 +245,10 @@ func (p *planner) live() {
 		replicas = fx.current
 	}
 	p.fs = p.filesystemResize()
-	objs := p.m.render(v, p.fs, replicas, p.settledNow)
+	objs := p.m.render(v, p.fs, replicas, p.settledNow, 0)
+	if p.part = p.partition(replicas, objs.StatefulSet); p.part != 0 {
+		render.SetPartition(objs.StatefulSet, p.part)
+	}
 	for _, o := range objs.All() {
 		workload := kinds.IsWorkload(o)
 		ref := kinds.RefOf(o)
@@ -248,7 +256,7 @@ func (p *planner) live() {
 			p.block("%s", fx.hold)
 			continue
 		}
-		if p.m.matches(v, o, p.fs, replicas, p.settledNow) {
+		if p.m.matches(v, o, p.fs, replicas, p.settledNow, p.part) {
 			continue
 		}
 		a := Action{Kind: Apply, Key: applyKey(o, replicas), Ref: ref, Object: o}
@@ -412,7 +420,7 @@ func (p *planner) deleting() {
 	if (v.Workload.Exists && v.Workload.Replicas != 0) || (!v.Workload.Exists && orphans(v) > 0) {
 		// Members a StatefulSet left when it was deleted to be created again have no controller
 		// to stop them: the workload is created again at no member, which adopts and stops them.
-		w := p.m.render(v, p.fx.disks.fsKept, 0, v.Workload.Settled).Workload()
+		w := p.m.render(v, p.fx.disks.fsKept, 0, v.Workload.Settled, 0).Workload()
 		p.add(Action{Kind: Apply, Key: applyKey(w, 0), Ref: kinds.RefOf(w), Object: w})
 	}
 	if n := len(v.Members); n > 0 {
@@ -533,6 +541,9 @@ func (p *planner) explain(replicas int32) {
 	}
 	if !fx.rolledOt && v.Workload.Exists {
 		p.block("the workload's rollout to finish")
+	}
+	if p.held() {
+		p.block("%s", p.heldText())
 	}
 }
 

@@ -62,6 +62,10 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 		BlockedBy:          p.blocked,
 		NextAction:         p.next,
 	}
+	if p.to != v1alpha1.StateDeleting {
+		st.Rollout = p.rolloutStatus()
+	}
+	held := st.Rollout != nil && st.Rollout.Held
 	if p.to == v1alpha1.StateDeleting {
 		st.Members.Desired = 0
 	}
@@ -73,7 +77,7 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 	}
 	refused := fx.refused
 	// A held spec (Degraded) is not Ready: the workload runs, but not what the spec asks for.
-	converged := p.to == v1alpha1.StateSteady && fx.settled() && fx.current == fx.target.Members && fx.hold == "" && len(p.mutations()) == 0
+	converged := p.to == v1alpha1.StateSteady && fx.settled() && fx.current == fx.target.Members && fx.hold == "" && len(p.mutations()) == 0 && !held
 
 	cond := func(t string, ok bool, reason, msg string) metav1.Condition {
 		s := metav1.ConditionFalse
@@ -85,6 +89,9 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 	ready := cond(v1alpha1.ConditionReady, converged, ReasonConverged, "every member is ready at the requested size")
 	if !converged {
 		ready.Reason, ready.Message = ReasonMembersNotReady, orText(p.blocked, "the fleet is converging")
+	}
+	if held && !refused && fx.hold == "" {
+		ready.Reason, ready.Message = ReasonRolloutHeld, "waiting for "+p.heldText()
 	}
 	waiting := "the fleet is converging"
 	if p.blocked != "" {
@@ -100,6 +107,9 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 	switch {
 	case converged || refused || fx.hold != "":
 		progressing.Reason, progressing.Message = ReasonIdle, "no change in progress"
+	case held && len(p.mutations()) == 0:
+		// Nothing moves until a person approves or reverts: a scale step or a heal would say so.
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonRolloutHeld, "no progress until a person approves: "+p.heldText()
 	case stuck != "":
 		progressing.Reason, progressing.Message = ReasonMemberStuck, "no progress: "+stuck
 	case len(fx.lostClaims) > 0 && p.to != v1alpha1.StateDeleting:
@@ -206,7 +216,7 @@ func (p *planner) mutations() []Action {
 // statusEqual compares two statuses, ignoring when conditions last changed.
 func statusEqual(a, b *v1alpha1.CelldFleetStatus) bool {
 	if a.ObservedGeneration != b.ObservedGeneration || a.State != b.State || a.Members != b.Members || a.Selector != b.Selector ||
-		a.BlockedBy != b.BlockedBy || a.NextAction != b.NextAction {
+		a.BlockedBy != b.BlockedBy || a.NextAction != b.NextAction || !rolloutEqual(a.Rollout, b.Rollout) {
 		return false
 	}
 	if (a.RecommendedMembers == nil) != (b.RecommendedMembers == nil) ||

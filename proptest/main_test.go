@@ -32,4 +32,4 @@ func TestMain(m *testing.M) {
 }
 
 // defaultSeed is the seed of the 100 sequences go test runs when -rapid.seed is not given.
-const defaultSeed = "20261130"
+const defaultSeed = "20261209"

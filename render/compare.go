@@ -3,6 +3,8 @@ package render
 import (
 	"reflect"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -129,4 +131,26 @@ func subset(d, o any) bool {
 	default:
 		return d == o
 	}
+}
+
+// TemplateMatches reports whether the observed StatefulSet runs the desired Pod template, by the
+// same test as Matches: a change of the template is a new revision for its members, which a
+// staged rollout holds at its partition (the rest of the object moves no member).
+func TemplateMatches(desired, observed *appsv1.StatefulSet) bool {
+	type spec struct {
+		Template corev1.PodTemplateSpec `json:"template"`
+	}
+	type object struct {
+		Spec spec `json:"spec"`
+	}
+	return Matches(&object{spec{desired.Spec.Template}}, &object{spec{observed.Spec.Template}})
+}
+
+// SetPartition sets a rendered StatefulSet's rollingUpdate partition: members from that ordinal
+// up get the update revision, the ones below keep theirs.
+func SetPartition(s *appsv1.StatefulSet, partition int32) {
+	if s == nil {
+		return
+	}
+	s.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: &partition}
 }

@@ -145,6 +145,7 @@ type CelldFleet struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.capacity) || !has(self.capacity.minMembers) || !has(self.capacity.maxMembers) || self.capacity.minMembers <= self.capacity.maxMembers",message="spec.capacity.minMembers must be at most spec.capacity.maxMembers"
 // +kubebuilder:validation:XValidation:rule="has(self.workload) == has(oldSelf.workload) && (!has(self.workload) || self.workload == oldSelf.workload)",message="spec.workload is immutable: create a new CelldFleet to change the workload kind"
 // +kubebuilder:validation:XValidation:rule="has(self.storage) == has(oldSelf.storage)",message="spec.storage cannot be added or removed: it follows spec.profile, which is immutable"
+// +kubebuilder:validation:XValidation:rule="!has(self.rollout) || self.profile == 'PersistentFleet' || (has(self.workload) && self.workload == 'OrderedStatefulSet')",message="spec.rollout needs a StatefulSet to hold a rollout at, and a Bucket fleet's default workload is a Deployment, which has none: create the fleet with spec.workload OrderedStatefulSet (or profile PersistentFleet) to stage rollouts, or remove spec.rollout"
 type CelldFleetSpec struct {
 	// profile is how the fleet keeps data durable: Bucket (emptyDir scratch disks, data in the
 	// bucket) or PersistentFleet (a retained CSI disk per member). Immutable.
@@ -230,7 +231,31 @@ type CelldFleetSpec struct {
 	// ready counts as away, for its Service and for the disruption budget a drain obeys.
 	// +optional
 	Readiness *ReadinessSpec `json:"readiness,omitempty"`
+
+	// rollout stages a change of the members' template (image, resources, settings, a restart):
+	// the change reaches the highest-ordinal members first and holds there until a person
+	// approves it (kubectl celld rollout approve NAME). StatefulSet workloads only: a Bucket fleet
+	// needs spec.workload OrderedStatefulSet. Absent, a change rolls through every member.
+	// +optional
+	Rollout *RolloutSpec `json:"rollout,omitempty"`
 }
+
+// RolloutSpec stages template changes. See docs/rollouts.md.
+type RolloutSpec struct {
+	// canary is how many members a template change updates before it holds: the members with
+	// the highest ordinals. The rest wait until a person approves the revision
+	// (annotation celld.io/rollout-approved=<revision>, which kubectl celld rollout approve
+	// writes), and then update one at a time. A canary of the fleet's size or more holds nothing.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Canary int32 `json:"canary"`
+}
+
+// AnnotationRolloutApproved on a fleet approves the held rollout of the workload revision it
+// names (the StatefulSet's status.updateRevision, shown as status.rollout.revision): the rest of
+// the members then update, one at a time. It approves that revision only: a later change of the
+// template is a new revision and holds again.
+const AnnotationRolloutApproved = "celld.io/rollout-approved"
 
 // PodSettings are what a platform adds to every Pod it runs: pull secrets, its own labels and
 // annotations, a priority class and environment variables. Where one names what the operator
@@ -834,6 +859,10 @@ type CelldFleetStatus struct {
 	// disks is the audit of PersistentVolumeClaims that carry the fleet's labels.
 	// +optional
 	Disks *DiskAudit `json:"disks,omitempty"`
+	// rollout is the staged rollout in flight: present while spec.rollout is set and the
+	// workload's members are not all on its latest template.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 	// conditions: Ready, Progressing, Degraded, ReservationBound.
 	// +optional
 	// +listType=map
@@ -851,6 +880,24 @@ type MemberCounts struct {
 	Ready int32 `json:"ready"`
 	// updated is the number of member Pods on the workload's current revision.
 	Updated int32 `json:"updated"`
+}
+
+// RolloutStatus is a staged rollout in flight.
+type RolloutStatus struct {
+	// revision is the workload revision being rolled out (the StatefulSet's updateRevision, the
+	// controller-revision-hash its updated members carry): the one to approve.
+	Revision string `json:"revision"`
+	// currentRevision is the revision the members not yet updated run.
+	// +optional
+	CurrentRevision string `json:"currentRevision,omitempty"`
+	// updated is how many members run revision.
+	Updated int32 `json:"updated"`
+	// total is how many members the workload has.
+	Total int32 `json:"total"`
+	// partition is the workload's partition: members at ordinals from it up are updated.
+	Partition int32 `json:"partition"`
+	// held is true while the rollout waits for a person to approve revision.
+	Held bool `json:"held"`
 }
 
 // DiskAudit lists disks that carry the fleet's labels but no member uses.

@@ -148,6 +148,10 @@ func TestRenderChecksAsTheAPIServer(t *testing.T) {
 			`The CelldFleet "a" is invalid: spec.members: Invalid value: 0: spec.members in body should be greater than or equal to 1`}},
 		{"CEL rule", strings.Replace(manifest("a", ""), "profile: Bucket", "profile: PersistentFleet", 1), []string{
 			`The CelldFleet "a" is invalid: spec: Invalid value: spec.storage is required when spec.profile is PersistentFleet: set storageClassName and size`}},
+		{"staged rollout on a Deployment", strings.Replace(manifest("a", ""), "members: 2", "members: 2\n  rollout:\n    canary: 1", 1), []string{
+			`The CelldFleet "a" is invalid: spec: Invalid value: spec.rollout needs a StatefulSet to hold a rollout at`}},
+		{"staged rollout on an ordered StatefulSet", strings.Replace(manifest("a", ""), "members: 2", "members: 2\n  workload: OrderedStatefulSet\n  rollout:\n    canary: 0", 1), []string{
+			`The CelldFleet "a" is invalid: spec.rollout.canary: Invalid value: 0: spec.rollout.canary in body should be greater than or equal to 1`}},
 		{"enum", strings.Replace(manifest("a", ""), "profile: Bucket", "profile: Cloud", 1), []string{
 			`The CelldFleet "a" is invalid (2 errors):`, `* spec.profile: Unsupported value: "Cloud": supported values: "Bucket", "PersistentFleet"`,
 			"* <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"}},

@@ -166,6 +166,45 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 			return nil
 		},
 	})
+	rollout := &cobra.Command{
+		Use:   "rollout",
+		Short: "Staged rollouts (spec.rollout): continue one held at its canary members",
+		Args:  cobra.NoArgs,
+	}
+	approve := &cobra.Command{
+		Use:   "approve FLEET",
+		Short: "Let a held rollout continue: the members not yet updated follow one at a time; a later change holds again",
+		Long: `approve writes the annotation celld.io/rollout-approved with the revision the fleet's status shows
+held (status.rollout.revision). It approves that revision only: a change of the template after it is
+a new revision and holds at its canary members again. With --revision, it approves only if that is
+the revision held, so what you checked is what goes out.`,
+		Example: `  kubectl celld status alpha -n team     # Rollout: HELD: revision alpha-7d9f... on 1 of 3 members
+  kubectl celld rollout approve alpha -n team`,
+		Args: oneFleet,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, ns, err := clientsFor(flags)
+			if err != nil {
+				return err
+			}
+			want, _ := cmd.Flags().GetString("revision")
+			r, err := read(cmd.Context(), cl, ns, args[0])
+			if err != nil {
+				return err
+			}
+			rev, err := heldRevision(r.fleet, want)
+			if err != nil {
+				return err
+			}
+			if err := annotate(cmd.Context(), cl, ns, args[0], v1alpha1.AnnotationRolloutApproved, &rev); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "celldfleet %s/%s rollout of revision %s approved\n", ns, args[0], rev)
+			return nil
+		},
+	}
+	approve.Flags().String("revision", "", "approve only if this is the revision held (status.rollout.revision)")
+	rollout.AddCommand(approve)
+	root.AddCommand(rollout)
 	root.AddCommand(&cobra.Command{
 		Use:   "migrate-storage",
 		Short: "After an upgrade that moved the CRDs' storage version: rewrite every stored fleet, reservation and bucket policy in it, then record that no other version is stored",
@@ -196,3 +235,17 @@ nothing to do.`,
 }
 
 func ptr(s string) *string { return &s }
+
+// heldRevision is the revision a fleet's status shows held, which want (when given) must be.
+func heldRevision(f *v1alpha1.CelldFleet, want string) (string, error) {
+	r := f.Status.Rollout
+	switch {
+	case f.Spec.Rollout == nil:
+		return "", fmt.Errorf("celldfleet %s/%s stages no rollout (spec.rollout is not set): its changes roll through every member on their own", f.Namespace, f.Name)
+	case r == nil || !r.Held:
+		return "", fmt.Errorf("celldfleet %s/%s has no rollout held for approval (kubectl celld status %s shows where its rollout stands)", f.Namespace, f.Name, f.Name)
+	case want != "" && want != r.Revision:
+		return "", fmt.Errorf("celldfleet %s/%s holds revision %s, not %s: check it, then approve it by that name", f.Namespace, f.Name, r.Revision, want)
+	}
+	return r.Revision, nil
+}

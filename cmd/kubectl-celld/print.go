@@ -54,6 +54,9 @@ func printStatus(w io.Writer, r *report, now time.Time, history int) {
 		fmt.Fprintf(w, ", recommended %d", *st.RecommendedMembers)
 	}
 	fmt.Fprintln(w)
+	if line := rolloutLine(f); line != "" {
+		fmt.Fprintf(w, "Rollout:      %s\n", line)
+	}
 	fmt.Fprintf(w, "Blocked by:   %s\n", orDash(st.BlockedBy))
 	fmt.Fprintf(w, "Next action:  %s\n", orDash(st.NextAction))
 
@@ -258,4 +261,24 @@ func printDisks(w io.Writer, d *v1alpha1.DiskAudit) {
 	if len(d.Larger) > 0 {
 		fmt.Fprintf(w, "  larger than spec.storage.size, kept as they are: %s\n", strings.Join(d.Larger, ", "))
 	}
+}
+
+// rolloutLine says where a staged rollout stands, empty for a fleet that stages none and has
+// none in flight.
+func rolloutLine(f *v1alpha1.CelldFleet) string {
+	r := f.Status.Rollout
+	canary := ""
+	if f.Spec.Rollout != nil {
+		canary = fmt.Sprintf(" (canary %d)", f.Spec.Rollout.Canary)
+	}
+	switch {
+	case r == nil && f.Spec.Rollout == nil:
+		return ""
+	case r == nil:
+		return "staged" + canary + ", none in flight: every member runs the current template"
+	case r.Held:
+		return fmt.Sprintf("HELD: revision %s on %d of %d members%s, the rest on %s; approve with kubectl celld rollout approve %s, or revert the spec",
+			r.Revision, r.Updated, r.Total, canary, orDash(r.CurrentRevision), f.Name)
+	}
+	return fmt.Sprintf("revision %s on %d of %d members%s, rolling one member at a time (partition %d)", r.Revision, r.Updated, r.Total, canary, r.Partition)
 }

@@ -168,6 +168,8 @@ type contract struct {
 	pods     []PodDeletion
 	disks    []DiskDeletion
 	resizes  []DiskResize
+	// partitions are the writes of StatefulSets of fleets that stage their rollouts.
+	partitions []PartitionWrite
 }
 
 // Requests lists every request the operator sent through Do, in order, failed ones included.
@@ -246,7 +248,12 @@ func (c *Cluster) workloadStateOf(k Kind, namespace, name string) workloadState 
 			ws.notReady++
 		}
 	}
-	ws.rolledOut = observed == generation && st == ws.replicas && updated == ws.replicas && ready == ws.replicas && !anyTerminating
+	// A staged rollout held at its partition has rolled out as far as it goes.
+	held := false
+	if s, ok := obj.(*appsv1.StatefulSet); ok && updated != ws.replicas {
+		held = c.heldRolledOut(s)
+	}
+	ws.rolledOut = observed == generation && st == ws.replicas && (updated == ws.replicas || held) && ready == ws.replicas && !anyTerminating
 	if f, ok := c.byUID[ws.fleetUID].(*v1alpha1.CelldFleet); ok {
 		ws.fleetDeleting = f.DeletionTimestamp != nil
 	}

@@ -176,8 +176,12 @@ func (w simWriter) Apply(_ context.Context, _ *loop.Target, a machine.Action) (k
 			"", "the API server refuses this object (injected)")})
 	}
 	var before workloadState
+	var beforeSet *appsv1.StatefulSet
 	if workload {
 		before = c.workloadStateOf(k, req.Namespace, req.Name)
+		if s, ok := c.get(k, req.Namespace, req.Name).(*appsv1.StatefulSet); ok {
+			beforeSet = s.DeepCopy()
+		}
 	}
 	res, err := c.apply(a.Object, a.Namespace)
 	if err != nil {
@@ -186,6 +190,9 @@ func (w simWriter) Apply(_ context.Context, _ *loop.Target, a machine.Action) (k
 	req.Changed = res.changed
 	if workload {
 		c.recordReplicaWrite(k, before, res)
+		if s, ok := res.stored.(*appsv1.StatefulSet); ok && res.changed {
+			c.recordPartitionWrite(beforeSet, s)
+		}
 	}
 	return copyOf(res.stored), nil
 }

@@ -71,7 +71,33 @@ func validateFleetUpdate(old, cur *v1alpha1.CelldFleetSpec) field.ErrorList {
 	if cur.Members < 1 {
 		errs = append(errs, field.Invalid(spec.Child("members"), cur.Members, "must be at least 1"))
 	}
+	if cur.Rollout != nil && cur.Profile != v1alpha1.ProfilePersistentFleet && cur.Workload != v1alpha1.WorkloadOrderedStatefulSet {
+		errs = append(errs, field.Invalid(spec.Child("rollout"), cur.Rollout, "spec.rollout needs a StatefulSet to hold a rollout at"))
+	}
+	if r := cur.Rollout; r != nil && (r.Canary < 1 || r.Canary > 1000) {
+		errs = append(errs, field.Invalid(spec.Child("rollout", "canary"), r.Canary, "must be from 1 to 1000"))
+	}
 	return errs
+}
+
+// AnnotateFleet sets an annotation of a fleet, or removes it when value is empty, as kubectl
+// annotate does: the spec and its generation stay.
+func (c *Cluster) AnnotateFleet(namespace, name, key, value string) error {
+	f := c.fleet(namespace, name)
+	if f == nil {
+		return fmt.Errorf("annotate fleet %s/%s: %w", namespace, name, apierrors.NewNotFound(row(KindFleet).Resource, name))
+	}
+	next := f.DeepCopy()
+	if value == "" {
+		delete(next.Annotations, key)
+	} else {
+		if next.Annotations == nil {
+			next.Annotations = map[string]string{}
+		}
+		next.Annotations[key] = value
+	}
+	c.put(next)
+	return nil
 }
 
 // Scale sets spec.members through the scale subresource, as kubectl scale, HPA and KEDA do.

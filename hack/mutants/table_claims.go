@@ -11,10 +11,10 @@ func init() {
 			Original: "\tif v.Uninstalling {\n\t\tp.uninstalling()\n\t\treturn\n\t}\n" +
 				"\tif (v.Workload.Exists && v.Workload.Replicas != 0) || (!v.Workload.Exists && orphans(v) > 0) {\n" +
 				"\t\t// Members a StatefulSet left when it was deleted to be created again have no controller\n\t\t// to stop them: the workload is created again at no member, which adopts and stops them.\n" +
-				"\t\tw := p.m.render(v, p.fx.disks.fsKept, 0, v.Workload.Settled).Workload()\n\t\tp.add(Action{Kind: Apply, Key: applyKey(w, 0), Ref: kinds.RefOf(w), Object: w})\n\t}\n",
+				"\t\tw := p.m.render(v, p.fx.disks.fsKept, 0, v.Workload.Settled, 0).Workload()\n\t\tp.add(Action{Kind: Apply, Key: applyKey(w, 0), Ref: kinds.RefOf(w), Object: w})\n\t}\n",
 			Replacement: "\tif (v.Workload.Exists && v.Workload.Replicas != 0) || (!v.Workload.Exists && orphans(v) > 0) {\n" +
 				"\t\t// Members a StatefulSet left when it was deleted to be created again have no controller\n\t\t// to stop them: the workload is created again at no member, which adopts and stops them.\n" +
-				"\t\tw := p.m.render(v, p.fx.disks.fsKept, 0, v.Workload.Settled).Workload()\n\t\tp.add(Action{Kind: Apply, Key: applyKey(w, 0), Ref: kinds.RefOf(w), Object: w})\n\t}\n" +
+				"\t\tw := p.m.render(v, p.fx.disks.fsKept, 0, v.Workload.Settled, 0).Workload()\n\t\tp.add(Action{Kind: Apply, Key: applyKey(w, 0), Ref: kinds.RefOf(w), Object: w})\n\t}\n" +
 				"\tif v.Uninstalling {\n\t\tp.uninstalling()\n\t\treturn\n\t}\n",
 			Mistake:   "the workload stopped first on every deletion, the uninstall's shortcut taken after it: the members are stopped as the fleet goes with its CRD",
 			Threatens: "row 4: an uninstall changes nothing but the finalizer (no workload write, no member stopped)",

@@ -498,11 +498,17 @@ func ResourceVersion(m metav1.Object) uint64 {
 	return rv
 }
 
-// RolledOut: every replica of the requested size exists, is ready and on the current template.
+// RolledOut: every replica of the requested size exists, is ready and on the current template;
+// for a staged rollout held at its partition (the current and update revisions differ), every
+// replica from the partition up is on it, by the status's count.
 func RolledOut(s *appsv1.StatefulSet) bool {
 	r := *s.Spec.Replicas
+	updated := s.Status.UpdatedReplicas == r
+	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil && s.Status.CurrentRevision != s.Status.UpdateRevision {
+		updated = updated || s.Status.UpdatedReplicas >= r-min(*ru.Partition, r)
+	}
 	return s.Status.ObservedGeneration == s.Generation && s.Status.Replicas == r &&
-		s.Status.ReadyReplicas == r && s.Status.UpdatedReplicas == r
+		s.Status.ReadyReplicas == r && updated
 }
 
 // DescribeStatefulSet is what a violation says of a StatefulSet's rollout.

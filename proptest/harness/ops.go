@@ -122,6 +122,24 @@ var Ops = []Op{
 		}
 		return rounds(w, p)
 	}},
+	{"rollout", func(w *World, p Picker) error {
+		// A person stages the fleet's rollouts (or stops staging them); only a StatefulSet
+		// fleet takes it, as admission refuses it on a Deployment.
+		name := pickFleet(w, p)
+		if f := w.C.Fleet(Namespace, name); f != nil && f.DeletionTimestamp == nil &&
+			(f.Spec.Profile == v1alpha1.ProfilePersistentFleet || f.Spec.Workload == v1alpha1.WorkloadOrderedStatefulSet) {
+			if err := w.SetCanary(name, int32(p.Int("canary", 0, 3))); err != nil {
+				return err
+			}
+		}
+		return rounds(w, p)
+	}},
+	{"approve", func(w *World, p Picker) error {
+		if _, err := w.ApproveRollout(pickFleet(w, p)); err != nil {
+			return err
+		}
+		return rounds(w, p)
+	}},
 	{"grow-disks", func(w *World, p Picker) error {
 		// A person raises spec.storage.size; the class may forbid expansion for a while, and the
 		// resizer may fail on a claim, until faults stop.
@@ -513,6 +531,10 @@ func (w *World) unstick() error {
 		}
 	}
 	for _, f := range fleetNames {
+		// A held rollout waits for its person: once faults stop, they approve it.
+		if _, err := w.ApproveRollout(f); err != nil {
+			return err
+		}
 		if err := w.followDeletionBlocked(f); err != nil {
 			return err
 		}

@@ -300,6 +300,31 @@ func (w *World) SetImage(name, image string) error {
 	return w.C.UpdateFleetSpec(Namespace, name, func(s *v1alpha1.CelldFleetSpec) { s.Image = image })
 }
 
+// SetCanary stages a fleet's rollouts at n canary members (spec.rollout.canary), or stops
+// staging them when n is 0.
+func (w *World) SetCanary(name string, n int32) error {
+	w.tracef("%s user sets %s/%s rollout canary %d", w.C.Now().Format("15:04:05"), Namespace, name, n)
+	return w.C.UpdateFleetSpec(Namespace, name, func(s *v1alpha1.CelldFleetSpec) {
+		s.Rollout = nil
+		if n > 0 {
+			s.Rollout = &v1alpha1.RolloutSpec{Canary: n}
+		}
+	})
+}
+
+// ApproveRollout approves the held rollout the fleet's status shows, as kubectl celld rollout
+// approve does: with the revision the status names, so a later change holds again. It reports
+// whether there was one.
+func (w *World) ApproveRollout(name string) (bool, error) {
+	f := w.C.Fleet(Namespace, name)
+	if f == nil || f.Status.Rollout == nil || !f.Status.Rollout.Held {
+		return false, nil
+	}
+	rev := f.Status.Rollout.Revision
+	w.tracef("%s user approves %s/%s rollout of %s", w.C.Now().Format("15:04:05"), Namespace, name, rev)
+	return true, w.C.AnnotateFleet(Namespace, name, v1alpha1.AnnotationRolloutApproved, rev)
+}
+
 // GrowDisks raises a fleet's spec.storage.size.
 func (w *World) GrowDisks(name string, size resource.Quantity) error {
 	w.tracef("%s user grows %s/%s disks to %s", w.C.Now().Format("15:04:05"), Namespace, name, size.String())

@@ -1,0 +1,116 @@
+package machine
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/render"
+)
+
+// heldView is a fleet of three with spec.rollout.canary 1 whose StatefulSet holds a rollout at
+// partition 2: a-2 runs the update revision, a-0 and a-1 the current one. approve is the
+// fleet's rollout-approved annotation; stale leaves the set's status one generation behind its
+// spec (its controller has not seen the latest template yet).
+func heldView(approve string, stale bool) *events.View {
+	f := fleet(v1alpha1.ProfileBucket)
+	f.Spec.Workload = v1alpha1.WorkloadOrderedStatefulSet
+	f.Spec.Rollout = &v1alpha1.RolloutSpec{Canary: 1}
+	if approve != "" {
+		f.Annotations = map[string]string{v1alpha1.AnnotationRolloutApproved: approve}
+	}
+	s := render.Render(f, 3, 3).StatefulSet
+	render.SetPartition(s, 2)
+	s.UID, s.ResourceVersion, s.Generation = "set-uid", "7", 5
+	s.Status = appsv1.StatefulSetStatus{ObservedGeneration: 5, Replicas: 3, ReadyReplicas: 3, AvailableReplicas: 3, UpdatedReplicas: 1,
+		CurrentReplicas: 2, CurrentRevision: "a-old", UpdateRevision: "a-new"}
+	if stale {
+		s.Status.ObservedGeneration = 4
+	}
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	v := &events.View{Now: now, Namespace: f.Namespace, Name: f.Name, Fleet: f, HasFinalizer: true,
+		Reservation: events.ReservationView{Exists: true, Name: render.ReservationName(f.Spec.Bucket), BoundTo: f.UID, BoundName: f.Name, BoundNamespace: f.Namespace},
+		Workload:    events.WorkloadOf(s), Owned: events.Owned{StatefulSet: s}}
+	for i, rev := range []string{"a-old", "a-old", "a-new"} {
+		v.Members = append(v.Members, events.Member{Name: "a-" + string(rune('0'+i)), UID: types.UID("pod-" + rev + string(rune('0'+i))), Ordinal: i, Ready: true,
+			Revision: rev, NodeName: "node-" + string(rune('0'+i)), NotReadySince: now.Add(-time.Hour)})
+	}
+	return v
+}
+
+// partitionApplied is the partition of the StatefulSet a decision applies, -1 when it applies none.
+func partitionApplied(d Decision) int32 {
+	for _, a := range d.Actions {
+		if s, ok := a.Object.(*appsv1.StatefulSet); ok && a.Kind == Apply {
+			return *s.Spec.UpdateStrategy.RollingUpdate.Partition
+		}
+	}
+	return -1
+}
+
+// TestHeldRolloutWaitsForItsRevision: a rollout held at its partition is settled there and
+// says so (status.rollout held, Ready False RolloutHeld, one RolloutHeld Event) without moving
+// the partition; an approval of the update revision, reported for the latest spec, sets it to 0
+// and the status stops saying held in the same step; an approval read against a status its
+// controller has not updated for the latest spec approves nothing; nor does one naming another
+// revision.
+func TestHeldRolloutWaitsForItsRevision(t *testing.T) {
+	held := New().Step(heldView("", false))
+	if r := held.Status.Rollout; r == nil || !r.Held || r.Revision != "a-new" || r.Updated != 1 || r.Total != 3 || r.Partition != 2 {
+		t.Fatalf("held: status.rollout %+v", r)
+	}
+	if p := partitionApplied(held); p != -1 && p != 2 {
+		t.Errorf("held: partition applied %d, want it left at 2", p)
+	}
+	told := 0
+	for _, a := range held.Actions {
+		if a.Kind == RecordEvent && a.Reason == "RolloutHeld" {
+			told++
+		}
+	}
+	if told != 1 {
+		t.Errorf("held: %d RolloutHeld Events, want 1", told)
+	}
+	for _, c := range held.Status.Conditions {
+		if c.Type == v1alpha1.ConditionReady && (c.Status != "False" || c.Reason != ReasonRolloutHeld) {
+			t.Errorf("held: Ready %s %s, want False %s", c.Status, c.Reason, ReasonRolloutHeld)
+		}
+	}
+
+	approved := New().Step(heldView("a-new", false))
+	if p := partitionApplied(approved); p != 0 {
+		t.Errorf("approved: partition applied %d, want 0", p)
+	}
+	if r := approved.Status.Rollout; r == nil || r.Held {
+		t.Errorf("approved: status.rollout %+v, want one not held", r)
+	}
+
+	for name, v := range map[string]*events.View{
+		"approved on a stale status":    heldView("a-new", true),
+		"another revision approved":     heldView("a-older", false),
+		"the current revision approved": heldView("a-old", false),
+	} {
+		if p := partitionApplied(New().Step(v)); p != -1 && p != 2 {
+			t.Errorf("%s: partition applied %d, want it left at 2", name, p)
+		}
+	}
+}
+
+// TestRolledOutAtPartition: a StatefulSet held at its partition has rolled out as far as it goes;
+// once reverted (the update revision is the current one again), the members below the partition
+// run it already, and only every member on it counts.
+func TestRolledOutAtPartition(t *testing.T) {
+	w := events.WorkloadOf(heldView("", false).Owned.StatefulSet)
+	if !w.RolledOut() || !w.Held() {
+		t.Fatalf("held at partition 2 with a-2 updated: rolled out %t, held %t; want both", w.RolledOut(), w.Held())
+	}
+	w.UpdateRevision = w.CurrentRevision
+	w.UpdatedReplicas = 2
+	if w.RolledOut() || w.Held() {
+		t.Errorf("reverted, the canary not back yet (2 of 3 on the revision): rolled out %t, held %t; want neither", w.RolledOut(), w.Held())
+	}
+}
