@@ -189,6 +189,10 @@ type Disk struct {
 	// ResizeFailed), empty when none; ResizeMessage is what the claim says of it.
 	Resize        string
 	ResizeMessage string
+	// ResizePendingSince is when the claim's FileSystemResizePending condition last turned true:
+	// the kubelet grows a mounted volume's filesystem while its member runs, when the driver can.
+	// Zero when the claim says no time.
+	ResizePendingSince time.Time
 	// Node is the node the scheduler chose for the claim's volume (the claim's selected-node
 	// annotation, set for a volume provisioned where its first member was placed): a node-local
 	// disk binds its member to that node. Empty when not known.
@@ -490,6 +494,13 @@ func disks(f *v1alpha1.CelldFleet, pvcs []*corev1.PersistentVolumeClaim) []Disk 
 			Lost: c.Status.Phase == corev1.ClaimLost, Terminating: c.DeletionTimestamp != nil,
 			Requested: c.Spec.Resources.Requests[corev1.ResourceStorage], Capacity: c.Status.Capacity[corev1.ResourceStorage]}
 		d.Resize, d.ResizeMessage = resizeOf(c)
+		if d.Resize == ResizeFileSystemPending {
+			for _, cd := range c.Status.Conditions {
+				if cd.Type == corev1.PersistentVolumeClaimFileSystemResizePending && cd.Status == corev1.ConditionTrue {
+					d.ResizePendingSince = cd.LastTransitionTime.Time
+				}
+			}
+		}
 		d.Node = c.Annotations[AnnotationSelectedNode]
 		out = append(out, d)
 	}

@@ -2,8 +2,10 @@ package machine
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -113,4 +115,40 @@ func TestDeletionStopsMembersAStatefulSetLeft(t *testing.T) {
 		}
 	}
 	t.Errorf("deleting with the StatefulSet gone and 2 members left: %v; want the StatefulSet applied at no member", d.Actions)
+}
+
+// TestOnlineGrowthIsNotARestart: the resizer marks every expanded volume FileSystemResizePending,
+// and the kubelet grows a mounted one while its member runs where the driver can; a member is
+// started again only for a filesystem still waiting OnlineGrowGrace after it was marked, and the
+// machine asks to be stepped again when that grace ends. On real nodes the earlier rule restarted
+// every member of a fleet whose disks had already grown online.
+func TestOnlineGrowthIsNotARestart(t *testing.T) {
+	now := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
+	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "u1"}, Spec: v1alpha1.CelldFleetSpec{
+		Profile: v1alpha1.ProfilePersistentFleet, Storage: &v1alpha1.StorageSpec{StorageClassName: "c", Size: resource.MustParse("2Gi")}}}
+	view := func(since ...time.Time) *events.View {
+		v := &events.View{Now: now, Fleet: f}
+		for i, s := range since {
+			name := events.ClaimName(f.Name, i)
+			v.Members = append(v.Members, events.Member{Name: fmt.Sprintf("a-%d", i), ClaimName: name})
+			v.Disks = append(v.Disks, events.Disk{Name: name, UID: types.UID(name), FleetUID: "u1", Ordinal: i,
+				Requested: resource.MustParse("2Gi"), Capacity: resource.MustParse("2Gi"),
+				Resize: events.ResizeFileSystemPending, ResizePendingSince: s})
+		}
+		return v
+	}
+	fresh := view(now.Add(-10*time.Second), now.Add(-90*time.Second))
+	if dx := computeDisks(fresh); dx.fsPending || dx.fsWait != OnlineGrowGrace-90*time.Second {
+		t.Errorf("filesystems pending for 10 s and 90 s: restart %t, wait %s; want no restart, a wait of %s",
+			dx.fsPending, dx.fsWait, OnlineGrowGrace-90*time.Second)
+	}
+	if fx := computeFacts(fresh); fx.wait <= 0 || fx.wait > OnlineGrowGrace-90*time.Second {
+		t.Errorf("the machine asks to be stepped again after %s; want at most %s", fx.wait, OnlineGrowGrace-90*time.Second)
+	}
+	if dx := computeDisks(view(now.Add(-10*time.Second), now.Add(-OnlineGrowGrace))); !dx.fsPending {
+		t.Errorf("a filesystem pending for the whole grace did not start its member again")
+	}
+	if dx := computeDisks(view(time.Time{})); !dx.fsPending {
+		t.Errorf("a filesystem pending since a time the claim does not say did not start its member again")
+	}
 }

@@ -315,6 +315,9 @@ func computeFacts(v *events.View) *facts {
 	fx.taken = fx.nameTaken()
 	fx.inputs()
 	fx.disks = computeDisks(v)
+	if w := fx.disks.fsWait; w > 0 && (fx.wait == 0 || w < fx.wait) {
+		fx.wait = w
+	}
 	fx.target = capacity.TargetFor(&f.Spec, v.Utilization, fx.current)
 	fx.plan = capacity.Step(capacity.Facts{
 		Current: fx.current, Target: fx.target, Settled: fx.settled(), Now: v.Now,
