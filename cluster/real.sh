@@ -5,9 +5,10 @@
 # root, address and Pod subnet, so that Pods run as real containers on real disks. A cluster DNS
 # (CoreDNS) and kube-proxy serve every node; rancher's local-path-provisioner gives claims real
 # directories under each node's disk folder, and deletes them (local-path, the default class).
-# Beside it, a CSI path whose volumes grow online (class celld-csi-expandable): Kubernetes'
-# external-provisioner and external-resizer beside one controller of cmd/celld-csi, the
-# stand-in driver, and on every node that driver's node plugin, registered with its kubelet.
+# Beside it, a CSI path whose volumes grow: Kubernetes' external-provisioner and external-resizer
+# beside one controller of cmd/celld-csi, the stand-in driver, and on every node that driver's
+# node plugin, registered with its kubelet. Class celld-csi-expandable (xfs) grows online;
+# celld-csi-ext4 grows its filesystem only when the volume is mounted again.
 #
 #   cluster/real.sh up                  # build what is missing, start everything, print the kubeconfig
 #   cluster/real.sh down [--purge]      # stop everything (--purge: and delete the state)
@@ -43,6 +44,7 @@ SOCK_ROOT="/run/celld-real"
 IMAGES_DIR="${CLUSTER_RUN}/images"
 CSI_DRIVER="csi.celld.io"
 CSI_CLASS="celld-csi-expandable"
+CSI_RESTART_CLASS="celld-csi-ext4"
 # Every node's volume files, one folder per node: the stand-in driver's "cloud" (cmd/celld-csi).
 CSI_VOLUMES="${CLUSTER_RUN}/csi-volumes"
 CSI_CONTROLLER_SOCK="${SOCK_ROOT}/csi-controller.sock"
@@ -523,6 +525,19 @@ allowVolumeExpansion: true
 reclaimPolicy: Delete
 parameters:
   csi.storage.k8s.io/fstype: xfs
+---
+# ext4, whose online growth this machine refuses (no CAP_SYS_RESOURCE): its filesystem grows when
+# the volume is staged again, the class whose members must start again for it.
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: ${CSI_RESTART_CLASS}
+provisioner: ${CSI_DRIVER}
+volumeBindingMode: WaitForFirstConsumer
+allowVolumeExpansion: true
+reclaimPolicy: Delete
+parameters:
+  csi.storage.k8s.io/fstype: ext4
 EOF
 }
 

@@ -27,7 +27,9 @@
 //   - xfs refuses filesystems under 300MB, so an xfs volume is never smaller than minXFS: a request
 //     below it gets that (a driver may give more than asked, as cloud disks round up).
 //   - ext4 grows online only with CAP_SYS_RESOURCE (EXT4_IOC_RESIZE_FS), which this machine does
-//     not grant: an ext4 volume's NodeExpandVolume fails saying so; xfs_growfs needs CAP_SYS_ADMIN.
+//     not grant: an ext4 volume's NodeExpandVolume fails saying so, and its filesystem grows when
+//     the volume is staged again (e2fsck, then resize2fs, unmounted), as a driver whose
+//     filesystem grows only once its member restarts; xfs_growfs needs only CAP_SYS_ADMIN.
 package main
 
 import (

@@ -133,3 +133,56 @@ func TestVolumeGrowsWhileMounted(t *testing.T) {
 		t.Errorf("the deleted volume's file: %v", err)
 	}
 }
+
+// An ext4 volume enlarged while unstaged grows when it is staged again: the path of a filesystem
+// that grows only once its member starts again.
+func TestExt4GrowsWhenStagedAgain(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: loop devices and mounts")
+	}
+	for _, tool := range []string{"losetup", "mkfs.ext4", "e2fsck", "resize2fs", "blkid"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s", tool)
+		}
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	c := &controller{dir: filepath.Join(dir, "volumes"), log: zerolog.Nop()}
+	n := &node{id: "n1", dir: c.dir, defaultFS: "xfs", log: zerolog.Nop()}
+	capability := &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: "ext4"}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+	}
+	created, err := c.CreateVolume(ctx, &csi.CreateVolumeRequest{
+		Name: "pvc-2", CapacityRange: &csi.CapacityRange{RequiredBytes: 64 * mib},
+		VolumeCapabilities:        []*csi.VolumeCapability{capability},
+		AccessibilityRequirements: &csi.TopologyRequirement{Preferred: []*csi.Topology{{Segments: map[string]string{TopologyKey: "n1"}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, stage := created.GetVolume().GetVolumeId(), filepath.Join(dir, "stage")
+	stageTotal := func() int64 {
+		if _, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: id, StagingTargetPath: stage, VolumeCapability: capability}); err != nil {
+			t.Fatal(err)
+		}
+		var s syscall.Statfs_t
+		if err := syscall.Statfs(stage, &s); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: stage}); err != nil {
+			t.Fatal(err)
+		}
+		return int64(s.Blocks) * int64(s.Bsize)
+	}
+	small := stageTotal()
+	if _, err := c.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: id, CapacityRange: &csi.CapacityRange{RequiredBytes: 256 * mib}}); err != nil {
+		t.Fatal(err)
+	}
+	if big := stageTotal(); big < 3*small {
+		t.Errorf("staged again after the volume grew 64Mi -> 256Mi: %d bytes, then %d", small, big)
+	}
+	if _, err := c.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id}); err != nil {
+		t.Fatal(err)
+	}
+}

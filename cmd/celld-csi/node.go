@@ -98,6 +98,14 @@ func (n *node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 		n.log.Info().Str("volume", req.GetVolumeId()).Str("device", dev).Str("fs", fsType).Msg("filesystem made")
 	case have != fsType:
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s holds %s, %s was asked for", req.GetVolumeId(), have, fsType)
+	case have == "ext4":
+		// Grown here, unmounted, when the volume grew while its filesystem could not: ext4's
+		// online growth needs CAP_SYS_RESOURCE, which this machine withholds, and offline
+		// growth needs only the device. This is the driver whose filesystem grows only once its
+		// member starts again.
+		if err := growExt4Offline(ctx, dev); err != nil {
+			return nil, status.Errorf(codes.Internal, "volume %s: %v", req.GetVolumeId(), err)
+		}
 	}
 	if err := os.MkdirAll(target, 0o750); err != nil {
 		return nil, status.Errorf(codes.Internal, "staging path: %v", err)
@@ -229,6 +237,20 @@ func (n *node) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStats
 	}}, nil
 }
 
+// growExt4Offline grows an unmounted ext4 to its device, after the check resize2fs requires;
+// a filesystem as large as its device is left as it is.
+func growExt4Offline(ctx context.Context, dev string) error {
+	out, err := exec.CommandContext(ctx, "e2fsck", "-f", "-p", dev).CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) { // 1: errors corrected
+		return fmt.Errorf("e2fsck %s: %w: %s", dev, err, out)
+	}
+	if out, err := exec.CommandContext(ctx, "resize2fs", dev).CombinedOutput(); err != nil {
+		return fmt.Errorf("resize2fs %s: %w: %s", dev, err, out)
+	}
+	return nil
+}
+
 // --- devices and mounts --------------------------------------------------------------------------
 
 // loopOf is the loop device attached to file, or "" when none is.
@@ -246,6 +268,12 @@ func loopOf(ctx context.Context, file string) (string, error) {
 
 func attach(ctx context.Context, file string) (string, error) {
 	if dev, err := loopOf(ctx, file); err != nil || dev != "" {
+		if err == nil {
+			// Attached before the file grew: the device must see its size now.
+			if out, err := exec.CommandContext(ctx, "losetup", "-c", dev).CombinedOutput(); err != nil {
+				return "", fmt.Errorf("losetup -c %s: %w: %s", dev, err, out)
+			}
+		}
 		return dev, err
 	}
 	out, err := exec.CommandContext(ctx, "losetup", "--find", "--show", file).CombinedOutput()
