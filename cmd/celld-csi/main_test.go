@@ -182,6 +182,25 @@ func TestExt4GrowsWhenStagedAgain(t *testing.T) {
 	if big := stageTotal(); big < 3*small {
 		t.Errorf("staged again after the volume grew 64Mi -> 256Mi: %d bytes, then %d", small, big)
 	}
+	// Staged, in no Pod yet, as the kubelet calls it while mounting a volume whose growth is
+	// pending: it grows, unmounted if it must, and is mounted again.
+	if _, err := c.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: id, CapacityRange: &csi.CapacityRange{RequiredBytes: 512 * mib}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: id, StagingTargetPath: stage, VolumeCapability: capability}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: id, VolumePath: stage, StagingTargetPath: stage,
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 512 * mib}}); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(stage, &st); err != nil || int64(st.Blocks)*int64(st.Bsize) < 400*mib {
+		t.Errorf("grown while staged to 512Mi: %d bytes, %v", int64(st.Blocks)*int64(st.Bsize), err)
+	}
+	if _, err := n.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: stage}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id}); err != nil {
 		t.Fatal(err)
 	}

@@ -216,7 +216,27 @@ func (n *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRe
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s holds %q, which this driver does not grow", req.GetVolumeId(), fs)
 	}
 	if out, err := grow.CombinedOutput(); err != nil {
-		return nil, status.Errorf(codes.Internal, "grow %s on %s: %v: %s", fs, dev, err, strings.TrimSpace(string(out)))
+		// ext4 online needs CAP_SYS_RESOURCE. The kubelet also calls this while it mounts a
+		// volume whose growth is pending, staged but not yet in any Pod: then the filesystem
+		// can be grown unmounted, which is how a member's start grows it.
+		if fs != "ext4" || req.GetStagingTargetPath() == "" {
+			return nil, status.Errorf(codes.Internal, "grow %s on %s: %v: %s", fs, dev, err, strings.TrimSpace(string(out)))
+		}
+		users, merr := mountsOf(dev)
+		if merr != nil || len(users) != 1 || users[0] != req.GetStagingTargetPath() {
+			return nil, status.Errorf(codes.Internal, "grow ext4 on %s while it is in use (mounted at %v): %v: %s; it grows once its Pod starts again",
+				dev, users, err, strings.TrimSpace(string(out)))
+		}
+		if err := syscall.Unmount(users[0], 0); err != nil {
+			return nil, status.Errorf(codes.Internal, "unmount %s to grow it: %v", users[0], err)
+		}
+		gerr := growExt4Offline(ctx, dev)
+		if err := syscall.Mount(dev, users[0], "ext4", 0, ""); err != nil {
+			return nil, status.Errorf(codes.Internal, "mount %s on %s again: %v (growing: %v)", dev, users[0], err, gerr)
+		}
+		if gerr != nil {
+			return nil, status.Errorf(codes.Internal, "volume %s: %v", req.GetVolumeId(), gerr)
+		}
 	}
 	n.log.Info().Str("volume", req.GetVolumeId()).Str("device", dev).Int64("bytes", st.Size()).Msg("filesystem grown")
 	return &csi.NodeExpandVolumeResponse{CapacityBytes: st.Size()}, nil
@@ -323,6 +343,28 @@ func isMountPoint(path string) (bool, error) {
 		}
 	}
 	return false, sc.Err()
+}
+
+// mountsOf lists the mount points of device dev: its staging path, and each Pod's bind mount.
+func mountsOf(dev string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		// The mount source follows the " - " separator: fstype, then source.
+		line := sc.Text()
+		fields := strings.Fields(line)
+		_, tail, ok := strings.Cut(line, " - ")
+		if rest := strings.Fields(tail); ok && len(rest) >= 2 && unescapeMount(rest[1]) == dev && len(fields) > 4 {
+			out = append(out, unescapeMount(fields[4]))
+		}
+	}
+	return out, sc.Err()
 }
 
 // unescapeMount undoes mountinfo's octal escapes of space, tab, newline and backslash.
