@@ -219,11 +219,13 @@ func (n *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRe
 		// ext4 online needs CAP_SYS_RESOURCE. The kubelet also calls this while it mounts a
 		// volume whose growth is pending, staged but not yet in any Pod: then the filesystem
 		// can be grown unmounted, which is how a member's start grows it.
-		if fs != "ext4" || req.GetStagingTargetPath() == "" {
+		// The staging path alone (no Pod's bind mount) is mounted then; the kubelet does not
+		// always name it in this call.
+		if fs != "ext4" {
 			return nil, status.Errorf(codes.Internal, "grow %s on %s: %v: %s", fs, dev, err, strings.TrimSpace(string(out)))
 		}
 		users, merr := mountsOf(dev)
-		if merr != nil || len(users) != 1 || users[0] != req.GetStagingTargetPath() {
+		if merr != nil || len(users) != 1 {
 			return nil, status.Errorf(codes.Internal, "grow ext4 on %s while it is in use (mounted at %v): %v: %s; it grows once its Pod starts again",
 				dev, users, err, strings.TrimSpace(string(out)))
 		}
