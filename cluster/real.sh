@@ -486,10 +486,20 @@ start_provisioner() {
 # --- the expandable CSI path ---------------------------------------------------------------------
 
 # The stand-in driver is the project's own code: built on every up (the Go cache makes it quick),
-# so the nodes never run an older one than the tree.
+# so the nodes never run an older one than the tree. A driver built anew replaces the running
+# ones, which up then starts again: a cluster left up would otherwise keep the old one.
 build_csi_driver() {
-	(cd "${CLUSTER_ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${CLUSTER_BIN}/celld-csi.tmp" ./cmd/celld-csi)
-	mv -f "${CLUSTER_BIN}/celld-csi.tmp" "${CLUSTER_BIN}/celld-csi"
+	local bin="${CLUSTER_BIN}/celld-csi" i
+	(cd "${CLUSTER_ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${bin}.tmp" ./cmd/celld-csi)
+	if [[ -x "${bin}" ]] && cmp -s "${bin}" "${bin}.tmp"; then
+		rm -f "${bin}.tmp"
+		return 0
+	fi
+	mv -f "${bin}.tmp" "${bin}"
+	stop_csi_controller
+	for ((i = 1; i <= REAL_NODES; i++)); do
+		stop_process "csi-node-${i}"
+	done
 }
 
 # Node $1's plugin registers itself in its kubelet's plugins_registry folder, which the kubelet

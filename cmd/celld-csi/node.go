@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -219,25 +220,17 @@ func (n *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRe
 		// ext4 online needs CAP_SYS_RESOURCE. The kubelet also calls this while it mounts a
 		// volume whose growth is pending, staged but not yet in any Pod: then the filesystem
 		// can be grown unmounted, which is how a member's start grows it.
-		// The staging path alone (no Pod's bind mount) is mounted then; the kubelet does not
-		// always name it in this call.
+		// It is staged and published then, but no container has it yet: no mount namespace
+		// but this machine's holds it.
 		if fs != "ext4" {
 			return nil, status.Errorf(codes.Internal, "grow %s on %s: %v: %s", fs, dev, err, strings.TrimSpace(string(out)))
 		}
-		users, merr := mountsOf(dev)
-		if merr != nil || len(users) != 1 {
-			return nil, status.Errorf(codes.Internal, "grow ext4 on %s while it is in use (mounted at %v): %v: %s; it grows once its Pod starts again",
-				dev, users, err, strings.TrimSpace(string(out)))
+		if users, uerr := containersUsing(dev); uerr != nil || users > 0 {
+			return nil, status.Errorf(codes.Internal, "grow ext4 on %s, in use by %d processes' mounts (%v): %v: %s; it grows once its Pod starts again",
+				dev, users, uerr, err, strings.TrimSpace(string(out)))
 		}
-		if err := syscall.Unmount(users[0], 0); err != nil {
-			return nil, status.Errorf(codes.Internal, "unmount %s to grow it: %v", users[0], err)
-		}
-		gerr := growExt4Offline(ctx, dev)
-		if err := syscall.Mount(dev, users[0], "ext4", 0, ""); err != nil {
-			return nil, status.Errorf(codes.Internal, "mount %s on %s again: %v (growing: %v)", dev, users[0], err, gerr)
-		}
-		if gerr != nil {
-			return nil, status.Errorf(codes.Internal, "volume %s: %v", req.GetVolumeId(), gerr)
+		if err := regrowUnmounted(ctx, dev); err != nil {
+			return nil, status.Errorf(codes.Internal, "volume %s: %v", req.GetVolumeId(), err)
 		}
 	}
 	n.log.Info().Str("volume", req.GetVolumeId()).Str("device", dev).Int64("bytes", st.Size()).Msg("filesystem grown")
@@ -345,6 +338,68 @@ func isMountPoint(path string) (bool, error) {
 		}
 	}
 	return false, sc.Err()
+}
+
+// containersUsing counts the processes in another mount namespace than this one's that have dev
+// mounted: a container holding the volume.
+func containersUsing(dev string) (int, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dev, &st); err != nil {
+		return 0, fmt.Errorf("stat %s: %w", dev, err)
+	}
+	id := fmt.Sprintf("%d:%d", (st.Rdev>>8)&0xfff, (st.Rdev&0xff)|((st.Rdev>>12)&0xfff00))
+	self, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		return 0, err
+	}
+	procs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		return 0, err
+	}
+	seen := map[string]bool{self: true}
+	users := 0
+	for _, p := range procs {
+		ns, err := os.Readlink(p + "/ns/mnt")
+		if err != nil || seen[ns] {
+			continue
+		}
+		seen[ns] = true
+		b, err := os.ReadFile(p + "/mountinfo")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 2 && f[2] == id {
+				users++
+				break
+			}
+		}
+	}
+	return users, nil
+}
+
+// regrowUnmounted unmounts every mount of dev on this machine (its staging path, a Pod's bind
+// mount not yet in a container), grows it, and mounts it where it was, the staging path first.
+func regrowUnmounted(ctx context.Context, dev string) error {
+	points, err := mountsOf(dev)
+	if err != nil || len(points) == 0 {
+		return fmt.Errorf("mounts of %s: %v (%d)", dev, err, len(points))
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		if err := syscall.Unmount(points[i], 0); err != nil {
+			return fmt.Errorf("unmount %s to grow it: %w", points[i], err)
+		}
+	}
+	gerr := growExt4Offline(ctx, dev)
+	if err := syscall.Mount(dev, points[0], "ext4", 0, ""); err != nil {
+		return fmt.Errorf("mount %s on %s again: %w (growing: %v)", dev, points[0], err, gerr)
+	}
+	for _, p := range points[1:] {
+		if err := syscall.Mount(points[0], p, "", syscall.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s on %s again: %w", points[0], p, err)
+		}
+	}
+	return gerr
 }
 
 // mountsOf lists the mount points of device dev: its staging path, and each Pod's bind mount.
