@@ -3,13 +3,15 @@
 # cached binary when its version stamp matches: kubelet and kube-proxy (the control plane's
 # Kubernetes version), containerd 2.x with ctr and its runc shim, runc (with seccomp, which the
 # restricted Pod Security level's RuntimeDefault profile needs), the CNI plugins, CoreDNS (only
-# the plugins a cluster DNS uses), rancher's local-path-provisioner, kube-router's network policy
-# controller (with cluster/patches/), and the pause program from Kubernetes' C source.
+# the plugins a cluster DNS uses), rancher's local-path-provisioner, Kubernetes' CSI sidecars
+# external-provisioner and external-resizer (the controller half of an expandable CSI path),
+# kube-router's network policy controller (with cluster/patches/), and the pause program from
+# Kubernetes' C source.
 #
 #   cluster/build-real.sh [--force|--check] [NAME...]
 #
 # NAME is any of: kubelet kube-proxy containerd runc cni-plugins coredns local-path-provisioner
-# kube-router pause (default: all). runc and pause need gcc and static libc and libseccomp: the packages of
+# csi-provisioner csi-resizer kube-router pause (default: all). runc and pause need gcc and static libc and libseccomp: the packages of
 # cluster/prereqs.sh, installed with apt-get when missing and run as root (else it says which).
 set -euo pipefail
 shopt -s inherit_errexit
@@ -20,7 +22,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=SCRIPTDIR/prereqs.sh
 . "${HERE}/prereqs.sh"
 
-ALL=(kubelet kube-proxy containerd runc cni-plugins coredns local-path-provisioner kube-router pause)
+ALL=(kubelet kube-proxy containerd runc cni-plugins coredns local-path-provisioner csi-provisioner csi-resizer kube-router pause)
 
 force=0
 check=0
@@ -30,7 +32,7 @@ while (($#)); do
 	-f | --force) force=1 ;;
 	--check) check=1 ;;
 	-h | --help)
-		sed -n '2,13s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+		sed -n '2,14s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 		exit 0
 		;;
 	-*)
@@ -63,6 +65,8 @@ version_of() {
 	local-path-provisioner) echo "${LOCAL_PATH_PROVISIONER_VERSION}" ;;
 	# A change of its patch rebuilds it.
 	kube-router) echo "${KUBE_ROUTER_VERSION}+$(sha256sum "${KUBE_ROUTER_PATCH}" | cut -c1-12)" ;;
+	csi-provisioner) echo "${CSI_PROVISIONER_VERSION}" ;;
+	csi-resizer) echo "${CSI_RESIZER_VERSION}" ;;
 	esac
 }
 
@@ -242,6 +246,26 @@ build_kube_router() {
 	mv -f "${CLUSTER_BIN}/kube-router.tmp" "${CLUSTER_BIN}/kube-router"
 }
 
+# A CSI sidecar, built as its own main module from the pinned release's source: its go.mod
+# replaces every k8s.io module, which a builder module requiring it would ignore (and then fail to
+# resolve k8s.io/kubernetes' v0.0.0 staging requirements).
+build_csi_sidecar() {
+	local name=$1 module=$2 version=$3 cmd=$4 dir src
+	dir="${CLUSTER_BUILD}/real-${name}"
+	src=$(modinfo "${module}" "${version}" Dir)
+	if [[ ! -f "${dir}/.prepared" || "$(<"${dir}/.prepared")" != "${version}" ]]; then
+		log "copying ${module} ${version} into ${dir}"
+		rm -rf "${dir}"
+		mkdir -p "${dir}"
+		cp -R "${src}/." "${dir}/src"
+		chmod -R u+w "${dir}/src"
+		echo "${version}" >"${dir}/.prepared"
+	fi
+	(cd "${dir}/src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath \
+		-ldflags "-s -w -X main.version=${version}" -o "${CLUSTER_BIN}/${name}.tmp" "./cmd/${cmd}")
+	mv -f "${CLUSTER_BIN}/${name}.tmp" "${CLUSTER_BIN}/${name}"
+}
+
 # The pause program, from the C source Kubernetes builds its pause image from, linked statically.
 build_pause() {
 	local src
@@ -285,6 +309,13 @@ for name in "${targets[@]}"; do
 	coredns) build_coredns ;;
 	local-path-provisioner) build_local_path ;;
 	kube-router) build_kube_router ;;
+	csi-provisioner)
+		build_csi_sidecar csi-provisioner github.com/kubernetes-csi/external-provisioner/v5 \
+			"${CSI_PROVISIONER_VERSION}" csi-provisioner
+		;;
+	csi-resizer)
+		build_csi_sidecar csi-resizer github.com/kubernetes-csi/external-resizer "${CSI_RESIZER_VERSION}" csi-resizer
+		;;
 	pause) build_pause ;;
 	esac
 	version_of "${name}" >"$(stamp_of "${name}")"

@@ -38,6 +38,11 @@ PREREQS_real_run=(
 	cmd:ip:iproute2                  # the nodes' bridge and addresses
 	cmd:sysctl:procps                # forwarding
 	file:/bin/busybox:busybox-static # the disk provisioner's helper image
+	cmd:losetup:util-linux           # the CSI stand-in's volumes are loop devices,
+	cmd:blkid:util-linux             # ... whose filesystem it looks for before making one:
+	cmd:mkfs.xfs:xfsprogs            # xfs by default, grown online by xfs_growfs,
+	cmd:xfs_growfs:xfsprogs
+	cmd:mkfs.ext4:e2fsprogs          # ext4 on request, grown by resize2fs
 )
 PREREQS_release=(
 	# the release image's base carries the CA certificates

@@ -3,9 +3,13 @@
 # .cache/cluster/real and its own ports, so it runs beside the kwok one), and REAL_NODES (3)
 # nodes on this machine, each a kubelet and a containerd of its own, with its own state, cgroup
 # root, address and Pod subnet, so that Pods run as real containers on real disks. A cluster DNS
-# (CoreDNS), kube-proxy and kube-router's NetworkPolicy controller serve every node;
-# rancher's local-path-provisioner gives claims real
-# directories under each node's disk folder, and deletes them.
+# (CoreDNS), kube-proxy and kube-router's NetworkPolicy controller serve every node; rancher's
+# local-path-provisioner gives claims real directories under each node's disk folder, and
+# deletes them (local-path, the default class).
+# Beside it, a CSI path whose volumes grow: Kubernetes' external-provisioner and external-resizer
+# beside one controller of cmd/celld-csi, the stand-in driver, and on every node that driver's
+# node plugin, registered with its kubelet. Class celld-csi-expandable (xfs) grows online;
+# celld-csi-ext4 grows its filesystem only when the volume is mounted again.
 #
 #   cluster/real.sh up                  # build what is missing, start everything, print the kubeconfig
 #   cluster/real.sh down [--purge]      # stop everything (--purge: and delete the state)
@@ -39,6 +43,12 @@ HELPER_IMAGE="celld.local/busybox:${PAUSE_VERSION}"
 # Short: containerd's socket paths must fit in a sockaddr_un.
 SOCK_ROOT="/run/celld-real"
 IMAGES_DIR="${CLUSTER_RUN}/images"
+CSI_DRIVER="csi.celld.io"
+CSI_CLASS="celld-csi-expandable"
+CSI_RESTART_CLASS="celld-csi-ext4"
+# Every node's volume files, one folder per node: the stand-in driver's "cloud" (cmd/celld-csi).
+CSI_VOLUMES="${CLUSTER_RUN}/csi-volumes"
+CSI_CONTROLLER_SOCK="${SOCK_ROOT}/csi-controller.sock"
 CURL=(curl --silent --show-error --fail --max-time 2 --noproxy '*')
 
 node_name() { printf 'real-node-%d' "$1"; }
@@ -46,6 +56,7 @@ node_ip() { echo "${REAL_NODE_PREFIX}$1"; }
 node_dir() { echo "${CLUSTER_RUN}/nodes/$1"; }
 node_sock() { echo "${SOCK_ROOT}/n$1/containerd.sock"; }
 node_cgroup() { echo "celld-$(node_name "$1")"; }
+node_csi_sock() { echo "${SOCK_ROOT}/n$1/csi.sock"; }
 zone_of() {
 	local zones=(zone-a zone-b zone-c)
 	echo "${zones[$((($1 - 1) % 3))]}"
@@ -317,6 +328,7 @@ start_node() {
 	start_process "containerd-${i}" "${CLUSTER_BIN}/containerd" --config "${dir}/containerd.toml"
 	wait_for "containerd of ${name}" "containerd-${i}" "${CLUSTER_BIN}/ctr" --address "$(node_sock "${i}")" version
 	import_images "${i}"
+	start_csi_node "${i}"
 	start_process "kubelet-${i}" "${CLUSTER_BIN}/kubelet" \
 		--config="${dir}/kubelet.yaml" \
 		--kubeconfig="${CLUSTER_RUN}/${name}.kubeconfig" \
@@ -340,6 +352,7 @@ unmount_under() {
 stop_node() {
 	local i=$1 sock pids cg
 	stop_process "kubelet-${i}" KILL
+	stop_process "csi-node-${i}" KILL
 	stop_process "containerd-${i}" KILL
 	sock=$(node_sock "${i}")
 	pkill -KILL -f "containerd-shim-runc-v2 .*-address ${sock}( |$)" 2>/dev/null || true
@@ -471,6 +484,106 @@ start_provisioner() {
 		--helper-image "${HELPER_IMAGE}" --provisioner-name rancher.io/local-path
 }
 
+# --- the expandable CSI path ---------------------------------------------------------------------
+
+# The stand-in driver is the project's own code: built on every up (the Go cache makes it quick),
+# so the nodes never run an older one than the tree. A driver built anew replaces the running
+# ones, which up then starts again: a cluster left up would otherwise keep the old one.
+build_csi_driver() {
+	local bin="${CLUSTER_BIN}/celld-csi" i
+	(cd "${CLUSTER_ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${bin}.tmp" ./cmd/celld-csi)
+	if [[ -x "${bin}" ]] && cmp -s "${bin}" "${bin}.tmp"; then
+		rm -f "${bin}.tmp"
+		return 0
+	fi
+	mv -f "${bin}.tmp" "${bin}"
+	stop_csi_controller
+	for ((i = 1; i <= REAL_NODES; i++)); do
+		stop_process "csi-node-${i}"
+	done
+}
+
+# Node $1's plugin registers itself in its kubelet's plugins_registry folder, which the kubelet
+# watches (a real deployment runs node-driver-registrar for that).
+start_csi_node() {
+	local i=$1
+	mkdir -p "${CSI_VOLUMES}" "$(node_dir "${i}")/kubelet/plugins_registry"
+	start_process "csi-node-${i}" "${CLUSTER_BIN}/celld-csi" -mode node -node-id "$(node_name "${i}")" \
+		-endpoint "unix://$(node_csi_sock "${i}")" -volumes-dir "${CSI_VOLUMES}" \
+		-registration-dir "$(node_dir "${i}")/kubelet/plugins_registry"
+}
+
+apply_csi_objects() {
+	kubectl apply -f - >/dev/null <<EOF
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata:
+  name: ${CSI_DRIVER}
+spec:
+  attachRequired: false
+  podInfoOnMount: false
+  # The kubelet gives the volume's files to the Pod's fsGroup, as on a cloud disk.
+  fsGroupPolicy: File
+  volumeLifecycleModes: [Persistent]
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: ${CSI_CLASS}
+provisioner: ${CSI_DRIVER}
+volumeBindingMode: WaitForFirstConsumer
+allowVolumeExpansion: true
+reclaimPolicy: Delete
+parameters:
+  csi.storage.k8s.io/fstype: xfs
+---
+# ext4, whose online growth this machine refuses (no CAP_SYS_RESOURCE): its filesystem grows when
+# the volume is staged again, the class whose members must start again for it.
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: ${CSI_RESTART_CLASS}
+provisioner: ${CSI_DRIVER}
+volumeBindingMode: WaitForFirstConsumer
+allowVolumeExpansion: true
+reclaimPolicy: Delete
+parameters:
+  csi.storage.k8s.io/fstype: ext4
+EOF
+}
+
+# The controller half: one controller of the driver, and Kubernetes' sidecars on its socket.
+start_csi_controller() {
+	client_kubeconfig csi-provisioner "/O=system:masters/CN=csi-provisioner"
+	client_kubeconfig csi-resizer "/O=system:masters/CN=csi-resizer"
+	mkdir -p "${CSI_VOLUMES}"
+	start_process csi-controller "${CLUSTER_BIN}/celld-csi" -mode controller \
+		-endpoint "unix://${CSI_CONTROLLER_SOCK}" -volumes-dir "${CSI_VOLUMES}"
+	start_process csi-provisioner "${CLUSTER_BIN}/csi-provisioner" \
+		--kubeconfig="${CLUSTER_RUN}/csi-provisioner.kubeconfig" --csi-address="${CSI_CONTROLLER_SOCK}" \
+		--strict-topology --timeout=60s --leader-election=false
+	start_process csi-resizer "${CLUSTER_BIN}/csi-resizer" \
+		--kubeconfig="${CLUSTER_RUN}/csi-resizer.kubeconfig" --csi-address="${CSI_CONTROLLER_SOCK}" \
+		--timeout=60s --leader-election=false
+}
+
+stop_csi_controller() {
+	stop_process csi-resizer
+	stop_process csi-provisioner
+	stop_process csi-controller
+}
+
+# Detaches the loop devices of every volume file, once the nodes' mounts are gone.
+detach_csi_volumes() {
+	local dev file
+	command -v losetup >/dev/null || return 0
+	losetup --noheadings --output NAME,BACK-FILE 2>/dev/null | while read -r dev file; do
+		if [[ "${file}" == "${CSI_VOLUMES}/"* ]]; then
+			losetup -d "${dev}" 2>/dev/null || true
+		fi
+	done
+}
+
 start_kube_proxy() {
 	client_kubeconfig kube-proxy "/CN=system:kube-proxy"
 	start_process kube-proxy "${CLUSTER_BIN}/kube-proxy" \
@@ -530,7 +643,9 @@ up() {
 	"${HERE}/up.sh" >/dev/null
 	mkdir -p "${LOG_DIR}" "${PID_DIR}"
 	build_base_images
+	build_csi_driver
 	apply_cluster_objects
+	apply_csi_objects
 	kubectl get configmap -n local-path-storage local-path-config -o 'jsonpath={.data.config\.json}' \
 		>"${CLUSTER_RUN}/local-path-config.json"
 	start_coredns
@@ -539,6 +654,7 @@ up() {
 		start_node "${i}"
 	done
 	start_provisioner
+	start_csi_controller
 	log "waiting for ${REAL_NODES} real nodes to be Ready"
 	kubectl wait --for=condition=Ready node -l celld.io/real-node=true --timeout="${UP_TIMEOUT:-120}s" >/dev/null || {
 		log_tail kubelet-1
@@ -557,11 +673,13 @@ down() {
 	done
 	stop_process local-path-provisioner
 	stop_kube_router
+	stop_csi_controller
 	stop_process kube-proxy
 	stop_process coredns
 	# Pod sandboxes leave their mounts behind when their runtime is killed.
 	unmount_under "${CLUSTER_RUN}/nodes"
 	unmount_under "${SOCK_ROOT}"
+	detach_csi_volumes
 	"${HERE}/down.sh" "$@"
 	ip link del "${REAL_IFACE}" 2>/dev/null || true
 	for ((i = 1; i <= REAL_NODES; i++)); do

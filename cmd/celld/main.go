@@ -20,6 +20,12 @@
 //	GET /v1/keys         {"member": name, "keys": {key: sha256 of value}}, this member's keys
 //	GET /readyz          200 when ready, else 503 and why
 //	GET /healthz         200 while the process serves
+//	GET /v1/disk         {"path", "totalBytes", "freeBytes", "availableBytes"}: statfs of the data
+//	                     folder, the disk as the member sees it
+//
+// A member whose data disk has less than two values' room (2 MiB) available is not ready, and
+// says so: it could not store what it owns. It is ready again once the disk has room (grown
+// online, say), without a restart.
 //
 // What it simplifies, compared with a real replicated store:
 //   - Placement is rendezvous hashing over the members that answer right now; there are no

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -36,6 +37,9 @@ type Config struct {
 
 	clientListener net.Listener
 	peerListener   net.Listener
+	// statfs reads the data folder's filesystem (syscall.Statfs when nil): tests fill a disk
+	// without one.
+	statfs func(path string, s *syscall.Statfs_t) error
 	// beforePull lets a test hold a member in catching up.
 	beforePull func(ctx context.Context) error
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -168,6 +169,16 @@ func (n *Node) Ready(ctx context.Context) (bool, string) {
 		return false, refused
 	case !recovered:
 		return false, "catching up"
+	}
+	// A member that cannot store the next value cannot keep the promise for the keys it owns:
+	// it says so rather than refuse every write while counted on. It is ready again once its disk
+	// has room (it was enlarged, or freed), with no restart.
+	if d, err := n.Disk(); err != nil {
+		return false, "data disk: " + err.Error()
+	} else if d.AvailableBytes < minFree {
+		return false, fmt.Sprintf("data disk full: %d bytes available of %d, need %d", d.AvailableBytes, d.TotalBytes, minFree)
+	}
+	switch {
 	case n.bucket != nil && time.Since(bucketOK) > 3*n.cfg.Interval+5*time.Second:
 		return false, "bucket unreachable since " + bucketOK.Format(time.RFC3339)
 	case n.bucket != nil:
@@ -412,7 +423,42 @@ func (n *Node) clientHandler() http.Handler {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /v1/disk", func(w http.ResponseWriter, r *http.Request) {
+		d, err := n.Disk()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, d)
+	})
 	return mux
+}
+
+// minFree is the room a member needs to be counted on: two of the largest values (one being
+// written, one being copied in from a peer).
+const minFree = 2 * maxValue
+
+// Disk is GET /v1/disk: the data folder's filesystem as this process sees it (statfs), so that
+// a grown disk can be told from inside the member, where it counts.
+type Disk struct {
+	Path           string `json:"path"`
+	TotalBytes     int64  `json:"totalBytes"`
+	FreeBytes      int64  `json:"freeBytes"`
+	AvailableBytes int64  `json:"availableBytes"`
+}
+
+// Disk reads the data folder's filesystem now.
+func (n *Node) Disk() (Disk, error) {
+	statfs := n.cfg.statfs
+	if statfs == nil {
+		statfs = syscall.Statfs
+	}
+	var s syscall.Statfs_t
+	if err := statfs(n.cfg.DataDir, &s); err != nil {
+		return Disk{}, fmt.Errorf("statfs %s: %w", n.cfg.DataDir, err)
+	}
+	bs := int64(s.Bsize)
+	return Disk{Path: n.cfg.DataDir, TotalBytes: int64(s.Blocks) * bs, FreeBytes: int64(s.Bfree) * bs, AvailableBytes: int64(s.Bavail) * bs}, nil
 }
 
 // Listing is GET /v1/keys: every key the member holds, with its value's hash.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,14 +54,18 @@ func (p *fakePeer) set(incarnation string, keys ...string) {
 	p.incarnation, p.keys = incarnation, keys
 }
 
-func startAlone(t *testing.T, peer string) *Node {
+func startAlone(t *testing.T, peer string, opts ...func(*Config)) *Node {
 	t.Helper()
 	self := listen(t, "127.0.0.1:0")
-	n, err := Start(Config{
+	cfg := Config{
 		Durability: DurabilityFleet, FleetUID: "uid", Member: "m", DataDir: t.TempDir(),
 		ClientAddr: "127.0.0.1:0", Interval: time.Hour, Log: zerolog.Nop(), peerListener: self,
 		Discover: func(context.Context) ([]string, error) { return []string{self.Addr().String(), peer}, nil },
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	n, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,5 +129,50 @@ func TestFullListingForgetsCopiesAPeerNeverStored(t *testing.T) {
 	}
 	if ok, _ := n.Ready(context.Background()); ok {
 		t.Fatal("ready: x never held k, and a full listing came by")
+	}
+}
+
+// A member whose disk is full is not ready, says so, and is ready again once the disk has room,
+// without a restart: the disk it reports is the one it sees (statfs of its data folder).
+func TestFullDiskIsNotReadyUntilItGrows(t *testing.T) {
+	fake := &fakePeer{}
+	fake.set("disk-1")
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	var blocks, avail atomic.Uint64
+	blocks.Store(16 << 10)
+	avail.Store(100) // 400 KiB of 4 KiB blocks: less than two values
+	n := startAlone(t, strings.TrimPrefix(srv.URL, "http://"), func(c *Config) {
+		c.statfs = func(_ string, s *syscall.Statfs_t) error {
+			s.Bsize, s.Blocks, s.Bfree, s.Bavail = 4096, blocks.Load(), avail.Load(), avail.Load()
+			return nil
+		}
+	})
+	if ok, why := n.Ready(context.Background()); ok || !strings.Contains(why, "data disk full") {
+		t.Fatalf("a full disk: ready %v (%s), want not ready saying the disk is full", ok, why)
+	}
+	resp, err := http.Get("http://" + n.ClientAddr() + "/v1/disk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d Disk
+	err = json.NewDecoder(resp.Body).Decode(&d)
+	resp.Body.Close()
+	if err != nil || d.TotalBytes != 64<<20 || d.AvailableBytes != 100*4096 || d.Path == "" {
+		t.Fatalf("GET /v1/disk: %+v, %v; want 64 MiB in all, 400 KiB available", d, err)
+	}
+	blocks.Store(64 << 10)
+	avail.Store(48 << 10)
+	if ok, why := n.Ready(context.Background()); !ok {
+		t.Fatalf("the disk grown: not ready: %s", why)
+	}
+}
+
+// Without a fake, the disk is the data folder's real filesystem.
+func TestDiskIsTheDataFolders(t *testing.T) {
+	n := startAlone(t, "127.0.0.1:1")
+	d, err := n.Disk()
+	if err != nil || d.TotalBytes <= 0 || d.AvailableBytes > d.FreeBytes || d.FreeBytes > d.TotalBytes {
+		t.Fatalf("Disk() = %+v, %v", d, err)
 	}
 }
