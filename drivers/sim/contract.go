@@ -60,7 +60,8 @@ type ReplicaWrite struct {
 	// NotReady counts the fleet's member Pods that were not ready or terminating.
 	NotReady int
 	// Members counts the fleet's member Pods, terminating ones included; for a workload Created,
-	// the members not terminating that it starts from.
+	// the size the members not terminating make up, that it starts from (a StatefulSet's: one
+	// past their highest ordinal).
 	Members       int
 	FleetDeleting bool
 }
@@ -288,12 +289,21 @@ func (c *Cluster) recordReplicaWrite(k Kind, before workloadState, res applied) 
 		FleetDeleting: before.fleetDeleting || after.fleetDeleting}
 	if !before.exists && after.fleetUID != "" {
 		// A workload created over members that outlived the last one: they are what it starts
-		// from (the ones not terminating).
+		// from (the ones not terminating). A StatefulSet counts its members by ordinal: one
+		// past the highest of them is the size they make up, and a lower ordinal missing is a
+		// member being replaced (healed while no workload stood), which the set brings back.
+		set, _ := res.stored.(*appsv1.StatefulSet)
+		past := 0
 		for _, p := range c.members(w.Namespace, after.fleetUID, nil) {
-			if !terminating(p) {
-				w.Members++
+			if terminating(p) {
+				continue
+			}
+			w.Members++
+			if set != nil {
+				past = max(past, setOrdinal(set, p.Name)+1)
 			}
 		}
+		w.Members = max(w.Members, past)
 	}
 	c.contract.replicas = append(c.contract.replicas, w)
 }
