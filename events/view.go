@@ -193,6 +193,10 @@ type Disk struct {
 	// the kubelet grows a mounted volume's filesystem while its member runs, when the driver can.
 	// Zero when the claim says no time.
 	ResizePendingSince time.Time
+	// NodeResizeFailed: the kubelet tried to grow the filesystem and failed (condition
+	// NodeResizeError, which it retries), as a driver that grows only an unmounted filesystem
+	// answers while its member runs.
+	NodeResizeFailed bool
 	// Node is the node the scheduler chose for the claim's volume (the claim's selected-node
 	// annotation, set for a volume provisioned where its first member was placed): a node-local
 	// disk binds its member to that node. Empty when not known.
@@ -494,11 +498,13 @@ func disks(f *v1alpha1.CelldFleet, pvcs []*corev1.PersistentVolumeClaim) []Disk 
 			Lost: c.Status.Phase == corev1.ClaimLost, Terminating: c.DeletionTimestamp != nil,
 			Requested: c.Spec.Resources.Requests[corev1.ResourceStorage], Capacity: c.Status.Capacity[corev1.ResourceStorage]}
 		d.Resize, d.ResizeMessage = resizeOf(c)
-		if d.Resize == ResizeFileSystemPending {
-			for _, cd := range c.Status.Conditions {
-				if cd.Type == corev1.PersistentVolumeClaimFileSystemResizePending && cd.Status == corev1.ConditionTrue {
-					d.ResizePendingSince = cd.LastTransitionTime.Time
-				}
+		for _, cd := range c.Status.Conditions {
+			switch {
+			case cd.Status != corev1.ConditionTrue:
+			case cd.Type == corev1.PersistentVolumeClaimFileSystemResizePending && d.Resize == ResizeFileSystemPending:
+				d.ResizePendingSince = cd.LastTransitionTime.Time
+			case cd.Type == corev1.PersistentVolumeClaimNodeResizeError:
+				d.NodeResizeFailed = true
 			}
 		}
 		d.Node = c.Annotations[AnnotationSelectedNode]

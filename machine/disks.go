@@ -107,7 +107,13 @@ func computeDisks(v *events.View) diskFacts {
 			dx.larger = append(dx.larger, d.Name)
 			want = d.Requested
 		}
-		if d.Resize == events.ResizeFileSystemPending && owner[d.Name] != "" {
+		switch {
+		case owner[d.Name] == "":
+		case d.NodeResizeFailed:
+			// The kubelet could not grow it while its member runs: the member's next start
+			// does, when the kubelet mounts the volume again.
+			dx.fsPending = true
+		case d.Resize == events.ResizeFileSystemPending:
 			// The resizer marks every expanded volume so, and the kubelet grows a mounted one
 			// while its member runs where the driver can: only a filesystem still waiting past
 			// the grace needs its member started again.

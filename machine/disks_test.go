@@ -152,3 +152,22 @@ func TestOnlineGrowthIsNotARestart(t *testing.T) {
 		t.Errorf("a filesystem pending since a time the claim does not say did not start its member again")
 	}
 }
+
+// TestNodeResizeErrorRestartsAtOnce: a kubelet that failed to grow a running member's filesystem
+// (NodeResizeError: a driver that grows only an unmounted one) calls for the member to start
+// again without waiting for the grace; a claim not of a member calls for nothing.
+func TestNodeResizeErrorRestartsAtOnce(t *testing.T) {
+	now := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
+	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "u1"}, Spec: v1alpha1.CelldFleetSpec{
+		Profile: v1alpha1.ProfilePersistentFleet, Storage: &v1alpha1.StorageSpec{StorageClassName: "c", Size: resource.MustParse("2Gi")}}}
+	name := events.ClaimName(f.Name, 0)
+	v := &events.View{Now: now, Fleet: f, Disks: []events.Disk{{Name: name, UID: "c0", FleetUID: "u1", Ordinal: 0,
+		Requested: resource.MustParse("2Gi"), Capacity: resource.MustParse("2Gi"), Resize: events.ResizeFailed, NodeResizeFailed: true}}}
+	if dx := computeDisks(v); dx.fsPending {
+		t.Errorf("a claim no member holds started a member again")
+	}
+	v.Members = []events.Member{{Name: "a-0", ClaimName: name}}
+	if dx := computeDisks(v); !dx.fsPending {
+		t.Errorf("a running member's filesystem the kubelet failed to grow did not start the member again")
+	}
+}
