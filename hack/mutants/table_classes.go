@@ -70,6 +70,20 @@ func init() {
 			Threatens:   "a hand edit of what the operator sets is drift, and is repaired (NetworkPolicies allow peers and clients only)",
 		},
 		Mutant{
+			Name: "disk-online-growth-restarts", File: "machine/disks.go",
+			Original:    "\t\t\tif left := d.ResizePendingSince.Add(OnlineGrowGrace).Sub(v.Now); left > 0 {\n",
+			Replacement: "\t\t\tif left := time.Duration(0); left > 0 {\n",
+			Mistake:     "FileSystemResizePending taken alone as a call to restart: every member of a fleet whose disks the kubelet grows online is restarted",
+			Threatens:   "a resize restarts no member unless its filesystem grows only when the member starts again",
+		},
+		Mutant{
+			Name: "disk-node-resize-error-waits", File: "machine/disks.go",
+			Original:    "\t\tcase d.NodeResizeFailed:\n",
+			Replacement: "\t\tcase d.NodeResizeFailed && d.Resize == \"\":\n",
+			Mistake:     "a kubelet's failed online growth not taken as the call to restart: a driver that grows only unmounted filesystems never grows them",
+			Threatens:   "a filesystem that grows only when its member restarts is grown, through the rolling update",
+		},
+		Mutant{
 			Name: "drift-policy-by-subset", File: "render/compare.go",
 			Original:    "\tif _, policy := desired.(*networkingv1.NetworkPolicy); policy {\n",
 			Replacement: "\tif _, policy := desired.(*networkingv1.NetworkPolicy); policy && false {\n",
