@@ -23,7 +23,6 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/internal/celldstore"
-	"github.com/celld/celld-operator/internal/celldstore/load"
 	"github.com/celld/celld-operator/render"
 )
 
@@ -260,10 +259,7 @@ func TestDisksGrowOnRealNodes(t *testing.T) {
 	}
 
 	run := f.startLoad(fl)
-	waitFor(t, f.ctx, "the first acknowledged writes", time.Minute, func() bool {
-		recs, _ := load.ReadJournal(run.journal)
-		return len(recs) > 50
-	})
+	waitFor(t, f.ctx, "the first acknowledged writes", time.Minute, func() bool { return journalLen(run) > 50 })
 	before := f.snapshot(fl)
 	pods, sets := f.recordPods(), f.recordStatefulSets()
 
@@ -318,10 +314,7 @@ func TestFullDiskMemberRecoversWhenGrown(t *testing.T) {
 	f := newFixture(t)
 	fl := f.waitConverged(f.create(f.expandableFleet("full", 3)).Name)
 	run := f.startLoad(fl)
-	waitFor(t, f.ctx, "the first acknowledged writes", time.Minute, func() bool {
-		recs, _ := load.ReadJournal(run.journal)
-		return len(recs) > 50
-	})
+	waitFor(t, f.ctx, "the first acknowledged writes", time.Minute, func() bool { return journalLen(run) > 50 })
 	before := f.snapshot(fl)
 	pods, sets := f.recordPods(), f.recordStatefulSets()
 
@@ -388,10 +381,7 @@ func TestDisksGrowThroughRestartsOnRealNodes(t *testing.T) {
 		t.Logf("member %s sees its filesystem at %s", p.Name, mib(d.TotalBytes))
 	}
 	run := f.startLoad(fl)
-	waitFor(t, f.ctx, "the first acknowledged writes", time.Minute, func() bool {
-		recs, _ := load.ReadJournal(run.journal)
-		return len(recs) > 50
-	})
+	waitFor(t, f.ctx, "the first acknowledged writes", time.Minute, func() bool { return journalLen(run) > 50 })
 	before := f.snapshot(fl)
 	pods, sets := f.recordPods(), f.recordStatefulSets()
 	t.Logf("grow the disks %s -> %s", from.String(), to.String())
