@@ -52,6 +52,14 @@ const (
 	StateShrinkingOne FleetState = "ShrinkingOne"
 	StateHealing      FleetState = "Healing"
 	StateDeleting     FleetState = "Deleting"
+	// StateHibernating: spec.hibernate asks the fleet to sleep and its members are stopping.
+	StateHibernating FleetState = "Hibernating"
+	// StateHibernated: the fleet sleeps: no workload, no member, its disks, reservation and
+	// bucket kept.
+	StateHibernated FleetState = "Hibernated"
+	// StateWaking: the fleet's workload was created again at spec.members over the disks it
+	// kept, and not every member is ready yet.
+	StateWaking FleetState = "Waking"
 )
 
 // Condition types of a CelldFleet.
@@ -69,6 +77,9 @@ const (
 	// ConditionDisksResizing is True while a claim of the fleet is smaller than spec.storage.size
 	// or its filesystem has yet to grow.
 	ConditionDisksResizing = "DisksResizing"
+	// ConditionHibernated is True while the fleet sleeps (spec.hibernate, every member stopped),
+	// False with a reason while it is on its way to sleep or waking; absent otherwise.
+	ConditionHibernated = "Hibernated"
 )
 
 // AnnotationPaused on a fleet stops the operator from writing anything but the fleet's status:
@@ -145,6 +156,7 @@ type CelldFleet struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.capacity) || !has(self.capacity.minMembers) || !has(self.capacity.maxMembers) || self.capacity.minMembers <= self.capacity.maxMembers",message="spec.capacity.minMembers must be at most spec.capacity.maxMembers"
 // +kubebuilder:validation:XValidation:rule="has(self.workload) == has(oldSelf.workload) && (!has(self.workload) || self.workload == oldSelf.workload)",message="spec.workload is immutable: create a new CelldFleet to change the workload kind"
 // +kubebuilder:validation:XValidation:rule="has(self.storage) == has(oldSelf.storage)",message="spec.storage cannot be added or removed: it follows spec.profile, which is immutable"
+// +kubebuilder:validation:XValidation:rule="!(has(oldSelf.hibernate) && oldSelf.hibernate && has(self.hibernate) && self.hibernate) || self.members == oldSelf.members",message="spec.members cannot change while the fleet stays hibernated (spec.hibernate true): wake the fleet first (kubectl celld wake NAME), or set spec.hibernate false and spec.members in one write"
 // +kubebuilder:validation:XValidation:rule="!has(self.rollout) || self.profile == 'PersistentFleet' || (has(self.workload) && self.workload == 'OrderedStatefulSet')",message="spec.rollout needs a StatefulSet to hold a rollout at, and a Bucket fleet's default workload is a Deployment, which has none: create the fleet with spec.workload OrderedStatefulSet (or profile PersistentFleet) to stage rollouts, or remove spec.rollout"
 type CelldFleetSpec struct {
 	// profile is how the fleet keeps data durable: Bucket (emptyDir scratch disks, data in the
@@ -238,6 +250,14 @@ type CelldFleetSpec struct {
 	// needs spec.workload OrderedStatefulSet. Absent, a change rolls through every member.
 	// +optional
 	Rollout *RolloutSpec `json:"rollout,omitempty"`
+
+	// hibernate, true, stops every member of the fleet at once and keeps everything it needs to
+	// wake: its disks (PersistentFleet), its reservation and bucket, its Services, policies and
+	// disruption budget, and spec.members. Set back to false (kubectl celld wake NAME), the
+	// fleet starts again at spec.members on the disks it kept. spec.members cannot change while
+	// the fleet stays hibernated. See docs/hibernation.md.
+	// +optional
+	Hibernate bool `json:"hibernate,omitempty"`
 }
 
 // RolloutSpec stages template changes. See docs/rollouts.md.
@@ -838,7 +858,8 @@ type CelldFleetStatus struct {
 	// observedGeneration is the spec generation this status was computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// state is the lifecycle state: Provisioning, Steady, Growing, ShrinkingOne, Healing or Deleting.
+	// state is the lifecycle state: Provisioning, Steady, Growing, ShrinkingOne, Healing, Deleting,
+	// Hibernating, Hibernated or Waking.
 	// +optional
 	State FleetState `json:"state,omitempty"`
 	// members counts the fleet's members.
