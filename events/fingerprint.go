@@ -91,6 +91,8 @@ func fingerprint(v *View) uint64 {
 	flag(v.Deleting)
 	flag(v.Uninstalling)
 	flag(v.HasFinalizer)
+	flag(v.Asleep)
+	flag(v.AsleepStopped)
 	flag(v.NodesSynced)
 	flag(v.StorageClassMissing)
 	flag(v.StorageClassFixed)

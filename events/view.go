@@ -28,6 +28,15 @@ const (
 	// is a growth or a scale-in still in flight. It makes the lifecycle state derivable from
 	// observation alone.
 	AnnotationSettled = "celld.io/settled-members"
+	// AnnotationHibernated records on the fleet's PodDisruptionBudget that the operator stopped
+	// the members for spec.hibernate, from the step that starts the stop until the step that sees
+	// every member ready again after the wake. The budget is kept while the fleet sleeps (the
+	// workload is not), so hibernation stays derivable from observation alone.
+	AnnotationHibernated = "celld.io/hibernated"
+	// HibernatedStopping and HibernatedStopped are its values: the stop was asked for, and the
+	// operator saw it done.
+	HibernatedStopping = "stopping"
+	HibernatedStopped  = "stopped"
 	// AppName is the app.kubernetes.io/name of everything the operator creates.
 	AppName = "celld"
 	// ManagedBy is the app.kubernetes.io/managed-by of everything the operator creates.
@@ -47,6 +56,13 @@ type View struct {
 	// Deleting is true once deletion was requested.
 	Deleting     bool
 	HasFinalizer bool
+	// Asleep: the fleet's PodDisruptionBudget carries AnnotationHibernated, the operator's
+	// record that it stopped the fleet's members for spec.hibernate and has not seen them all
+	// ready again since. It outlives the workload, which hibernation deletes.
+	Asleep bool
+	// AsleepStopped: the mark says every member had stopped (value "stopped"), where the
+	// operator saw no workload and no member left.
+	AsleepStopped bool
 
 	Reservation ReservationView
 	Workload    WorkloadView
@@ -292,6 +308,12 @@ func Normalize(namespace, name string, o *Observation) View {
 	v.Owned = Owned{StatefulSet: o.StatefulSet, Deployment: o.Deployment}
 	for _, x := range o.Owned {
 		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: kinds.Of(x), Name: x.GetName(), ResourceVersion: x.GetResourceVersion(), Object: x})
+	}
+	for _, x := range o.Owned {
+		if kinds.Of(x) == kinds.PodDisruptionBudget && x.GetName() == f.Name && x.GetAnnotations()[AnnotationHibernated] != "" {
+			v.Asleep = true
+			v.AsleepStopped = x.GetAnnotations()[AnnotationHibernated] == HibernatedStopped
+		}
 	}
 	sort.Slice(v.Owned.Objects, func(i, j int) bool {
 		a, b := v.Owned.Objects[i], v.Owned.Objects[j]

@@ -32,6 +32,7 @@ type Writer interface {
 	DeleteDisk(ctx context.Context, t *Target, a machine.Action) error
 	ResizeDisk(ctx context.Context, t *Target, a machine.Action) error
 	RecreateWorkload(ctx context.Context, t *Target, a machine.Action) error
+	StopWorkload(ctx context.Context, t *Target, a machine.Action) error
 	PublishStatus(ctx context.Context, t *Target, a machine.Action) error
 	RecordEvent(ctx context.Context, t *Target, a machine.Action) error
 }
@@ -74,6 +75,12 @@ func Check(ctx context.Context, w Writer, t *Target, a machine.Action) (machine.
 			// Only a workload that settled, and only that one, is created again.
 			return a, fmt.Errorf("recreate workload %s: refusing without a UID and a premise that it rolled out", a.Key)
 		}
+	case machine.StopWorkload:
+		if p := a.Premise; a.UID == "" || p == nil || p.Fleet == "" || p.FleetGeneration == 0 {
+			// Stopping every member at once is hibernation's alone: only the workload decided on,
+			// and only while the fleet still asks for it (the generation that set spec.hibernate).
+			return a, fmt.Errorf("stop workload %s: refusing without a UID and a premise on the fleet's generation", a.Key)
+		}
 	}
 	return a, nil
 }
@@ -108,6 +115,8 @@ func Route(ctx context.Context, w Writer, t *Target, a machine.Action) error {
 		return w.ResizeDisk(ctx, t, a)
 	case machine.RecreateWorkload:
 		return w.RecreateWorkload(ctx, t, a)
+	case machine.StopWorkload:
+		return w.StopWorkload(ctx, t, a)
 	case machine.PublishStatus:
 		return w.PublishStatus(ctx, t, a)
 	case machine.RecordEvent:

@@ -62,6 +62,9 @@ func (r *recorder) ResizeDisk(context.Context, *Target, machine.Action) error {
 func (r *recorder) RecreateWorkload(context.Context, *Target, machine.Action) error {
 	return r.rec("RecreateWorkload")
 }
+func (r *recorder) StopWorkload(context.Context, *Target, machine.Action) error {
+	return r.rec("StopWorkload")
+}
 func (r *recorder) PublishStatus(context.Context, *Target, machine.Action) error {
 	return r.rec("PublishStatus")
 }
@@ -90,6 +93,7 @@ func TestDispatchRoutesEveryKind(t *testing.T) {
 		"ResizeDisk": {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{DiskOf: "f1", DiskUID: "c1", DiskBelow: &size}},
 		"RecreateWorkload": {Kind: machine.RecreateWorkload, Key: "k", UID: "s1",
 			Premise: &machine.Premise{Workload: true, WorkloadExists: true, RolledOut: true}},
+		"StopWorkload": {Kind: machine.StopWorkload, Key: "k", UID: "s1", Premise: &machine.Premise{Fleet: "a", FleetGeneration: 3}},
 	} {
 		r := &recorder{}
 		if err := Dispatch(context.Background(), r, &Target{}, a); err != nil {
@@ -297,6 +301,9 @@ func TestCheckRefusesUnconfirmedResizes(t *testing.T) {
 		"a recreate without a UID":              {Kind: machine.RecreateWorkload, Key: "k", Premise: &machine.Premise{Workload: true, WorkloadExists: true, RolledOut: true}},
 		"a recreate of a workload in motion":    {Kind: machine.RecreateWorkload, Key: "k", UID: "s1", Premise: &machine.Premise{Workload: true, WorkloadExists: true}},
 		"a recreate without a premise":          {Kind: machine.RecreateWorkload, Key: "k", UID: "s1"},
+		"a stop without a UID":                  {Kind: machine.StopWorkload, Key: "k", Premise: &machine.Premise{Fleet: "a", FleetGeneration: 3}},
+		"a stop without a premise":              {Kind: machine.StopWorkload, Key: "k", UID: "s1"},
+		"a stop not held to a generation":       {Kind: machine.StopWorkload, Key: "k", UID: "s1", Premise: &machine.Premise{Fleet: "a"}},
 	} {
 		r := &recorder{}
 		if err := Dispatch(context.Background(), r, &Target{}, a); err == nil || len(r.called) != 0 {

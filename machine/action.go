@@ -51,6 +51,13 @@ const (
 	// StatefulSet's claim templates are immutable). The new StatefulSet adopts the members at the
 	// revision they run: no member restarts.
 	RecreateWorkload ActionKind = "RecreateWorkload"
+	// StopWorkload deletes the workload Name (StatefulSet or Deployment, by Ref.Kind) with
+	// propagation Background and a UID precondition: the garbage collector then stops every
+	// member at once, where the workload's own scale-down (OrderedReady) would stop one at a
+	// time, each step waiting for the others to be ready. The claims, which the StatefulSet
+	// retains (Retain/Retain, no owner), the Services, policies, budget and reservation stay.
+	// Only hibernation (spec.hibernate) emits it, with a premise on the fleet's generation.
+	StopWorkload ActionKind = "StopWorkload"
 	// PublishStatus writes Status through the status subresource.
 	PublishStatus ActionKind = "PublishStatus"
 	// RecordEvent records a Kubernetes Event on the fleet.
@@ -192,7 +199,7 @@ func (a Action) String() string {
 	switch a.Kind {
 	case DeletePod:
 		fmt.Fprintf(&b, " uid=%s force=%t reason=%s", a.UID, a.Force, a.Reason)
-	case DeleteDisk, RecreateWorkload:
+	case DeleteDisk, RecreateWorkload, StopWorkload:
 		fmt.Fprintf(&b, " uid=%s", a.UID)
 	case ResizeDisk:
 		fmt.Fprintf(&b, " uid=%s size=%s", a.UID, a.Size.String())

@@ -319,6 +319,10 @@ func computeFacts(v *events.View) *facts {
 		fx.wait = w
 	}
 	fx.target = capacity.TargetFor(&f.Spec, v.Utilization, fx.current)
+	if f.Spec.Hibernate {
+		// A sleeping fleet wakes to the size it was asked for: no recommendation sizes it.
+		fx.target = capacity.Target{Members: f.Spec.Members, Source: v1alpha1.SourceManual}
+	}
 	fx.plan = capacity.Step(capacity.Facts{
 		Current: fx.current, Target: fx.target, Settled: fx.settled(), Now: v.Now,
 		Window: stabilization(f), History: v.Reservation.History,

@@ -68,6 +68,8 @@ type memoKey struct {
 	// restartedAt and filesystemResize: the inputs of rendering outside the fleet's spec (its
 	// generation).
 	restartedAt, filesystemResize string
+	// hibernated is the mark the desired budget carries (hibernate.go), which the step decides.
+	hibernated string
 }
 
 // New returns the machine of one fleet.
@@ -220,6 +222,8 @@ func derive(v *events.View, fx *facts) v1alpha1.FleetState {
 	switch {
 	case v.Deleting && deletionInFlight(v):
 		return v1alpha1.StateDeleting
+	case v.Asleep:
+		return asleepState(v)
 	case fx.orphaned:
 		// The StatefulSet is being created again over its running members (a new claim
 		// template): nothing is in flight but that.
@@ -260,7 +264,9 @@ func completion(s v1alpha1.FleetState, fx *facts) Trigger {
 		if v.Workload.Exists && fx.hold == "" && v.Reservation.Exists && v.Reservation.BoundTo == v.Fleet.UID && v.HasFinalizer {
 			return TriggerProvisioned
 		}
-	case v1alpha1.StateGrowing, v1alpha1.StateShrinkingOne:
+	case v1alpha1.StateHibernating:
+		return TriggerStopped
+	case v1alpha1.StateGrowing, v1alpha1.StateShrinkingOne, v1alpha1.StateWaking:
 		// A held fleet cannot record the settled size on its workload: completing here would
 		// complete again, with another Event, on every pass.
 		if fx.hold == "" {
@@ -273,10 +279,21 @@ func completion(s v1alpha1.FleetState, fx *facts) Trigger {
 // request is the trigger the fleet's request calls for, in priority order: growth never waits,
 // a lost member comes before scale-in.
 func request(s v1alpha1.FleetState, fx *facts) Trigger {
+	hibernate := fx.view.Fleet.Spec.Hibernate
 	switch s {
 	case v1alpha1.StateDeleting:
 		return TriggerNone
-	case v1alpha1.StateProvisioning:
+	case v1alpha1.StateHibernating, v1alpha1.StateHibernated:
+		if !hibernate {
+			return TriggerWake
+		}
+		return TriggerNone
+	}
+	if hibernate {
+		return TriggerHibernate
+	}
+	switch s {
+	case v1alpha1.StateProvisioning, v1alpha1.StateWaking:
 		// A member that cannot come back keeps a fleet from ever finishing provisioning (an ordered
 		// StatefulSet waits forever on a member of a broken revision): it is healed there too.
 		if fx.candidate != nil && fx.hold == "" {

@@ -24,12 +24,16 @@ const (
 	TriggerTargetBelow       Trigger = "TargetBelowCurrent"
 	TriggerMemberLost        Trigger = "MemberCannotComeBack"
 	TriggerRolledOut         Trigger = "RolledOut"
+	TriggerHibernate         Trigger = "HibernationRequested"
+	TriggerStopped           Trigger = "MembersStopped"
+	TriggerWake              Trigger = "WakeRequested"
 )
 
-// States lists the six lifecycle states.
+// States lists the nine lifecycle states.
 var States = []v1alpha1.FleetState{
 	v1alpha1.StateProvisioning, v1alpha1.StateSteady, v1alpha1.StateGrowing,
 	v1alpha1.StateShrinkingOne, v1alpha1.StateHealing, v1alpha1.StateDeleting,
+	v1alpha1.StateHibernating, v1alpha1.StateHibernated, v1alpha1.StateWaking,
 }
 
 // Guards are named pure predicates over the step's facts, declared as functions so that their
@@ -48,6 +52,10 @@ func onlyThatMemberNotReady(_ context.Context, args ...any) bool {
 	return fx.candidate != nil && fx.othersReady
 }
 
+func noWorkloadNorMemberLeft(_ context.Context, args ...any) bool {
+	return args[0].(*facts).stopped()
+}
+
 type guard struct {
 	name string
 	fn   stateless.GuardFunc
@@ -57,6 +65,7 @@ var (
 	settledAndReady = guard{"previousChangeRolledOutOrHeldAndAllReady", previousChangeRolledOutOrHeldAndAllReady}
 	scaleInAllowed  = guard{"scaleInAllowedByPolicy", scaleInAllowedByPolicy}
 	othersReady     = guard{"onlyThatMemberNotReady", onlyThatMemberNotReady}
+	allStopped      = guard{"noWorkloadNorMemberLeft", noWorkloadNorMemberLeft}
 )
 
 // transition is one row of the lifecycle table: the stateless configuration, the diagram and the
@@ -89,6 +98,18 @@ var table = func() []transition {
 	add(v1alpha1.StateShrinkingOne, TriggerRolledOut, v1alpha1.StateSteady, &settledAndReady)
 	add(v1alpha1.StateShrinkingOne, TriggerTargetAbove, v1alpha1.StateGrowing, nil)
 	add(v1alpha1.StateShrinkingOne, TriggerMemberLost, v1alpha1.StateHealing, &othersReady)
+	// Hibernation stops every member at once, whatever is in flight: a person asked for the
+	// whole fleet to stop, so no change in flight is worth finishing first. A waking fleet asked
+	// to sleep again is observed Hibernating (its budget is still marked): no row from Waking.
+	for _, s := range []v1alpha1.FleetState{v1alpha1.StateProvisioning, v1alpha1.StateSteady, v1alpha1.StateGrowing,
+		v1alpha1.StateShrinkingOne} {
+		add(s, TriggerHibernate, v1alpha1.StateHibernating, nil)
+	}
+	add(v1alpha1.StateHibernating, TriggerStopped, v1alpha1.StateHibernated, &allStopped)
+	add(v1alpha1.StateHibernating, TriggerWake, v1alpha1.StateWaking, nil)
+	add(v1alpha1.StateHibernated, TriggerWake, v1alpha1.StateWaking, nil)
+	add(v1alpha1.StateWaking, TriggerRolledOut, v1alpha1.StateSteady, &settledAndReady)
+	add(v1alpha1.StateWaking, TriggerMemberLost, v1alpha1.StateHealing, &othersReady)
 	return t
 }()
 

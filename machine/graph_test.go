@@ -44,7 +44,7 @@ func TestDiagramHasEveryState(t *testing.T) {
 			t.Errorf("Mermaid lacks state %s", s)
 		}
 	}
-	if len(States) != 6 {
-		t.Fatalf("the lifecycle has %d states, want exactly 6", len(States))
+	if len(States) != 9 {
+		t.Fatalf("the lifecycle has %d states, want exactly 9", len(States))
 	}
 }

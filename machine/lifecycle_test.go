@@ -37,14 +37,15 @@ const (
 	opForeignDisk           // a claim of another fleet's UID appears under the fleet's name
 	opStrayDisk             // a claim carrying the fleet's UID but made by hand appears
 	opFence                 // a person fences a NotReady node (the out-of-service taint)
+	opHibernate             // the user sets spec.hibernate, or sets it back to false
 	opCount
 )
 
 var opNames = []string{"pass", "tick", "time", "members", "node-down", "node-gone", "node-back", "crash", "recover",
-	"claim-lost", "delete", "restart", "foreign-disk", "stray-disk", "fence"}
+	"claim-lost", "delete", "restart", "foreign-disk", "stray-disk", "fence", "hibernate"}
 
 // weights make passes and ticks the common case and faults routine.
-var opWeights = []int{30, 30, 6, 6, 3, 2, 4, 3, 3, 2, 1, 2, 1, 1, 2}
+var opWeights = []int{30, 30, 6, 6, 3, 2, 4, 3, 3, 2, 1, 2, 1, 1, 2, 3}
 
 // draw picks the ops and their arguments: rapid for the property test, a seeded source for the
 // coverage test's fixed sequences.
@@ -105,6 +106,9 @@ type run struct {
 	unheld bool
 	// unsynced: the next pass sees no node, and knows its node cache has not synced.
 	unsynced bool
+	// kept are the claims, by name, a hibernation found when it stopped the workload: the wake
+	// must find each of them, under the same UID.
+	kept map[string]string
 }
 
 func newRun(t tb, profile v1alpha1.Profile, members int32, edges map[string]int) *run {
@@ -142,7 +146,8 @@ func (r *run) do(o op, d draw) {
 	case opTime:
 		w.now = w.now.Add(time.Duration(1+d.intn(200, "seconds")) * time.Second)
 	case opMembers:
-		if w.fleet != nil && w.fleet.DeletionTimestamp == nil {
+		// The API server refuses a new size while the fleet stays hibernated (a CEL rule).
+		if w.fleet != nil && w.fleet.DeletionTimestamp == nil && !w.fleet.Spec.Hibernate {
 			w.fleet.Spec.Members = int32(1 + d.intn(5, "members"))
 			w.fleet.Generation++
 			w.fleet.ResourceVersion = fmt.Sprint(len(w.log))
@@ -210,6 +215,13 @@ func (r *run) do(o op, d draw) {
 				// Gone before the operator could hold it: what it made is left to the user.
 				w.fleet, r.unheld = nil, true
 			}
+		}
+	case opHibernate:
+		if f := w.fleet; f != nil && f.DeletionTimestamp == nil {
+			f.Spec.Hibernate = !f.Spec.Hibernate
+			f.Generation++
+			f.ResourceVersion = fmt.Sprint(len(w.log))
+			w.say("hibernate=%t", f.Spec.Hibernate)
 		}
 	case opRestart:
 		// A new operator: its node cache has not synced on its first pass.
@@ -295,6 +307,7 @@ func nonStatus(d Decision) []string {
 	var out []string
 	for _, a := range d.Actions {
 		if a.Kind != PublishStatus && !strings.HasPrefix(a.Key, "event/degraded/") && !strings.HasPrefix(a.Key, "event/disks/") &&
+			!strings.HasPrefix(a.Key, "event/hibernation/") && !strings.HasPrefix(a.Key, "event/wake/") &&
 			!strings.HasPrefix(a.Key, ResizeDoneEventPrefix) && !strings.HasPrefix(a.Key, StatusRequeuePrefix) {
 			out = append(out, a.String())
 		}
@@ -335,6 +348,17 @@ func (r *run) judgeDecision(v *events.View, d Decision) {
 		}
 		if want >= 0 && (len(applied) != 1 || applied[0] != want) {
 			r.fatalf("%s -> %s (%s) with the workload at %d writes %v, want %d", tr.From, tr.To, tr.Trigger, current, applied, want)
+		}
+	}
+	// Clause 1's exception: only a fleet that asks to hibernate stops its workload, and one that
+	// sleeps is given none.
+	for _, a := range d.Actions {
+		_, sized := stsReplicas(a)
+		switch {
+		case a.Kind == StopWorkload && (!v.Fleet.Spec.Hibernate || v.Deleting):
+			r.fatalf("clause 1: the workload stopped at once while the fleet does not ask to hibernate")
+		case sized && (d.To == v1alpha1.StateHibernating || d.To == v1alpha1.StateHibernated):
+			r.fatalf("a hibernating fleet is given a workload: %s", a)
 		}
 	}
 	// Clause 3: one member at a time, only in Healing, and Healing is that one deletion.
@@ -392,7 +416,7 @@ func (r *run) judgeDecision(v *events.View, d Decision) {
 		tv.Fleet.Status = stored
 		twin := New().Step(&tv)
 		if got, want := nonStatus(twin), nonStatus(d); strings.Join(got, "\n") != strings.Join(want, "\n") {
-			r.fatalf("clause 5: stored status #%d changes the decision:\n  with it: %v\n  as stored: %v", i, got, want)
+			r.fatalf("clause 5: stored status #%d changes the decision:\n  with it: %v %s->%s\n  as stored: %v %s->%s asleep=%v stopped=%v", i, got, twin.From, twin.To, want, d.From, d.To, v.Asleep, v.AsleepStopped)
 		}
 		if !statusEqual(&twin.Status, &d.Status) {
 			r.fatalf("clause 5: stored status #%d changes the status:\n  with it: %+v\n  as stored: %+v", i, twin.Status, d.Status)
@@ -600,6 +624,18 @@ func (r *run) judgeAction(v *events.View, d Decision, a Action) {
 		if a.Force && !nodeGone && !fenced {
 			r.fatalf("clause 3: forced delete of %s whose node %s is neither gone nor fenced", a.Name, p.Spec.NodeName)
 		}
+	case StopWorkload:
+		if w.fleet == nil || !w.fleet.Spec.Hibernate {
+			r.fatalf("clause 1: the workload stopped at once while the fleet does not ask to hibernate (now)")
+		}
+		if r.kept == nil {
+			r.kept = map[string]string{}
+		}
+		for name, c := range w.pvcs {
+			if claimOfStatefulSet(name) && c.Labels[events.LabelFleetUID] == string(w.fleet.UID) {
+				r.kept[name] = string(c.UID)
+			}
+		}
 	case DeleteDisk:
 		c := w.pvcs[a.Name]
 		if a.UID == "" {
@@ -709,6 +745,13 @@ func (r *run) settle() {
 	if w.fleet == nil {
 		return
 	}
+	// A hibernation never loses a disk: every claim it kept is there, under the same UID,
+	// whether the fleet sleeps or woke (its members run on them again).
+	for name, uid := range r.kept {
+		if c := w.pvcs[name]; c == nil || string(c.UID) != uid {
+			r.fatalf("hibernation: claim %s (uid %s) kept when the fleet went to sleep is gone: %s", name, uid, r.shape())
+		}
+	}
 	quiet := false
 	for i := 0; i < 4 && !quiet; i++ {
 		v := events.Normalize(worldNS, worldName, w.observe())
@@ -752,7 +795,13 @@ func (r *run) done() bool {
 		}
 		return true
 	}
-	if w.fleet.DeletionTimestamp != nil || w.sts == nil {
+	if w.fleet.DeletionTimestamp != nil {
+		return false
+	}
+	if w.fleet.Spec.Hibernate {
+		return w.sts == nil && len(w.pods) == 0 && w.fleet.Status.State == v1alpha1.StateHibernated
+	}
+	if w.sts == nil {
 		return false
 	}
 	want := w.fleet.Spec.Members
@@ -887,6 +936,10 @@ func TestDiagramEdgesAreExactlyTheTakenOnes(t *testing.T) {
 		// members=4, a-3 ready, then a-0's node goes before the growth is recorded.
 		{"a node gone while growing", v1alpha1.ProfilePersistentFleet, 3,
 			cat(up, []op{opMembers, opPass}, repeat(4, opTick), []op{opNodeGone, opPass}, up), []int{3, 1}},
+		{"hibernate, restart asleep, wake", v1alpha1.ProfilePersistentFleet, 3,
+			cat(up, []op{opHibernate}, up, []op{opRestart}, up, []op{opHibernate}, up), nil},
+		{"delete while hibernated", v1alpha1.ProfilePersistentFleet, 2, cat(up, []op{opHibernate}, up, []op{opDelete}, up), nil},
+		{"delete a Bucket fleet while hibernated", v1alpha1.ProfileBucket, 2, cat(up, []op{opHibernate}, up, []op{opDelete}, up), nil},
 	} {
 		s.run(t, edges)
 	}

@@ -27,7 +27,8 @@ func (m *Fleet) matches(v *events.View, desired kinds.Object, fs string, replica
 		return false
 	}
 	k := memoKey{kind: string(ref.Kind), name: ref.Name, observedRV: rv, uid: v.Fleet.UID, generation: v.Fleet.Generation, replicas: replicas, settled: settled, partition: partition,
-		restartedAt: v.Fleet.Annotations[v1alpha1.AnnotationRestartedAt], filesystemResize: fs}
+		restartedAt: v.Fleet.Annotations[v1alpha1.AnnotationRestartedAt], filesystemResize: fs,
+		hibernated: desired.GetAnnotations()[events.AnnotationHibernated]}
 	if ok, hit := m.memo[k]; hit {
 		return ok
 	}

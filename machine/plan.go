@@ -128,6 +128,9 @@ func (p *planner) plan(transitions []Transition) ([]Action, v1alpha1.CelldFleetS
 			if d, ok := enteredDegraded(&st, &v.Fleet.Status); ok {
 				p.add(Action{Kind: RecordEvent, Key: "event/degraded/" + d.Reason, EventType: "Warning", Reason: d.Reason, Message: d.Message})
 			}
+			for _, e := range hibernationEvents(&st, &v.Fleet.Status, v.Name) {
+				p.add(e)
+			}
 			for _, e := range rolloutEvents(&st, &v.Fleet.Status, v.Name) {
 				p.add(e)
 			}
@@ -169,6 +172,10 @@ func (p *planner) startsChange(transitions []Transition) (from, to v1alpha1.Flee
 	from, to = transitions[0].From, transitions[n-1].To
 	switch {
 	case from == to:
+		return from, to, false
+	case sleeping(from) || sleeping(to) || from == v1alpha1.StateWaking || to == v1alpha1.StateWaking:
+		// Hibernation's Events follow its status (hibernationEvents): its steps are derived
+		// again on every pass, and an Event per pass would repeat itself.
 		return from, to, false
 	case to == v1alpha1.StateSteady:
 		return from, to, from == v1alpha1.StateProvisioning
@@ -238,7 +245,7 @@ func (p *planner) live() {
 	}
 	replicas := fx.current
 	switch p.to {
-	case v1alpha1.StateProvisioning, v1alpha1.StateGrowing, v1alpha1.StateShrinkingOne:
+	case v1alpha1.StateProvisioning, v1alpha1.StateGrowing, v1alpha1.StateShrinkingOne, v1alpha1.StateWaking:
 		replicas = fx.plan.Next
 	}
 	if fx.hold != "" {
@@ -246,6 +253,11 @@ func (p *planner) live() {
 	}
 	p.fs = p.filesystemResize()
 	objs := p.m.render(v, p.fs, replicas, p.settledNow, 0)
+	markBudget(objs, p.mark())
+	if sleeping(p.to) {
+		p.sleep(objs)
+		return
+	}
 	if p.part = p.partition(replicas, objs.StatefulSet); p.part != 0 {
 		render.SetPartition(objs.StatefulSet, p.part)
 	}
@@ -256,7 +268,13 @@ func (p *planner) live() {
 			p.block("%s", fx.hold)
 			continue
 		}
-		if p.m.matches(v, o, p.fs, replicas, p.settledNow, p.part) {
+		if workload && v.Workload.Deleting && v.Asleep {
+			// The workload a hibernation stopped is still going: the wake creates it anew once
+			// it is gone, never over a StatefulSet whose members are being stopped.
+			p.block("the stopped workload to be gone before the fleet wakes")
+			continue
+		}
+		if p.m.matches(v, o, p.fs, replicas, p.settledNow, p.part) && !p.remark(o) {
 			continue
 		}
 		a := Action{Kind: Apply, Key: applyKey(o, replicas), Ref: ref, Object: o}

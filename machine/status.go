@@ -161,7 +161,7 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 	case !v.Reservation.Exists:
 		bound.Reason, bound.Message = ReasonPending, "the reservation of bucket "+f.Spec.Bucket.Name+" is being created"
 	}
-	st.Conditions = []metav1.Condition{ready, progressing, degraded, bound}
+	st.Conditions = p.hibernationConditions([]metav1.Condition{ready, progressing, degraded, bound}, cond)
 	if c := p.capacityCondition(cond); c != nil {
 		st.Conditions = append(st.Conditions, *c)
 	}

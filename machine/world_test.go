@@ -171,6 +171,8 @@ func (w *world) fresh(p *Premise) Fresh {
 		fr.WorkloadRolledOut = events.WorkloadOf(w.sts).RolledOut()
 	}
 	fr.MemberNodes = map[string]*corev1.Node{}
+	// Every Pod of the fleet, terminating or not, as the drivers count them for NoMembers.
+	fr.Members = len(w.pods)
 	for name, p := range w.pods {
 		fr.Pods[name] = p.DeepCopy()
 		if n := p.Spec.NodeName; n != "" {
@@ -428,6 +430,19 @@ func (w *world) apply(a Action) error {
 		} else if p.DeletionTimestamp == nil {
 			now := metav1.NewTime(w.now)
 			p.DeletionTimestamp = &now
+		}
+	case StopWorkload:
+		if w.sts == nil || w.sts.UID != a.UID {
+			return fmt.Errorf("workload %s: precondition failed", a.Name)
+		}
+		// Background propagation: the garbage collector deletes every member at once; the
+		// claims have no owner.
+		w.sts = nil
+		now := metav1.NewTime(w.now)
+		for _, p := range w.pods {
+			if p.DeletionTimestamp == nil {
+				p.DeletionTimestamp = &now
+			}
 		}
 	case DeleteDisk:
 		c := w.pvcs[a.Name]

@@ -136,6 +136,10 @@ func (w applierWriter) RecreateWorkload(ctx context.Context, _ *Target, a machin
 	return w.ap.recreateWorkload(ctx, a)
 }
 
+func (w applierWriter) StopWorkload(ctx context.Context, _ *Target, a machine.Action) error {
+	return w.ap.stopWorkload(ctx, a)
+}
+
 func (w applierWriter) PublishStatus(ctx context.Context, t *Target, a machine.Action) error {
 	return w.ap.publishStatus(ctx, t, a)
 }
@@ -790,6 +794,31 @@ func (ap *Applier) recreateWorkload(ctx context.Context, a machine.Action) error
 	err := ap.Kube.AppsV1().StatefulSets(a.Namespace).Delete(ctx, a.Name, opts)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("recreate workload %s: %w", a.Key, err)
+	}
+	return nil
+}
+
+// stopWorkload deletes the fleet's workload with background propagation, held to the UID decided
+// on: the garbage collector deletes every member Pod at once (a Deployment's through its
+// ReplicaSets). The claims the StatefulSet made have no owner under its Retain/Retain policy, so
+// nothing cascades to them.
+func (ap *Applier) stopWorkload(ctx context.Context, a machine.Action) error {
+	if a.UID == "" {
+		return fmt.Errorf("stop workload %s: refused without a UID precondition", a.Key)
+	}
+	background := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &background, Preconditions: &metav1.Preconditions{UID: &a.UID}}
+	var err error
+	switch a.Ref.Kind {
+	case kinds.StatefulSet:
+		err = ap.Kube.AppsV1().StatefulSets(a.Namespace).Delete(ctx, a.Name, opts)
+	case kinds.Deployment:
+		err = ap.Kube.AppsV1().Deployments(a.Namespace).Delete(ctx, a.Name, opts)
+	default:
+		return fmt.Errorf("stop workload %s: %s is no workload", a.Key, a.Ref.Kind)
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("stop workload %s: %w", a.Key, err)
 	}
 	return nil
 }

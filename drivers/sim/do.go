@@ -458,6 +458,33 @@ func (w simWriter) RecreateWorkload(_ context.Context, _ *loop.Target, a machine
 	return nil
 }
 
+// StopWorkload deletes a StatefulSet or Deployment with propagation Background: the garbage
+// collector then deletes what it owns (its Pods, a Deployment's ReplicaSets and theirs) at once;
+// claims it does not own stay.
+func (w simWriter) StopWorkload(_ context.Context, _ *loop.Target, a machine.Action) error {
+	c, req := w.c, w.req
+	k := KindStatefulSet
+	if a.Ref.Kind == kinds.Deployment {
+		k = KindDeployment
+	}
+	req.Verb, req.Resource = "delete", row(k).Resource.Resource
+	if err := c.conflict(k, a.Name); err != nil {
+		return err
+	}
+	if err := c.checkPremise(a); err != nil {
+		return err
+	}
+	changed, err := c.delete(k, a.Namespace, a.Name, deletion{uid: a.UID})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	req.Changed = changed
+	return nil
+}
+
 // ownedBy: one of o's owner references is to the object with that UID.
 func ownedBy(o metav1.Object, uid types.UID) bool {
 	for _, r := range o.GetOwnerReferences() {
