@@ -166,6 +166,42 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 			return nil
 		},
 	})
+	for _, c := range []struct {
+		use, short, long, verb string
+		hibernate              bool
+	}{
+		{"hibernate FLEET", "Stop every member of the fleet at once and keep its disks, reservation, bucket and size (spec.hibernate true)",
+			`hibernate sets spec.hibernate to true. The operator stops every member at once (it deletes the
+workload; the garbage collector stops the Pods) and keeps the fleet's disks, reservation, bucket,
+Services, policies and spec.members. While the fleet sleeps, spec.members cannot change: no HPA or
+recommendation moves it. kubectl celld wake starts it again.`, "hibernating", true},
+		{"wake FLEET", "Start a hibernated fleet again at spec.members, on the disks it kept (spec.hibernate false)",
+			`wake sets spec.hibernate to false. The operator creates the workload again at spec.members over the
+claims the fleet kept; the fleet is Waking until every member is ready, then Steady. To wake at
+another size, patch spec.hibernate and spec.members in one write.`, "waking", false},
+	} {
+		c := c
+		root.AddCommand(&cobra.Command{
+			Use:   c.use,
+			Short: c.short,
+			Long:  c.long,
+			Example: `  kubectl celld hibernate alpha -n team
+  kubectl celld status alpha -n team      # State: Hibernated
+  kubectl celld wake alpha -n team`,
+			Args: oneFleet,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				cl, ns, err := clientsFor(flags)
+				if err != nil {
+					return err
+				}
+				if err := setHibernate(cmd.Context(), cl, ns, args[0], c.hibernate); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "celldfleet %s/%s %s (kubectl celld status %s shows how far)\n", ns, args[0], c.verb, args[0])
+				return nil
+			},
+		})
+	}
 	rollout := &cobra.Command{
 		Use:   "rollout",
 		Short: "Staged rollouts (spec.rollout): continue one held at its canary members",

@@ -57,6 +57,9 @@ func printStatus(w io.Writer, r *report, now time.Time, history int) {
 	if line := rolloutLine(f); line != "" {
 		fmt.Fprintf(w, "Rollout:      %s\n", line)
 	}
+	if line := hibernationLine(f); line != "" {
+		fmt.Fprintf(w, "Hibernation:  %s\n", line)
+	}
 	fmt.Fprintf(w, "Blocked by:   %s\n", orDash(st.BlockedBy))
 	fmt.Fprintf(w, "Next action:  %s\n", orDash(st.NextAction))
 
@@ -281,4 +284,20 @@ func rolloutLine(f *v1alpha1.CelldFleet) string {
 			r.Revision, r.Updated, r.Total, canary, orDash(r.CurrentRevision), f.Name)
 	}
 	return fmt.Sprintf("revision %s on %d of %d members%s, rolling one member at a time (partition %d)", r.Revision, r.Updated, r.Total, canary, r.Partition)
+}
+
+// hibernationLine says where a fleet stands with hibernation, empty for a fleet that neither
+// sleeps nor is on its way to or from sleep.
+func hibernationLine(f *v1alpha1.CelldFleet) string {
+	switch st := f.Status.State; {
+	case st == v1alpha1.StateHibernated:
+		return fmt.Sprintf("ASLEEP: no member runs; disks, reservation, bucket and size (%d members) kept; wake with kubectl celld wake %s", f.Spec.Members, f.Name)
+	case st == v1alpha1.StateHibernating:
+		return "stopping every member at once (spec.hibernate); disks, reservation and bucket are kept"
+	case st == v1alpha1.StateWaking:
+		return fmt.Sprintf("waking at %d members on the disks kept; Ready once every member is", f.Status.Members.Desired)
+	case f.Spec.Hibernate:
+		return "asked for (spec.hibernate): the operator has not acted on it yet"
+	}
+	return ""
 }

@@ -133,6 +133,23 @@ func annotate(ctx context.Context, cl clients, ns, name, key string, value *stri
 	return nil
 }
 
+// setHibernate writes spec.hibernate alone, as a merge patch: the rest of the spec (spec.members
+// above all) is left as it is.
+func setHibernate(ctx context.Context, cl clients, ns, name string, hibernate bool) error {
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"hibernate": hibernate}})
+	if err != nil {
+		return err
+	}
+	_, err = cl.celld.CelldV1alpha1().CelldFleets(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("celldfleet %q not found in namespace %q (kubectl get celldfleets -n %s lists them)", name, ns, ns)
+	case err != nil:
+		return fmt.Errorf("set spec.hibernate=%t on celldfleet %s/%s: %w", hibernate, ns, name, err)
+	}
+	return nil
+}
+
 // memberLess orders a StatefulSet's members by ordinal (alpha-2 before alpha-10), others by name.
 func memberLess(a, b *corev1.Pod) bool {
 	oa, ob := ordinal(a.Name), ordinal(b.Name)
