@@ -66,6 +66,27 @@ type ReplicaWrite struct {
 	FleetDeleting bool
 }
 
+// WorkloadStop is a delete of a fleet's workload with propagation Background the cluster
+// accepted from the operator: every member it owned stops at once.
+type WorkloadStop struct {
+	Time      time.Time
+	Kind      Kind
+	Namespace string
+	Name      string
+	// Preconditioned: the delete carried the workload's UID.
+	Preconditioned bool
+	// The fleet of the workload's name as stored when the delete arrived: its UID, whether it
+	// asked to hibernate and whether its deletion was requested.
+	FleetUID      types.UID
+	FleetExists   bool
+	Hibernate     bool
+	FleetDeleting bool
+	// Members counts the fleet's member Pods, terminating ones included.
+	Members int
+	// Claims are the fleet's claims (by its UID label), name to UID, at the delete.
+	Claims map[string]types.UID
+}
+
 // AllReady reports whether every member was ready and none terminating at the write.
 func (w ReplicaWrite) AllReady() bool { return w.NotReady == 0 }
 
@@ -171,6 +192,12 @@ type contract struct {
 	resizes  []DiskResize
 	// partitions are the writes of StatefulSets of fleets that stage their rollouts.
 	partitions []PartitionWrite
+	stops      []WorkloadStop
+}
+
+// WorkloadStops lists the operator's deletes of workloads with propagation Background, in order.
+func (c *Cluster) WorkloadStops() []WorkloadStop {
+	return append([]WorkloadStop(nil), c.contract.stops...)
 }
 
 // Requests lists every request the operator sent through Do, in order, failed ones included.

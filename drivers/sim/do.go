@@ -474,6 +474,20 @@ func (w simWriter) StopWorkload(_ context.Context, _ *loop.Target, a machine.Act
 	if err := c.checkPremise(a); err != nil {
 		return err
 	}
+	rec := WorkloadStop{Time: c.now, Kind: k, Namespace: a.Namespace, Name: a.Name, Preconditioned: a.UID != "", Claims: map[string]types.UID{}}
+	if f := c.fleet(a.Namespace, a.Name); f != nil {
+		rec.FleetUID, rec.FleetExists, rec.Hibernate, rec.FleetDeleting = f.UID, true, f.Spec.Hibernate, f.DeletionTimestamp != nil
+		for _, o := range c.list(KindPod) {
+			if o.GetNamespace() == a.Namespace && o.GetLabels()[events.LabelFleetUID] == string(f.UID) {
+				rec.Members++
+			}
+		}
+		for _, o := range c.list(KindPVC) {
+			if o.GetNamespace() == a.Namespace && o.GetLabels()[events.LabelFleetUID] == string(f.UID) {
+				rec.Claims[o.GetName()] = o.GetUID()
+			}
+		}
+	}
 	changed, err := c.delete(k, a.Namespace, a.Name, deletion{uid: a.UID})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -481,6 +495,7 @@ func (w simWriter) StopWorkload(_ context.Context, _ *loop.Target, a machine.Act
 	if err != nil {
 		return err
 	}
+	c.contract.stops = append(c.contract.stops, rec)
 	req.Changed = changed
 	return nil
 }

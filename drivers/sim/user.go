@@ -71,6 +71,9 @@ func validateFleetUpdate(old, cur *v1alpha1.CelldFleetSpec) field.ErrorList {
 	if cur.Members < 1 {
 		errs = append(errs, field.Invalid(spec.Child("members"), cur.Members, "must be at least 1"))
 	}
+	if old.Hibernate && cur.Hibernate && old.Members != cur.Members {
+		errs = append(errs, field.Invalid(spec.Child("members"), cur.Members, "spec.members cannot change while the fleet stays hibernated (spec.hibernate true): wake the fleet first, or set spec.hibernate false and spec.members in one write"))
+	}
 	if cur.Rollout != nil && cur.Profile != v1alpha1.ProfilePersistentFleet && cur.Workload != v1alpha1.WorkloadOrderedStatefulSet {
 		errs = append(errs, field.Invalid(spec.Child("rollout"), cur.Rollout, "spec.rollout needs a StatefulSet to hold a rollout at"))
 	}
@@ -98,6 +101,11 @@ func (c *Cluster) AnnotateFleet(namespace, name, key, value string) error {
 	}
 	c.put(next)
 	return nil
+}
+
+// SetHibernate sets spec.hibernate, as kubectl celld hibernate and wake do.
+func (c *Cluster) SetHibernate(namespace, name string, hibernate bool) error {
+	return c.UpdateFleetSpec(namespace, name, func(s *v1alpha1.CelldFleetSpec) { s.Hibernate = hibernate })
 }
 
 // Scale sets spec.members through the scale subresource, as kubectl scale, HPA and KEDA do.

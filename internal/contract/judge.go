@@ -389,6 +389,11 @@ func (j *judging) podDeletionReason(p *corev1.Pod, fleet types.UID) string {
 			}
 		}
 	}
+	if fl, _ := j.fleet(fleet); fl != nil && fl.Spec.Hibernate && j.controllerGone(p) {
+		// Hibernation alone stops every member at once: the operator deleted the workload and
+		// the garbage collector deletes what it owned.
+		return "hibernation"
+	}
 	if j.nodeLost(p.Spec.NodeName) {
 		return "node lost"
 	}
@@ -406,6 +411,28 @@ func (j *judging) podDeletionReason(p *corev1.Pod, fleet types.UID) string {
 		}
 	}
 	return ""
+}
+
+// controllerGone: the workload that controls the Pod (its StatefulSet, or the Deployment of its
+// ReplicaSet) is gone, as the garbage collector sees it when it deletes the Pod.
+func (j *judging) controllerGone(p *corev1.Pod) bool {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return false
+	}
+	switch ref.Kind {
+	case "StatefulSet":
+		return j.workloads[ref.UID] == nil
+	case "ReplicaSet":
+		rs := j.sets[ref.UID]
+		if rs == nil {
+			return true
+		}
+		if d := metav1.GetControllerOf(rs); d != nil {
+			return j.workloads[d.UID] == nil
+		}
+	}
+	return false
 }
 
 // taintManagerMarked: the taint eviction controller's condition, which it writes on the Pod it

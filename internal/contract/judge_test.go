@@ -135,6 +135,18 @@ func TestContractJudge(t *testing.T) {
 			h.resizeClaim(0, "2Gi")
 			h.resizeClaim(0, "1Gi")
 		}, [][]string{{"clause 4: PersistentVolumeClaim data-pf-0", "storage request lowered 2Gi->1Gi"}}},
+		{"hibernation stops every member at once and keeps the claims", func(h *history) {
+			h.setHibernate(true)
+			h.stopWorkload()
+		}, nil},
+		{"every member stopped at once without hibernation", func(h *history) {
+			h.stopWorkload()
+		}, stoppedUnasked(9)},
+		{"a woken fleet's workload stopped again after the wake", func(h *history) {
+			h.setHibernate(true)
+			h.setHibernate(false)
+			h.stopWorkload()
+		}, stoppedUnasked(9)},
 		{"a claim that is no fleet's", func(h *history) {
 			c := h.claims[0].DeepCopy()
 			delete(c.Labels, events.LabelFleetUID)
@@ -288,6 +300,32 @@ func (h *history) setMembers(n int32) {
 	fl := h.fleet.DeepCopy()
 	fl.Spec.Members = n
 	h.write(watch.Modified, fl)
+}
+
+func (h *history) setHibernate(on bool) {
+	fl := h.fleet.DeepCopy()
+	fl.Spec.Hibernate = on
+	h.write(watch.Modified, fl)
+}
+
+// stopWorkload: the StatefulSet deleted with propagation Background, then the garbage collector
+// deletes every member; the claims, which it does not own, stay.
+func (h *history) stopWorkload() {
+	h.write(watch.Deleted, h.set.DeepCopy())
+	for i := range h.pods {
+		if h.pods[i] != nil {
+			h.deletePod(i, true)
+		}
+	}
+}
+
+// stoppedUnasked is what the judge says of n members stopped at once by no request to hibernate.
+func stoppedUnasked(n int) [][]string {
+	var out [][]string
+	for i := 0; i < n; i++ {
+		out = append(out, []string{fmt.Sprintf("clause 3: Pod pf-%d", i), "deleted with its fleet live"})
+	}
+	return out
 }
 
 func (h *history) markFleetDeleting() {

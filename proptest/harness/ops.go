@@ -103,7 +103,16 @@ var Ops = []Op{
 	{"scale", func(w *World, p Picker) error {
 		name := pickFleet(w, p)
 		if f := w.C.Fleet(Namespace, name); f != nil && f.DeletionTimestamp == nil {
-			if err := w.Scale(name, int32(p.Int("members", 1, 7))); err != nil {
+			n := int32(p.Int("members", 1, 7))
+			err := w.Scale(name, n)
+			if f.Spec.Hibernate && n != f.Spec.Members {
+				// An HPA's write to a sleeping fleet: admission refuses it, and nothing moves.
+				if !apierrors.IsInvalid(err) {
+					return fmt.Errorf("scale of hibernated fleet %s to %d: admitted (%v); want a refusal", name, n, err)
+				}
+				err = nil
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -129,6 +138,16 @@ var Ops = []Op{
 		if f := w.C.Fleet(Namespace, name); f != nil && f.DeletionTimestamp == nil &&
 			(f.Spec.Profile == v1alpha1.ProfilePersistentFleet || f.Spec.Workload == v1alpha1.WorkloadOrderedStatefulSet) {
 			if err := w.SetCanary(name, int32(p.Int("canary", 0, 3))); err != nil {
+				return err
+			}
+		}
+		return rounds(w, p)
+	}},
+	{"hibernate", func(w *World, p Picker) error {
+		// A person puts the fleet to sleep, or wakes it (kubectl celld hibernate, wake).
+		name := pickFleet(w, p)
+		if f := w.C.Fleet(Namespace, name); f != nil && f.DeletionTimestamp == nil {
+			if err := w.SetHibernate(name, !f.Spec.Hibernate); err != nil {
 				return err
 			}
 		}

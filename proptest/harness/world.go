@@ -312,6 +312,12 @@ func (w *World) SetCanary(name string, n int32) error {
 	})
 }
 
+// SetHibernate puts a fleet to sleep (spec.hibernate true) or wakes it.
+func (w *World) SetHibernate(name string, hibernate bool) error {
+	w.tracef("%s user sets %s/%s hibernate %t", w.C.Now().Format("15:04:05"), Namespace, name, hibernate)
+	return w.C.SetHibernate(Namespace, name, hibernate)
+}
+
 // ApproveRollout approves the held rollout the fleet's status shows, as kubectl celld rollout
 // approve does: with the revision the status names, so a later change holds again. It reports
 // whether there was one.

@@ -27,7 +27,7 @@ const (
 const S6Held = "§6 bad input holds the workload"
 
 // Extras lists what the judges count besides the clauses, in the order a run prints them.
-var Extras = []string{ForceDeletes, PartitionedTimes, UninstallRequests, ForeignClaimPasses, NameTakenPasses, BadInputPasses, UnfencedPasses, StuckPasses, DiskGoingPasses, CannotComeBackPasses, HeldRolloutWrites}
+var Extras = []string{ForceDeletes, PartitionedTimes, UninstallRequests, ForeignClaimPasses, NameTakenPasses, BadInputPasses, UnfencedPasses, StuckPasses, DiskGoingPasses, CannotComeBackPasses, HeldRolloutWrites, HibernationStops, AsleepFleets}
 
 // The Degraded reasons that hold a fleet's workload where it is (SPEC section 6): the first one
 // found is the one the status names, so a foreign claim may be held under another.

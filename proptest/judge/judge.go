@@ -66,7 +66,7 @@ type Judge struct {
 	c *sim.Cluster
 	// cursors into the cluster's records already judged.
 	replicas, pods, disks, requests int
-	partitions                      int
+	partitions, stopCursor          int
 	uninstallCursor, resizes        int
 	// bound remembers the first fleet UID the operator reserved each bucket to.
 	bound map[string]types.UID
@@ -102,7 +102,7 @@ func (j *Judge) Restarted() { j.restartRound = j.round }
 // running now.
 func (j *Judge) Round() error {
 	j.round++
-	for _, check := range []func() error{j.replicaWrites, j.rolloutWrites, j.podDeletions, j.copies, j.diskDeletions, j.diskResizes, j.uninstalls, j.buckets} {
+	for _, check := range []func() error{j.replicaWrites, j.stops, j.rolloutWrites, j.podDeletions, j.copies, j.diskDeletions, j.diskResizes, j.uninstalls, j.buckets} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -113,7 +113,7 @@ func (j *Judge) Round() error {
 // Check judges what happened since the last call without counting a round: the operator may act
 // several times between rounds, on intermediate states.
 func (j *Judge) Check() error {
-	for _, check := range []func() error{j.replicaWrites, j.rolloutWrites, j.podDeletions, j.copies, j.diskDeletions, j.diskResizes, j.uninstalls, j.buckets} {
+	for _, check := range []func() error{j.replicaWrites, j.stops, j.rolloutWrites, j.podDeletions, j.copies, j.diskDeletions, j.diskResizes, j.uninstalls, j.buckets} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -422,6 +422,12 @@ func (j *Judge) Settled() error {
 		}
 		if j.bound[BucketKey(f.Spec.Bucket)] != f.UID {
 			continue // refused its bucket: nothing to converge
+		}
+		if f.Spec.Hibernate {
+			if err := j.asleep(f); err != nil {
+				return err
+			}
+			continue
 		}
 		target := j.Target(f)
 		replicas := int32(-1)
