@@ -662,10 +662,17 @@ var Table = []Mutant{
 	},
 	{
 		Name: "memo-ignores-restart", File: "machine/memo.go",
-		Original:    "restartedAt: v.Fleet.Annotations[v1alpha1.AnnotationRestartedAt], filesystemResize: fs}",
-		Replacement: "restartedAt: \"\", filesystemResize: fs}",
+		Original:    "restartedAt: v.Fleet.Annotations[v1alpha1.AnnotationRestartedAt], filesystemResize: fs,",
+		Replacement: "restartedAt: \"\", filesystemResize: fs,",
 		Mistake:     "the machine remembers the workload matched before a restart was requested: the restart never reaches it",
 		Threatens:   "day-2: a requested rolling restart happens",
+	},
+	{
+		Name: "memo-ignores-hibernation-mark", File: "machine/memo.go",
+		Original:    "hibernated: desired.GetAnnotations()[events.AnnotationHibernated]}",
+		Replacement: "hibernated: \"\"}",
+		Mistake:     "the machine remembers the budget matched under the other mark: the mark it must write is never written",
+		Threatens:   "state derivable from observation (clause 5): the budget records the hibernation",
 	},
 	{
 		Name: "restart-not-rendered", File: "render/podsettings.go",
@@ -1122,5 +1129,48 @@ var Table = []Mutant{
 		Replacement: "if dx.fsPending && fx.hold == \"\" &&",
 		Mistake:     "members restarted for a pending filesystem while the fleet is not settled",
 		Threatens:   "clause 1: a restart only once the previous change rolled out and every member is ready",
+	},
+	// Hibernation (spec.hibernate): the one all-at-once stop, and what says it is done.
+	{
+		Name: "hibernate-stopped-with-members-left", File: "machine/hibernate.go",
+		Original:    "return !fx.view.Workload.Exists && len(fx.view.Members) == 0",
+		Replacement: "return !fx.view.Workload.Exists",
+		Mistake:     "the stop counted done once the workload is gone, while its members still terminate on their disks",
+		Threatens:   "guard noWorkloadNorMemberLeft: Hibernated only once no member runs",
+	},
+	{
+		Name: "hibernate-mark-off-at-wake", File: "machine/hibernate.go",
+		Original:    "case sleeping(p.to) || (v.Asleep && p.to != v1alpha1.StateSteady):",
+		Replacement: "case sleeping(p.to):",
+		Mistake:     "the budget's mark taken off as the wake starts: the next step derives Provisioning, not Waking",
+		Threatens:   "state derivable from observation (clause 11): Waking until every member is ready",
+	},
+	{
+		Name: "hibernate-woken-before-ready", File: "machine/graph.go",
+		Original:    "add(v1alpha1.StateWaking, TriggerRolledOut, v1alpha1.StateSteady, &settledAndReady)",
+		Replacement: "add(v1alpha1.StateWaking, TriggerRolledOut, v1alpha1.StateSteady, nil)",
+		Mistake:     "a wake counted done when the workload is created, before celld reports every member ready",
+		Threatens:   "Ready only once every member is ready again after a wake",
+	},
+	{
+		Name: "hibernate-stop-without-premise", File: "loop/send.go",
+		Original:    "if p := a.Premise; a.UID == \"\" || p == nil || p.Fleet == \"\" || p.FleetGeneration == 0 {",
+		Replacement: "if a.UID == \"\" {",
+		Mistake:     "a workload stopped at once on a decision about an older spec (one that no longer asks to hibernate)",
+		Threatens:   "clause 1's exception: only a fleet that asks to hibernate stops every member at once",
+	},
+	{
+		Name: "hibernate-stop-on-any-generation", File: "machine/hibernate.go",
+		Original:    "UID: w.UID, ResourceVersion: w.ResourceVersion, Premise: &Premise{Fleet: f.Name, FleetGeneration: f.Generation}})",
+		Replacement: "UID: w.UID, ResourceVersion: w.ResourceVersion, Premise: &Premise{Fleet: f.Name}})",
+		Mistake:     "the stop not held to the generation that asked for it: a wake written since is overtaken by the stop",
+		Threatens:   "clause 1's exception: only a fleet that asks to hibernate stops every member at once",
+	},
+	{
+		Name: "crd-hibernated-members-only-down", File: "deploy/crds/celld.io_celldfleets.yaml", Every: true,
+		Original:    "self.members == oldSelf.members",
+		Replacement: "self.members <= oldSelf.members",
+		Mistake:     "only a smaller spec.members refused while asleep: an HPA grows a sleeping fleet's size",
+		Threatens:   "no HPA or recommendation moves a sleeping fleet",
 	},
 }

@@ -1,0 +1,127 @@
+package machine
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
+)
+
+// hibernation runs a PersistentFleet of three to Steady in the test world.
+func hibernation(t *testing.T) *run {
+	r := newRun(t, v1alpha1.ProfilePersistentFleet, 3, map[string]int{})
+	for i := 0; i < 12; i++ {
+		r.do(opTick, nil)
+		r.do(opPass, nil)
+	}
+	if r.w.fleet.Status.State != v1alpha1.StateSteady || len(r.w.pods) != 3 {
+		t.Fatalf("not Steady at 3: %s", r.shape())
+	}
+	return r
+}
+
+func (r *run) stepNow() Decision {
+	v := events.Normalize(worldNS, worldName, r.w.observe())
+	return r.m.Step(&v)
+}
+
+func budgetMark(w *world) string {
+	for _, o := range w.owned {
+		if m, ok := o.(metav1.Object); ok && m.GetName() == worldName {
+			if v, ok := m.GetAnnotations()[events.AnnotationHibernated]; ok {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// TestHibernationStopsOnlyOnRequest: the step that starts the stop marks the budget, then
+// deletes the workload, with the fleet's generation as premise; no other step stops it.
+func TestHibernationStopsOnlyOnRequest(t *testing.T) {
+	r := hibernation(t)
+	for _, a := range r.stepNow().Actions {
+		if a.Kind == StopWorkload {
+			t.Fatalf("a fleet that does not ask to hibernate is stopped: %s", a)
+		}
+	}
+	r.do(opHibernate, nil)
+	d := r.stepNow()
+	var kinds []string
+	for _, a := range d.Actions {
+		if a.Kind == Apply || a.Kind == StopWorkload {
+			kinds = append(kinds, a.Key)
+		}
+		if a.Kind == StopWorkload && (a.Premise == nil || a.Premise.FleetGeneration != r.w.fleet.Generation || a.UID != r.w.sts.UID) {
+			t.Errorf("stop without the fleet's generation and the workload's UID: %+v", a)
+		}
+	}
+	if len(kinds) != 2 || kinds[0] != "apply/PodDisruptionBudget/a" || kinds[1] != "stop/ns/a/"+string(r.w.sts.UID) {
+		t.Fatalf("hibernate: writes %v, want the budget's mark, then the stop", kinds)
+	}
+	if d.To != v1alpha1.StateHibernating {
+		t.Errorf("hibernate: state %s, want Hibernating", d.To)
+	}
+}
+
+// TestHibernatedOnlyOnceEveryMemberIsGone: while stopped members still terminate (and hold
+// their disks) the fleet is Hibernating; Hibernated once none is left, recorded on the budget; a
+// restarted operator then finds it Hibernated and writes nothing.
+func TestHibernatedOnlyOnceEveryMemberIsGone(t *testing.T) {
+	r := hibernation(t)
+	r.do(opHibernate, nil)
+	r.do(opPass, nil)
+	if len(r.w.pods) == 0 || r.w.sts != nil {
+		t.Fatalf("after the stop: %s", r.shape())
+	}
+	if d := r.stepNow(); d.To != v1alpha1.StateHibernating || d.Status.State != v1alpha1.StateHibernating {
+		t.Fatalf("members terminating: state %s, want Hibernating", d.To)
+	}
+	r.do(opTick, nil)
+	r.do(opPass, nil)
+	if len(r.w.pods) != 0 || r.w.fleet.Status.State != v1alpha1.StateHibernated || budgetMark(r.w) != events.HibernatedStopped {
+		t.Fatalf("members gone: state %s, mark %q: %s", r.w.fleet.Status.State, budgetMark(r.w), r.shape())
+	}
+	r.m = New()
+	d := r.stepNow()
+	if d.From != v1alpha1.StateHibernated || d.To != v1alpha1.StateHibernated || mutations(d) != "" {
+		t.Fatalf("restarted while asleep: %s -> %s, writes %q", d.From, d.To, mutations(d))
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == v1alpha1.ConditionReady && (c.Status != metav1.ConditionFalse || c.Reason != ReasonHibernated) {
+			t.Errorf("asleep: Ready=%s %s, want False Hibernated", c.Status, c.Reason)
+		}
+	}
+}
+
+// TestWakingUntilEveryMemberIsReady: woken, the workload comes back at spec.members; the fleet
+// is Waking, its budget still marked, until every member is ready, then Steady and unmarked.
+func TestWakingUntilEveryMemberIsReady(t *testing.T) {
+	r := hibernation(t)
+	r.do(opHibernate, nil)
+	for i := 0; i < 3; i++ {
+		r.do(opPass, nil)
+		r.do(opTick, nil)
+	}
+	r.do(opHibernate, nil)
+	r.do(opPass, nil)
+	if r.w.sts == nil || *r.w.sts.Spec.Replicas != 3 {
+		t.Fatalf("woken: %s", r.shape())
+	}
+	for i := 0; i < 12 && len(r.w.pods) < 3; i++ {
+		r.do(opTick, nil)
+		r.do(opPass, nil)
+		if r.w.fleet.Status.State != v1alpha1.StateWaking || budgetMark(r.w) == "" {
+			t.Fatalf("%d of 3 members: state %s, mark %q, want Waking and marked", len(r.w.pods), r.w.fleet.Status.State, budgetMark(r.w))
+		}
+	}
+	for i := 0; i < 4; i++ {
+		r.do(opTick, nil)
+		r.do(opPass, nil)
+	}
+	if r.w.fleet.Status.State != v1alpha1.StateSteady || budgetMark(r.w) != "" {
+		t.Fatalf("every member ready: state %s, mark %q: %s", r.w.fleet.Status.State, budgetMark(r.w), r.shape())
+	}
+}
