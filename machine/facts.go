@@ -369,11 +369,17 @@ func (fx *facts) settled() bool { return fx.rolledOt && fx.allReady }
 // audit finds the disks no member uses and the disks of another fleet under this one's name.
 func (fx *facts) audit() {
 	v := fx.view
+	size := fx.current
+	if v.Asleep || v.Fleet.Spec.Hibernate {
+		// A sleeping fleet's disks wait for its members to wake on them: none is unused that
+		// the size it wakes to will mount.
+		size = max(size, v.Fleet.Spec.Members)
+	}
 	for _, d := range v.Disks {
 		switch {
 		case d.FleetUID != v.Fleet.UID:
 			fx.foreign = append(fx.foreign, d.Name)
-		case d.Ordinal >= 0 && d.Ordinal >= int(fx.current) && !d.Terminating:
+		case d.Ordinal >= 0 && d.Ordinal >= int(size) && !d.Terminating:
 			fx.unused = append(fx.unused, d.Name)
 		}
 	}

@@ -68,7 +68,8 @@ func TestHibernationStopsOnlyOnRequest(t *testing.T) {
 
 // TestHibernatedOnlyOnceEveryMemberIsGone: while stopped members still terminate (and hold
 // their disks) the fleet is Hibernating; Hibernated once none is left, recorded on the budget; a
-// restarted operator then finds it Hibernated and writes nothing.
+// restarted operator then finds it Hibernated, writes nothing, and calls none of its disks
+// unused.
 func TestHibernatedOnlyOnceEveryMemberIsGone(t *testing.T) {
 	r := hibernation(t)
 	r.do(opHibernate, nil)
@@ -88,6 +89,9 @@ func TestHibernatedOnlyOnceEveryMemberIsGone(t *testing.T) {
 	d := r.stepNow()
 	if d.From != v1alpha1.StateHibernated || d.To != v1alpha1.StateHibernated || mutations(d) != "" {
 		t.Fatalf("restarted while asleep: %s -> %s, writes %q", d.From, d.To, mutations(d))
+	}
+	if dk := d.Status.Disks; dk != nil && len(dk.Unused) > 0 {
+		t.Errorf("asleep: disks %v reported unused; the fleet wakes on them", dk.Unused)
 	}
 	for _, c := range d.Status.Conditions {
 		if c.Type == v1alpha1.ConditionReady && (c.Status != metav1.ConditionFalse || c.Reason != ReasonHibernated) {

@@ -504,6 +504,10 @@ func (r *run) judgeStatus(v *events.View, d Decision) {
 		if v.Workload.Exists {
 			size = v.Workload.Replicas
 		}
+		if v.Asleep || v.Fleet.Spec.Hibernate {
+			// Asleep, the disks wait for the size the fleet wakes to.
+			size = max(size, v.Fleet.Spec.Members)
+		}
 		if ord := claimOrdinal(dk.Name); ord >= 0 && int32(ord) >= size && !dk.Terminating {
 			unused = append(unused, dk.Name)
 		}
