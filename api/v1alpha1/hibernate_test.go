@@ -26,7 +26,8 @@ func TestHibernateMembersAdmission(t *testing.T) {
 		refused     bool
 		description string
 	}{
-		{"asleep, members changed", fleet(true, 3), fleet(true, 5), true, "an HPA writing the scale subresource"},
+		{"asleep, members raised", fleet(true, 3), fleet(true, 5), true, "an HPA writing the scale subresource"},
+		{"asleep, members lowered", fleet(true, 3), fleet(true, 2), true, "a scale-in asked while asleep"},
 		{"asleep, members kept", fleet(true, 3), fleet(true, 3), false, "any other edit"},
 		{"wake and resize in one write", fleet(true, 3), fleet(false, 5), false, "a person's deliberate change"},
 		{"resize and sleep in one write", fleet(false, 3), fleet(true, 5), false, "the size to wake to"},

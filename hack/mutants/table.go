@@ -1170,7 +1170,7 @@ var Table = []Mutant{
 		Name: "crd-hibernated-members-only-down", File: "deploy/crds/celld.io_celldfleets.yaml", Every: true,
 		Original:    "self.members == oldSelf.members",
 		Replacement: "self.members <= oldSelf.members",
-		Mistake:     "only a smaller spec.members refused while asleep: an HPA grows a sleeping fleet's size",
+		Mistake:     "only a larger spec.members refused while asleep: an HPA or a person shrinks a sleeping fleet's size",
 		Threatens:   "no HPA or recommendation moves a sleeping fleet",
 	},
 }
