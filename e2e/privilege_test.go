@@ -265,9 +265,11 @@ func operatorAccess(ns string) []access {
 		allow("delete", "", "pods", "", ns),
 		allow("delete", "", "persistentvolumeclaims", "", ns),
 		// A claim's storage request raised to spec.storage.size; a StatefulSet deleted with
-		// propagation Orphan to be created again with claims of that size.
+		// propagation Orphan to be created again with claims of that size. A hibernating fleet's
+		// workload, either kind, deleted with propagation Background.
 		allow("patch", "", "persistentvolumeclaims", "", ns),
 		allow("delete", "apps", "statefulsets", "", ns),
+		allow("delete", "apps", "deployments", "", ns),
 		allow("watch", "", "nodes", "", ""),
 		allow("get", "", "nodes", "", ""),
 		allow("watch", "storage.k8s.io", "storageclasses", "", ""),
@@ -308,14 +310,13 @@ func operatorAccess(ns string) []access {
 		deny("patch", "", "nodes", "status", ""),
 		deny("get", "", "nodes", "proxy", ""),
 		// The kinds the operator applies are applied, never replaced or deleted (but a
-		// StatefulSet, orphaning its members, above): their owner reference lets the garbage
-		// collector delete them with the fleet.
+		// workload, above): their owner reference lets the garbage collector delete them with
+		// the fleet.
 		deny("update", "apps", "statefulsets", "", ns),
 		deny("deletecollection", "apps", "statefulsets", "", ns),
 		deny("update", "apps", "statefulsets", "scale", ns),
-		deny("delete", "apps", "deployments", "", ns),
+		deny("deletecollection", "apps", "deployments", "", ns),
 		deny("update", "apps", "deployments", "", ns),
-		deny("delete", "apps", "deployments", "", other),
 		deny("delete", "", "services", "", ns),
 		deny("update", "", "services", "", ns),
 		deny("delete", "networking.k8s.io", "networkpolicies", "", ns),
