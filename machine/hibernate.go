@@ -197,15 +197,23 @@ func hibernationEvents(st, published *v1alpha1.CelldFleetStatus, name string) []
 	ev := func(key, reason, msg string) []Action {
 		return []Action{{Kind: RecordEvent, Key: key, EventType: "Normal", Reason: reason, Message: msg}}
 	}
+	started := ev(HibernatingEventKey, "Hibernating", fmt.Sprintf("spec.hibernate: stopping all %d members at once; disks, reservation and bucket are kept", st.Members.Current))
+	waking := ev(WakingEventKey, "Waking", fmt.Sprintf("waking at %d members on the disks kept", st.Members.Desired))
+	// A status held back by the progress interval may skip a state (a stop done within it goes
+	// from Steady to Hibernated): the Event of the state skipped is told with the next.
 	switch {
 	case cur == v1alpha1.StateHibernating && old != v1alpha1.StateHibernated:
-		return ev(HibernatingEventKey, "Hibernating", fmt.Sprintf("spec.hibernate: stopping all %d members at once; disks, reservation and bucket are kept", st.Members.Current))
+		return started
+	case cur == v1alpha1.StateHibernated && old != v1alpha1.StateHibernating:
+		return append(started, ev(HibernatedEventKey, "Hibernated", "every member stopped; the fleet sleeps until kubectl celld wake "+name)...)
 	case cur == v1alpha1.StateHibernated:
 		return ev(HibernatedEventKey, "Hibernated", "every member stopped; the fleet sleeps until kubectl celld wake "+name)
 	case cur == v1alpha1.StateWaking:
-		return ev(WakingEventKey, "Waking", fmt.Sprintf("waking at %d members on the disks kept", st.Members.Desired))
+		return waking
 	case cur == v1alpha1.StateSteady && old == v1alpha1.StateWaking:
 		return ev(WokenEventKey, "Woken", fmt.Sprintf("every member is ready again: %d members", st.Members.Ready))
+	case cur == v1alpha1.StateSteady && sleeping(old):
+		return append(waking, ev(WokenEventKey, "Woken", fmt.Sprintf("every member is ready again: %d members", st.Members.Ready))...)
 	}
 	return nil
 }
