@@ -229,7 +229,10 @@ func (fx *facts) classify(m *events.Member, grace time.Duration) (*lost, time.Du
 		}
 	}
 	w := &v.Workload
-	if m.Ordinal >= 0 && w.UpdateRevision != "" && m.Revision != "" && m.Revision != w.UpdateRevision {
+	// Only a member the StatefulSet would update: one below a held partition comes back on the
+	// revision it has, so replacing it is no cure and, while it recovers for longer than the
+	// grace period, would replace it again and again.
+	if m.Ordinal >= 0 && int32(m.Ordinal) >= w.Partition && w.UpdateRevision != "" && m.Revision != "" && m.Revision != w.UpdateRevision {
 		if left := m.NotReadySince.Add(grace).Sub(v.Now); left > 0 {
 			return nil, left
 		}

@@ -61,18 +61,27 @@ func TestBrokenRolloutWaitsForTheGracePeriod(t *testing.T) {
 		heals    int
 		requeue  time.Duration
 		member   int
+		// partition holds the members below it on their revision (a staged rollout).
+		partition int32
 	}{
-		{"half the grace period", worldGrace / 2, 0, worldGrace / 2, 1},
-		{"a second before it ends", worldGrace - time.Second, 0, time.Second, 1},
-		{"when it ends", worldGrace, 1, 0, 1},
-		{"past it", 2 * worldGrace, 1, 0, 1},
-		{"the lowest member, within it", worldGrace / 2, 0, worldGrace / 2, 0},
-		{"the lowest member, past it", 2 * worldGrace, 1, 0, 0},
+		{"half the grace period", worldGrace / 2, 0, worldGrace / 2, 1, 0},
+		{"a second before it ends", worldGrace - time.Second, 0, time.Second, 1, 0},
+		{"when it ends", worldGrace, 1, 0, 1, 0},
+		{"past it", 2 * worldGrace, 1, 0, 1, 0},
+		{"the lowest member, within it", worldGrace / 2, 0, worldGrace / 2, 0, 0},
+		{"the lowest member, past it", 2 * worldGrace, 1, 0, 0, 0},
+		// A held rollout: the member below the partition comes back on the same revision, so
+		// replacing it cures nothing (and, were it slower to recover than the grace period,
+		// would replace it forever); the one at the partition is the rollout's to update.
+		{"below a held partition, past it", 2 * worldGrace, 0, 0, 0, 1},
+		{"just below a held partition, past it", 2 * worldGrace, 0, 0, 1, 2},
+		{"at a held partition, past it", 2 * worldGrace, 1, 0, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, v := steadyView(t)
 			v.Members = append([]events.Member(nil), v.Members...)
 			v.Workload.UpdateRevision = "new-hash"
+			v.Workload.Partition = tc.partition
 			for i := range v.Members {
 				v.Members[i].Revision = "new-hash"
 			}

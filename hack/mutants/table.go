@@ -139,6 +139,20 @@ var Table = []Mutant{
 		Threatens:   "clause 3: a new Pod from the same template cannot come back either (MemberStuck, no heal)",
 	},
 	{
+		Name: "heal-broken-rollout-below-partition", File: "machine/facts.go",
+		Original:    "m.Ordinal >= 0 && int32(m.Ordinal) >= w.Partition && w.UpdateRevision",
+		Replacement: "m.Ordinal >= 0 && w.UpdateRevision",
+		Mistake:     "a member below a held rollout's partition, not ready on the revision it is held at, counted as a broken rollout",
+		Threatens:   "clauses 3, 10: it comes back on the same revision, and is replaced forever when it recovers slower than the grace period",
+	},
+	{
+		Name: "heal-broken-rollout-at-partition-kept", File: "machine/facts.go",
+		Original:    "int32(m.Ordinal) >= w.Partition",
+		Replacement: "int32(m.Ordinal) > w.Partition",
+		Mistake:     "the member at the partition, which the rollout updates, left out of the broken-rollout heal",
+		Threatens:   "clause 10: the StatefulSet waits on it forever (kubernetes#67250)",
+	},
+	{
 		Name: "heal-nodes-unsynced-are-gone", File: "machine/facts.go",
 		Original:    "if name == \"\" || !v.NodesSynced {\n\t\treturn true, false, time.Time{}",
 		Replacement: "if name == \"\" {\n\t\treturn true, false, time.Time{}",
