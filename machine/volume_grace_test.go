@@ -61,27 +61,32 @@ func TestBrokenRolloutWaitsForTheGracePeriod(t *testing.T) {
 		heals    int
 		requeue  time.Duration
 		member   int
-		// partition holds the members below it on their revision (a staged rollout).
+		// partition holds the members below it on the current revision (a staged rollout).
 		partition int32
+		current   string
 	}{
-		{"half the grace period", worldGrace / 2, 0, worldGrace / 2, 1, 0},
-		{"a second before it ends", worldGrace - time.Second, 0, time.Second, 1, 0},
-		{"when it ends", worldGrace, 1, 0, 1, 0},
-		{"past it", 2 * worldGrace, 1, 0, 1, 0},
-		{"the lowest member, within it", worldGrace / 2, 0, worldGrace / 2, 0, 0},
-		{"the lowest member, past it", 2 * worldGrace, 1, 0, 0, 0},
-		// A held rollout: the member below the partition comes back on the same revision, so
-		// replacing it cures nothing (and, were it slower to recover than the grace period,
+		{"half the grace period", worldGrace / 2, 0, worldGrace / 2, 1, 0, "old-hash"},
+		{"a second before it ends", worldGrace - time.Second, 0, time.Second, 1, 0, "old-hash"},
+		{"when it ends", worldGrace, 1, 0, 1, 0, "old-hash"},
+		{"past it", 2 * worldGrace, 1, 0, 1, 0, "old-hash"},
+		{"the lowest member, within it", worldGrace / 2, 0, worldGrace / 2, 0, 0, "old-hash"},
+		{"the lowest member, past it", 2 * worldGrace, 1, 0, 0, 0, "old-hash"},
+		// A held rollout: a member below the partition on the current revision comes back on it,
+		// so replacing it cures nothing (and, were it slower to recover than the grace period,
 		// would replace it forever); the one at the partition is the rollout's to update.
-		{"below a held partition, past it", 2 * worldGrace, 0, 0, 0, 1},
-		{"just below a held partition, past it", 2 * worldGrace, 0, 0, 1, 2},
-		{"at a held partition, past it", 2 * worldGrace, 1, 0, 1, 1},
+		{"below a held partition, past it", 2 * worldGrace, 0, 0, 0, 1, "old-hash"},
+		{"just below a held partition, past it", 2 * worldGrace, 0, 0, 1, 2, "old-hash"},
+		{"at a held partition, past it", 2 * worldGrace, 1, 0, 1, 1, "old-hash"},
+		// Below the partition on a revision that is not the current one (a broken canary
+		// reverted): it comes back on the current revision, so it is replaced.
+		{"below a held partition, off the current revision", 2 * worldGrace, 1, 0, 0, 1, "new-hash"},
+		{"below a held partition, off the current revision, within it", worldGrace / 2, 0, worldGrace / 2, 0, 1, "third-hash"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, v := steadyView(t)
 			v.Members = append([]events.Member(nil), v.Members...)
 			v.Workload.UpdateRevision = "new-hash"
-			v.Workload.Partition = tc.partition
+			v.Workload.Partition, v.Workload.CurrentRevision = tc.partition, tc.current
 			for i := range v.Members {
 				v.Members[i].Revision = "new-hash"
 			}
