@@ -1,8 +1,11 @@
 package machine
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
@@ -135,5 +138,38 @@ func TestProvisioningHealsABrokenRollout(t *testing.T) {
 		if want := map[bool]int{false: 1, true: 0}[held]; heals != want {
 			t.Errorf("provisioning, held %t: %d heals of %s, want %d (%s)", held, heals, m.Name, want, d.Actions)
 		}
+	}
+}
+
+// TestStuckBelowAHeldPartitionAsksForApproval: a member not ready on the current template below
+// a held rollout's partition is not replaced (it would come back the same), and the status asks
+// the person for what ends it: approving the rollout, with the revision to approve.
+func TestStuckBelowAHeldPartitionAsksForApproval(t *testing.T) {
+	_, v := steadyView(t)
+	v.Members = append([]events.Member(nil), v.Members...)
+	f := v.Fleet.DeepCopy()
+	f.Spec.Rollout = &v1alpha1.RolloutSpec{Canary: 1}
+	v.Fleet = f
+	v.Workload.CurrentRevision, v.Workload.UpdateRevision, v.Workload.Partition = "old-hash", "new-hash", 2
+	for i := range v.Members {
+		v.Members[i].Revision = "old-hash"
+	}
+	m := &v.Members[0]
+	m.Ready, m.NotReadySince = false, v.Now.Add(-2*worldGrace)
+	d := New().Step(&v)
+	for _, a := range d.Actions {
+		if a.Kind == DeletePod {
+			t.Fatalf("a member held on the current template was replaced: %s", d.Actions)
+		}
+	}
+	var deg metav1.Condition
+	for _, c := range d.Status.Conditions {
+		if c.Type == v1alpha1.ConditionDegraded {
+			deg = c
+		}
+	}
+	want := "kubectl celld rollout approve " + v.Name + " (annotation " + v1alpha1.AnnotationRolloutApproved + "=new-hash)"
+	if deg.Reason != ReasonMemberStuck || !strings.Contains(deg.Message, "member a-0") || !strings.Contains(deg.Message, want) {
+		t.Errorf("Degraded %s: %q; want MemberStuck naming a-0 and saying %q", deg.Reason, deg.Message, want)
 	}
 }
