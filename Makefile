@@ -17,7 +17,7 @@ FAULT_PKGS := ./drivers/kube ./cmd/celld-operator
 # The oldest Kubernetes the README claims (cluster/env.sh), and the e2e tests run on it: the
 # lifecycle, admission, tenancy and upgrade tests, where the API server's version shows.
 KUBE_OLDEST := $(shell bash -c '. cluster/env.sh && echo $$KUBE_OLDEST')
-OLDEST_E2E := ^(TestProfiles|TestGrowAndShrink|TestPersistentFleetDeletion|TestReservedBucket|TestHealNodeDeleted|TestAdmission|TestBucketPolicyTenancy|TestUpgradeAndRollback)$$
+OLDEST_E2E := ^(TestProfiles|TestGrowAndShrink|TestPersistentFleetDeletion|TestReservedBucket|TestHealNodeDeleted|TestAdmission|TestBucketPolicyTenancy|TestUpgradeAndRollback|TestReadinessDefaultOnCreate)$$
 
 .PHONY: help build test unit e2e e2e-oldest e2e-real chaos fuzz simulate mutants diagram generate verify lint cluster cluster-real demo demo-stop demo-real demo-real-stop bench clean release
 

@@ -37,6 +37,8 @@ func TestDeployManifests(t *testing.T) {
 		"customresourcedefinition.apiextensions.k8s.io/celldbucketpolicies.celld.io",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/celld-bucket-policy",
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/celld-bucket-policy",
+		"mutatingadmissionpolicy.admissionregistration.k8s.io/celld-readiness-default",
+		"mutatingadmissionpolicybinding.admissionregistration.k8s.io/celld-readiness-default",
 		"clusterrole.rbac.authorization.k8s.io/celld-aggregate-to-view", "clusterrole.rbac.authorization.k8s.io/celld-aggregate-to-edit",
 		"clusterrole.rbac.authorization.k8s.io/celld-aggregate-to-admin"} {
 		if !strings.Contains(out, want) {

@@ -240,7 +240,17 @@ func (f *fixture) fleets() celldv1alpha1.CelldFleetInterface {
 // create creates a fleet and arranges for it to be deleted, and waited for, at the end.
 func (f *fixture) create(fl *v1alpha1.CelldFleet) *v1alpha1.CelldFleet {
 	f.t.Helper()
-	out, err := f.fleets().Create(f.ctx, fl, metav1.CreateOptions{})
+	// For a few seconds after the CRDs are installed, the readiness default's admission policy
+	// answers 503 ("Resource kind ... not found"): the API server's policy has not loaded the
+	// CRD's schema yet (it refreshes every 5 to 10 s). A person retries; so does the test.
+	var out *v1alpha1.CelldFleet
+	var err error
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+		out, err = f.fleets().Create(f.ctx, fl, metav1.CreateOptions{})
+		if !apierrors.IsServiceUnavailable(err) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		f.t.Fatalf("create fleet %s: %v", fl.Name, err)
 	}

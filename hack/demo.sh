@@ -158,7 +158,20 @@ kubectl label namespace "${NAMESPACE}" --overwrite pod-security.kubernetes.io/en
 start_operator
 
 log "applying deploy/samples to namespace ${NAMESPACE}"
-kubectl apply --namespace "${NAMESPACE}" -f "${ROOT}/deploy/samples"
+# For a few seconds after the install the readiness default's admission policy answers 503
+# ("Resource kind ... not found. There can be a delay ..."): the API server's policy loads a new
+# CRD's schema every 5 to 10 s. Retried, as a person would, for at most a minute.
+applied=""
+for _ in $(seq 1 30); do
+	if out=$(kubectl apply --namespace "${NAMESPACE}" -f "${ROOT}/deploy/samples" 2>&1); then
+		applied=1
+		break
+	fi
+	grep -q "There can be a delay" <<<"${out}" || die "applying deploy/samples: ${out}"
+	sleep 2
+done
+[[ -n "${applied}" ]] || die "applying deploy/samples: the API server still answered 503 after a minute: ${out}"
+echo "${out}"
 
 log "watching the fleets converge (until every one is Steady and Ready, at most ${WATCH_TIMEOUT}s)"
 kubectl get celldfleets --namespace "${NAMESPACE}" --watch &

@@ -229,7 +229,15 @@ func (fx *facts) classify(m *events.Member, grace time.Duration) (*lost, time.Du
 		}
 	}
 	w := &v.Workload
-	if m.Ordinal >= 0 && w.UpdateRevision != "" && m.Revision != "" && m.Revision != w.UpdateRevision {
+	// Replaced, the member comes back on the update revision, or below a held partition on the
+	// current one: only when that is not the revision it runs does replacing it change anything.
+	// A member held on the current revision would come back the same and, while it recovers for
+	// longer than the grace period, be replaced again and again.
+	back := w.UpdateRevision
+	if int32(m.Ordinal) < w.Partition {
+		back = w.CurrentRevision
+	}
+	if m.Ordinal >= 0 && back != "" && m.Revision != "" && m.Revision != back {
 		if left := m.NotReadySince.Add(grace).Sub(v.Now); left > 0 {
 			return nil, left
 		}

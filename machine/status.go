@@ -98,7 +98,16 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 		waiting = "waiting for " + p.blocked
 	}
 	stuck := ""
-	if m := fx.stuck; m != nil && p.to != v1alpha1.StateDeleting {
+	w := &v.Workload
+	if m := fx.stuck; m != nil && p.to != v1alpha1.StateDeleting && canary(f) > 0 && int32(m.Ordinal) < w.Partition &&
+		w.UpdateRevision != w.CurrentRevision && m.Revision == w.CurrentRevision {
+		// What the person already did (a new template) is held back from it by the staged
+		// rollout, whose canaries the StatefulSet will not update while it is not ready.
+		stuck = fmt.Sprintf("member %s has not been ready for %s (spec.healing.unreachableGracePeriod) on the current template, and the rollout of "+
+			"revision %s holds it there (spec.rollout.canary %d): approve the rollout to let the new template reach it, kubectl celld rollout approve %s "+
+			"(annotation %s=%s), or see why with kubectl describe pod %s",
+			m.Name, gracePeriod(f), w.UpdateRevision, canary(f), v.Name, v1alpha1.AnnotationRolloutApproved, w.UpdateRevision, m.Name)
+	} else if m != nil && p.to != v1alpha1.StateDeleting {
 		stuck = fmt.Sprintf("member %s has not been ready for %s (spec.healing.unreachableGracePeriod) and replacing it would bring back the same template: "+
 			"see why with kubectl describe pod %s (image, resources, scheduling), then fix spec.image or spec.resources; the other members are kept as they are",
 			m.Name, gracePeriod(f), m.Name)

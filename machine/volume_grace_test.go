@@ -1,8 +1,11 @@
 package machine
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
@@ -61,18 +64,32 @@ func TestBrokenRolloutWaitsForTheGracePeriod(t *testing.T) {
 		heals    int
 		requeue  time.Duration
 		member   int
+		// partition holds the members below it on the current revision (a staged rollout).
+		partition int32
+		current   string
 	}{
-		{"half the grace period", worldGrace / 2, 0, worldGrace / 2, 1},
-		{"a second before it ends", worldGrace - time.Second, 0, time.Second, 1},
-		{"when it ends", worldGrace, 1, 0, 1},
-		{"past it", 2 * worldGrace, 1, 0, 1},
-		{"the lowest member, within it", worldGrace / 2, 0, worldGrace / 2, 0},
-		{"the lowest member, past it", 2 * worldGrace, 1, 0, 0},
+		{"half the grace period", worldGrace / 2, 0, worldGrace / 2, 1, 0, "old-hash"},
+		{"a second before it ends", worldGrace - time.Second, 0, time.Second, 1, 0, "old-hash"},
+		{"when it ends", worldGrace, 1, 0, 1, 0, "old-hash"},
+		{"past it", 2 * worldGrace, 1, 0, 1, 0, "old-hash"},
+		{"the lowest member, within it", worldGrace / 2, 0, worldGrace / 2, 0, 0, "old-hash"},
+		{"the lowest member, past it", 2 * worldGrace, 1, 0, 0, 0, "old-hash"},
+		// A held rollout: a member below the partition on the current revision comes back on it,
+		// so replacing it cures nothing (and, were it slower to recover than the grace period,
+		// would replace it forever); the one at the partition is the rollout's to update.
+		{"below a held partition, past it", 2 * worldGrace, 0, 0, 0, 1, "old-hash"},
+		{"just below a held partition, past it", 2 * worldGrace, 0, 0, 1, 2, "old-hash"},
+		{"at a held partition, past it", 2 * worldGrace, 1, 0, 1, 1, "old-hash"},
+		// Below the partition on a revision that is not the current one (a broken canary
+		// reverted): it comes back on the current revision, so it is replaced.
+		{"below a held partition, off the current revision", 2 * worldGrace, 1, 0, 0, 1, "new-hash"},
+		{"below a held partition, off the current revision, within it", worldGrace / 2, 0, worldGrace / 2, 0, 1, "third-hash"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, v := steadyView(t)
 			v.Members = append([]events.Member(nil), v.Members...)
 			v.Workload.UpdateRevision = "new-hash"
+			v.Workload.Partition, v.Workload.CurrentRevision = tc.partition, tc.current
 			for i := range v.Members {
 				v.Members[i].Revision = "new-hash"
 			}
@@ -121,5 +138,38 @@ func TestProvisioningHealsABrokenRollout(t *testing.T) {
 		if want := map[bool]int{false: 1, true: 0}[held]; heals != want {
 			t.Errorf("provisioning, held %t: %d heals of %s, want %d (%s)", held, heals, m.Name, want, d.Actions)
 		}
+	}
+}
+
+// TestStuckBelowAHeldPartitionAsksForApproval: a member not ready on the current template below
+// a held rollout's partition is not replaced (it would come back the same), and the status asks
+// the person for what ends it: approving the rollout, with the revision to approve.
+func TestStuckBelowAHeldPartitionAsksForApproval(t *testing.T) {
+	_, v := steadyView(t)
+	v.Members = append([]events.Member(nil), v.Members...)
+	f := v.Fleet.DeepCopy()
+	f.Spec.Rollout = &v1alpha1.RolloutSpec{Canary: 1}
+	v.Fleet = f
+	v.Workload.CurrentRevision, v.Workload.UpdateRevision, v.Workload.Partition = "old-hash", "new-hash", 2
+	for i := range v.Members {
+		v.Members[i].Revision = "old-hash"
+	}
+	m := &v.Members[0]
+	m.Ready, m.NotReadySince = false, v.Now.Add(-2*worldGrace)
+	d := New().Step(&v)
+	for _, a := range d.Actions {
+		if a.Kind == DeletePod {
+			t.Fatalf("a member held on the current template was replaced: %s", d.Actions)
+		}
+	}
+	var deg metav1.Condition
+	for _, c := range d.Status.Conditions {
+		if c.Type == v1alpha1.ConditionDegraded {
+			deg = c
+		}
+	}
+	want := "kubectl celld rollout approve " + v.Name + " (annotation " + v1alpha1.AnnotationRolloutApproved + "=new-hash)"
+	if deg.Reason != ReasonMemberStuck || !strings.Contains(deg.Message, "member a-0") || !strings.Contains(deg.Message, want) {
+		t.Errorf("Degraded %s: %q; want MemberStuck naming a-0 and saying %q", deg.Reason, deg.Message, want)
 	}
 }

@@ -20,8 +20,9 @@ const (
 //
 // Without spec.readiness the probe carries no timing, and Kubernetes' defaults apply (a member
 // that stops answering counts as away within about 30s): the template of every fleet that sets
-// nothing stays what it was, so an operator upgrade restarts no member. A fleet that needs a
-// shorter window, for the disruption budget a drain obeys, sets it (docs/node-maintenance.md).
+// nothing stays what it was, so an operator upgrade restarts no member. The shorter default a new
+// fleet gets, for the disruption budget a drain obeys, is written into its spec at creation by
+// the install's admission policy (deploy/rbac/readiness_default.yaml, docs/node-maintenance.md).
 func readinessProbe(f *v1alpha1.CelldFleet) *corev1.Probe {
 	p := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 		HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString(clientPortName)},

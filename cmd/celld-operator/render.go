@@ -242,6 +242,17 @@ func writeFleets(w io.Writer, fleets []fleet) error {
 		}
 	}
 	for _, f := range fleets {
+		// The partition of a staged fleet is decided against the cluster (is a change in flight,
+		// was it approved?), which render does not read: say what the 0 it prints stands for.
+		if r := f.Spec.Rollout; r != nil && r.Canary < f.Spec.Members {
+			hold := f.Spec.Members - r.Canary
+			if _, err := fmt.Fprintf(w, "# CelldFleet %s/%s stages its rollouts (spec.rollout.canary %d): the StatefulSet shows partition 0, as applied with no change in flight; a change of its template is held at partition %d (members %d and up updated first) until kubectl celld rollout approve %s\n",
+				f.Namespace, f.Name, r.Canary, hold, hold, f.Name); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range fleets {
 		if err := writeObjects(w, f.CelldFleet); err != nil {
 			return err
 		}

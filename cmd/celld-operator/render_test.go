@@ -282,3 +282,31 @@ func refusedWith(t *testing.T, name, content string, want []string) {
 		}
 	}
 }
+
+// A staged fleet's partition depends on what the cluster runs, which render does not read: the
+// output says what its partition 0 stands for and where a change holds; an unstaged fleet's
+// output says nothing of it.
+func TestRenderSaysWhereAStagedRolloutHolds(t *testing.T) {
+	staged := harness.NewFleet(harness.FleetSpec{Name: "s", Profile: v1alpha1.ProfilePersistentFleet, Members: 5, Bucket: "s-bucket", Grace: 300e9})
+	staged.Spec.Rollout = &v1alpha1.RolloutSpec{Canary: 2}
+	code, out, errOut := runCLI("render", "-f", writeFleet(t, staged))
+	if code != 0 {
+		t.Fatalf("render: exit %d: %s", code, errOut)
+	}
+	head, _, _ := strings.Cut(out, "---\n")
+	want := "held at partition 3 (members 3 and up updated first) until kubectl celld rollout approve s"
+	if !strings.Contains(head, want) {
+		t.Errorf("render of a fleet with spec.rollout.canary 2 of 5: the header does not say %q:\n%s", want, head)
+	}
+	// No rollout, or a canary of the fleet's size (which holds nothing): nothing to say.
+	for _, r := range []*v1alpha1.RolloutSpec{nil, {Canary: 5}} {
+		staged.Spec.Rollout = r
+		code, out, errOut = runCLI("render", "-f", writeFleet(t, staged))
+		if code != 0 {
+			t.Fatalf("render: exit %d: %s", code, errOut)
+		}
+		if head, _, _ := strings.Cut(out, "---\n"); strings.Contains(head, "partition") {
+			t.Errorf("render of a fleet with spec.rollout %+v speaks of partitions:\n%s", r, out)
+		}
+	}
+}

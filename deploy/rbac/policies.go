@@ -1,4 +1,4 @@
-// Package rbac embeds the ValidatingAdmissionPolicies beside it, as they ship, so that their
+// Package rbac embeds the admission policies beside it, as they ship, so that their
 // tests judge the very bytes a build reads: make mutants changes a policy through a build
 // overlay, which a read of the file at test time would not see. kubectl apply -f deploy/rbac/
 // reads only the YAML.
@@ -15,3 +15,8 @@ var BucketPolicy []byte
 //
 //go:embed reservation_policy.yaml
 var ReservationPolicy []byte
+
+// ReadinessDefault is readiness_default.yaml: the readiness timing a fleet created without one gets.
+//
+//go:embed readiness_default.yaml
+var ReadinessDefault []byte

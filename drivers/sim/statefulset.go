@@ -166,6 +166,15 @@ func (c *Cluster) stepStatefulSet(set *appsv1.StatefulSet, replicas, condemned [
 			if c.createSetClaims(set, ord) {
 				changed = true
 			}
+			// The real controller creates no Pod over a claim being deleted ("pvc ... is being
+			// deleted"): it waits until the claim is gone, then creates a new one and the Pod.
+			// A Pod made over it would keep it in use, and the claim would never go.
+			if c.setClaimDeleting(set, ord) {
+				if monotonic {
+					return changed
+				}
+				continue
+			}
 			if p = c.createSetPod(set, ord, rev); p == nil {
 				if monotonic {
 					return changed

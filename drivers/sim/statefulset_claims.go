@@ -50,6 +50,16 @@ func (c *Cluster) createSetClaims(set *appsv1.StatefulSet, ord int) bool {
 	return changed
 }
 
+// setClaimDeleting: a claim of the ordinal is being deleted.
+func (c *Cluster) setClaimDeleting(set *appsv1.StatefulSet, ord int) bool {
+	for _, t := range set.Spec.VolumeClaimTemplates {
+		if pvc := c.claim(set.Namespace, claimName(set, t.Name, ord)); pvc != nil && pvc.DeletionTimestamp != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // deleteScaledClaims honours whenScaled: Delete, removing the claims of condemned ordinals once
 // their Pod is gone (Kubernetes does it through an owner reference to the condemned Pod).
 func (c *Cluster) deleteScaledClaims(set *appsv1.StatefulSet, replicas, condemned []*corev1.Pod) bool {

@@ -204,3 +204,40 @@ func TestStatefulSetStatusCountsTerminatingAndNotReadyMembers(t *testing.T) {
 	mustEqual(t, "ready after recovery", c.StatefulSet(ns, "alpha").Status.ReadyReplicas, int32(3))
 	mustEqual(t, "restarts", c.Pod(ns, "alpha-1").Status.ContainerStatuses[0].RestartCount, int32(1))
 }
+
+// TestStatefulSetCreatesNoPodOverAClaimBeingDeleted: as the real controller ("pvc ... is being
+// deleted"), a member whose claim is being deleted is not created again until the claim is gone;
+// then it starts on a new claim. A Pod made over the old claim would keep it in use forever.
+func TestStatefulSetCreatesNoPodOverAClaimBeingDeleted(t *testing.T) {
+	c := newCluster(t, 3, Options{})
+	f := newFleet(t, c, "alpha", v1alpha1.ProfilePersistentFleet)
+	apply(t, c, statefulSet(f, 1, "celld:v1"))
+	runFor(c, 2*time.Minute)
+	// Another controller's finalizer (a backup tool's) keeps the claim after its Pod is gone.
+	const hold = "backup.example.com/hold"
+	held := c.claim(ns, "data-alpha-0").DeepCopy()
+	held.Finalizers = append(held.Finalizers, hold)
+	if !c.put(held) {
+		t.Fatal("could not add a finalizer to the claim")
+	}
+	old := c.PVC(ns, "data-alpha-0")
+	must(t, c.Delete(KindPVC, ns, old.Name))
+	must(t, c.Delete(KindPod, ns, "alpha-0"))
+	runFor(c, 5*time.Minute)
+	if pvc := c.PVC(ns, old.Name); pvc == nil || pvc.UID != old.UID || pvc.DeletionTimestamp == nil {
+		t.Fatalf("claim with a finalizer of another: %v, want kept, being deleted", pvc)
+	}
+	if p := c.Pod(ns, "alpha-0"); p != nil {
+		t.Fatalf("a new alpha-0 (%s) was created over claim %s being deleted", p.UID, old.UID)
+	}
+	released := c.claim(ns, old.Name).DeepCopy()
+	removeFinalizer(released, hold)
+	if !c.put(released) {
+		t.Fatal("could not remove the finalizer")
+	}
+	runFor(c, 2*time.Minute)
+	pvc, p := c.PVC(ns, old.Name), c.Pod(ns, "alpha-0")
+	if pvc == nil || pvc.UID == old.UID || p == nil || !podReady(p) {
+		t.Fatalf("after the old claim went: claim %v, member %v; want a new claim and a ready member", pvc, p)
+	}
+}

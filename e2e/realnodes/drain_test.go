@@ -36,7 +36,7 @@ const (
 	// drainBound is how long one drain may take on the real nodes, cordon to the last evicted Pod
 	// gone. A drain right after the previous node came back waits, its evictions refused, until
 	// that node's PersistentFleet member is back on its disk and Ready: scheduled, started,
-	// caught up, then seen Ready by a readiness probe that asks every 10 s, then counted by the
+	// caught up, then seen Ready by its readiness probe (every 2 s by the chart's default), then counted by the
 	// disruption controller; or until a Bucket member's replacement has rebuilt its working
 	// copy from the bucket, which takes longer the more the bucket holds and the busier the
 	// machine. Measured on two shared cores, five runs of six drains under a PersistentFleet
@@ -258,7 +258,8 @@ func TestCrashLoopingMemberDoesNotBlockDrain(t *testing.T) {
 		other <- result{d, err}
 	}()
 	// Three refusals are 10-15 s: longer than the kubelet's readiness probe takes to count a
-	// member not Ready (period 10 s, three failures), were the crash loop to spill over.
+	// member not Ready (the chart's default: period 2 s, three failures), were the crash loop to
+	// spill over.
 	asked := time.Now()
 	waitFor(t, f.ctx, "three refusals of "+y.Name+"'s eviction", 2*time.Minute, func() bool {
 		if p, err := suite.kube.CoreV1().Pods(f.ns).Get(f.ctx, y.Name, metav1.GetOptions{}); err != nil || p.UID != y.UID || p.DeletionTimestamp != nil {
@@ -482,7 +483,10 @@ func TestReadinessWindowLetsDrainTakeTwo(t *testing.T) {
 	// However the test ends, the tests that follow need every node schedulable and both operator
 	// replicas Ready again: the drains evict them.
 	t.Cleanup(func() { uncordonAll(nodes); scaleOperator(t, context.Background(), 2) })
-	fl := f.waitConverged(f.create(f.newFleet("window", v1alpha1.ProfilePersistentFleet, 3)).Name)
+	// Kubernetes' probe timing, named: the chart's readiness default would shorten the window.
+	slow := f.newFleet("window", v1alpha1.ProfilePersistentFleet, 3)
+	slow.Spec.Readiness = kubernetesReadiness()
+	fl := f.waitConverged(f.create(slow).Name)
 	run := f.startLoad(fl)
 	waitFor(t, f.ctx, "acknowledged writes on every member", 2*time.Minute, func() bool { return journalLen(run) > 300 })
 	away := f.watchAway(fl)

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -299,9 +300,18 @@ func waitFor(t *testing.T, ctx context.Context, what string, timeout time.Durati
 }
 
 // mostAwayAtOnce replays the Pod events of a fleet named fleet of size members and returns the most
-// members that were not Ready (or had no Pod) at any one moment.
+// members that were away at any one moment. A member is away from the moment its Pod is deleted
+// (or goes), or its container restarts, until that Pod and container are seen Ready: it has not
+// yet recovered. A member whose celld runs on and answers not ready is not away: celld reports
+// not ready on the survivors of a member that just left, while they hold the only live copy of
+// some of its keys (cmd/celld), and a probe fast enough to see it must not count them as taken.
 func mostAwayAtOnce(evs []seen, fleet string, members int) int {
-	ready := map[string]bool{}
+	type instance struct {
+		uid       types.UID
+		restarts  int32
+		recovered bool
+	}
+	at := map[string]instance{}
 	most := 0
 	started := false
 	for _, e := range evs {
@@ -309,10 +319,17 @@ func mostAwayAtOnce(evs []seen, fleet string, members int) int {
 		if !ok || !strings.HasPrefix(p.Name, fleet+"-") {
 			continue
 		}
-		ready[p.Name] = e.Type != watch.Deleted && p.DeletionTimestamp == nil && podReady(p)
+		was, known := at[p.Name]
+		now := instance{uid: p.UID, restarts: restarts(p)}
+		if known && was.uid == now.uid && was.restarts == now.restarts {
+			now.recovered = was.recovered
+		}
+		gone := e.Type == watch.Deleted || p.DeletionTimestamp != nil
+		now.recovered = !gone && containersRunning(p) && (now.recovered || podReady(p))
+		at[p.Name] = now
 		n := 0
-		for _, r := range ready {
-			if r {
+		for _, m := range at {
+			if m.recovered {
 				n++
 			}
 		}
@@ -324,6 +341,17 @@ func mostAwayAtOnce(evs []seen, fleet string, members int) int {
 		}
 	}
 	return most
+}
+
+// containersRunning: every container of the Pod has started and not ended (a crashed one shows
+// terminated or waiting before its restart count grows).
+func containersRunning(p *corev1.Pod) bool {
+	for _, c := range p.Status.ContainerStatuses {
+		if c.State.Running == nil {
+			return false
+		}
+	}
+	return len(p.Status.ContainerStatuses) > 0
 }
 
 func lastDeletion(evs []seen, fleet string) time.Time {

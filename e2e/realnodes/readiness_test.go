@@ -2,6 +2,7 @@ package realnodes
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"syscall"
 	"testing"
@@ -31,8 +32,9 @@ type hungWindow struct {
 }
 
 // TestReadinessWindowOnRealNodes measures, on real kubelets, how long a member whose celld hangs
-// is still counted Ready by its fleet's disruption budget, with Kubernetes' probe timing and with
-// a fleet's spec.readiness, and shows what the window lets a drain do: 8 s after the hang (inside
+// is still counted Ready by its fleet's disruption budget, with Kubernetes' probe timing, with the
+// default the chart's admission policy gives a new fleet, and with a fleet's spec.readiness, and
+// shows what the window lets a drain do: 8 s after the hang (inside
 // the default window, outside the tuned one) a dry-run eviction of a second member of the fleet is
 // allowed on Kubernetes' timing and refused on the tuned one.
 func TestReadinessWindowOnRealNodes(t *testing.T) {
@@ -40,7 +42,14 @@ func TestReadinessWindowOnRealNodes(t *testing.T) {
 	tuned := f.newFleet("tuned", v1alpha1.ProfilePersistentFleet, 3)
 	tuned.Spec.Readiness = &v1alpha1.ReadinessSpec{PeriodSeconds: ptr.To[int32](1), FailureThreshold: ptr.To[int32](2), TimeoutSeconds: ptr.To[int32](1)}
 	plain := f.newFleet("plain", v1alpha1.ProfilePersistentFleet, 3)
-	fleets := []*v1alpha1.CelldFleet{f.create(tuned), f.create(plain)}
+	plain.Spec.Readiness = kubernetesReadiness()
+	// Nothing named: the chart's MutatingAdmissionPolicy gives it the default timing on create.
+	byDefault := f.newFleet("default", v1alpha1.ProfilePersistentFleet, 3)
+	fleets := []*v1alpha1.CelldFleet{f.create(tuned), f.create(plain), f.create(byDefault)}
+	wantDefault := &v1alpha1.ReadinessSpec{PeriodSeconds: ptr.To[int32](2), FailureThreshold: ptr.To[int32](3), TimeoutSeconds: ptr.To[int32](1)}
+	if got := fleets[2].Spec.Readiness; !reflect.DeepEqual(got, wantDefault) {
+		t.Errorf("fleet default was stored with spec.readiness %+v, want the chart's default %+v", got, wantDefault)
+	}
 	for _, fl := range fleets {
 		f.waitConverged(fl.Name)
 	}
@@ -68,7 +77,13 @@ func TestReadinessWindowOnRealNodes(t *testing.T) {
 	// The kubelet's status sync and the disruption controller add their delay to the probe's
 	// arithmetic; 3 s covers them on this machine's loaded nodes.
 	const slack = 3 * time.Second
-	tunedR, plainR := results[0], results[1]
+	tunedR, plainR, defaultR := results[0], results[1], results[2]
+	if defaultR.budget > bound["default"]+slack {
+		t.Errorf("fleet default: the budget counted the hung member Ready for %s; want at most %s + %s", defaultR.budget.Round(100*time.Millisecond), bound["default"], slack)
+	}
+	if plainR.budget <= defaultR.budget {
+		t.Errorf("Kubernetes' timing counted the hung member away after %s, the default one after %s", plainR.budget, defaultR.budget)
+	}
 	if tunedR.budget > bound["tuned"]+slack {
 		t.Errorf("fleet tuned: the budget counted the hung member Ready for %s; want at most %s + %s", tunedR.budget.Round(100*time.Millisecond), bound["tuned"], slack)
 	}
@@ -139,3 +154,10 @@ func (f *fixture) hang(fl *v1alpha1.CelldFleet, probeAt time.Duration) hungWindo
 }
 
 func podReadyNow(p *corev1.Pod) bool { return p.DeletionTimestamp == nil && podReady(p) }
+
+// kubernetesReadiness is Kubernetes' own probe timing, named in a fleet's spec so that the chart's
+// readiness default does not apply.
+func kubernetesReadiness() *v1alpha1.ReadinessSpec {
+	return &v1alpha1.ReadinessSpec{PeriodSeconds: ptr.To(render.ReadinessPeriodSeconds),
+		FailureThreshold: ptr.To(render.ReadinessFailureThreshold), TimeoutSeconds: ptr.To(render.ReadinessTimeoutSeconds)}
+}

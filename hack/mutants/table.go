@@ -133,10 +133,24 @@ var Table = []Mutant{
 	},
 	{
 		Name: "heal-broken-rollout-current-template", File: "machine/facts.go",
-		Original:    "m.Revision != \"\" && m.Revision != w.UpdateRevision {",
-		Replacement: "m.Revision != \"\" && m.Revision == w.UpdateRevision {",
+		Original:    "m.Revision != \"\" && m.Revision != back {",
+		Replacement: "m.Revision != \"\" && m.Revision == back {",
 		Mistake:     "the revision test inverted: a member not ready on the current template is replaced",
 		Threatens:   "clause 3: a new Pod from the same template cannot come back either (MemberStuck, no heal)",
+	},
+	{
+		Name: "heal-broken-rollout-below-partition", File: "machine/facts.go",
+		Original:    "if int32(m.Ordinal) < w.Partition {\n\t\tback = w.CurrentRevision",
+		Replacement: "if int32(m.Ordinal) < 0 {\n\t\tback = w.CurrentRevision",
+		Mistake:     "the partition forgotten: a member below a held rollout's partition, not ready on the revision it is held at, counted as a broken rollout",
+		Threatens:   "clauses 3, 10: it comes back on the same revision, and is replaced forever when it recovers slower than the grace period",
+	},
+	{
+		Name: "heal-broken-rollout-at-partition-kept", File: "machine/facts.go",
+		Original:    "if int32(m.Ordinal) < w.Partition {",
+		Replacement: "if int32(m.Ordinal) <= w.Partition {",
+		Mistake:     "the member at the partition, which the rollout updates, left out of the broken-rollout heal",
+		Threatens:   "clause 10: the StatefulSet waits on it forever (kubernetes#67250)",
 	},
 	{
 		Name: "heal-nodes-unsynced-are-gone", File: "machine/facts.go",

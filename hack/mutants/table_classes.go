@@ -21,6 +21,20 @@ func init() {
 			Threatens:   "reservations are written by the operator alone; clause 6's history is the operator's",
 		},
 		Mutant{
+			Name: "readiness-default-on-update", File: "deploy/rbac/readiness_default.yaml",
+			Original:    `operations: ["CREATE"]`,
+			Replacement: `operations: ["CREATE", "UPDATE"]`,
+			Mistake:     "the readiness default applied on every write: the first status write after the operator's upgrade gives every existing fleet a new probe",
+			Threatens:   "an upgrade of the operator restarts no member",
+		},
+		Mutant{
+			Name: "readiness-default-over-named", File: "deploy/rbac/readiness_default.yaml",
+			Original:    `expression: "!has(object.spec.readiness)"`,
+			Replacement: `expression: "!has(object.spec.readiness) || !has(object.spec.readiness.periodSeconds)"`,
+			Mistake:     "the default written over a spec.readiness that names some fields: what a person set is replaced",
+			Threatens:   "what a person names in the spec is theirs",
+		},
+		Mutant{
 			Name: "bound-history-past-maxitems", File: "reservation/history.go",
 			Original:    "const MaxHistory = 32",
 			Replacement: "const MaxHistory = 100",

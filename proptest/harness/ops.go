@@ -554,6 +554,9 @@ func (w *World) unstick() error {
 		if _, err := w.ApproveRollout(f); err != nil {
 			return err
 		}
+		if err := w.followApproveAsked(f); err != nil {
+			return err
+		}
 		if err := w.followDeletionBlocked(f); err != nil {
 			return err
 		}

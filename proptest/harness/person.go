@@ -60,3 +60,30 @@ func (w *World) deleteAsAsked(f *v1alpha1.CelldFleet, reason string) error {
 	}
 	return nil
 }
+
+// followApproveAsked is a person approving the rollout a fleet's Degraded condition asks them to
+// approve (a member stuck on the current template below a held partition, MemberStuck): with
+// the revision the message names, read from the status the operator wrote, so a message that
+// names none, or the wrong one, leaves the fleet stuck and liveness fails.
+func (w *World) followApproveAsked(fleet string) error {
+	f := w.C.Fleet(Namespace, fleet)
+	if f == nil || f.DeletionTimestamp != nil {
+		return nil
+	}
+	for _, c := range f.Status.Conditions {
+		if c.Type != v1alpha1.ConditionDegraded || c.Status != "True" || c.Reason != machine.ReasonMemberStuck {
+			continue
+		}
+		_, rest, ok := strings.Cut(c.Message, v1alpha1.AnnotationRolloutApproved+"=")
+		if !ok {
+			return nil
+		}
+		rev, _, _ := strings.Cut(rest, ")")
+		if f.Annotations[v1alpha1.AnnotationRolloutApproved] == rev {
+			return nil
+		}
+		w.tracef("%s user approves %s/%s rollout of %s, as its status asks", w.C.Now().Format("15:04:05"), Namespace, fleet, rev)
+		return w.C.AnnotateFleet(Namespace, fleet, v1alpha1.AnnotationRolloutApproved, rev)
+	}
+	return nil
+}

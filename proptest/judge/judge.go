@@ -446,12 +446,12 @@ func (j *Judge) Settled() error {
 		if replicas != target || len(pods) != int(target) || serving != int(target) {
 			var desc []string
 			for _, p := range pods {
-				desc = append(desc, fmt.Sprintf("%s(node %s %s, %s, serving %t, terminating %t, revision %s%s)", p.Name, p.Spec.NodeName,
-					j.c.NodeState(p.Spec.NodeName), p.Status.Phase, j.serving(p, f.Spec.Image), p.DeletionTimestamp != nil,
+				desc = append(desc, fmt.Sprintf("%s(node %s %s, %s, ready %t, image %s, serving %t, terminating %t, revision %s%s)", p.Name, p.Spec.NodeName,
+					j.c.NodeState(p.Spec.NodeName), p.Status.Phase, podReady(p), p.Spec.Containers[0].Image, j.serving(p, f.Spec.Image), p.DeletionTimestamp != nil,
 					p.Labels["controller-revision-hash"], unschedulable(p)))
 			}
-			return fail(C10Liveness, "fleet %s: target %d, workload replicas %d, %d member pods of which %d serve %s: %s",
-				f.Name, target, replicas, len(pods), serving, f.Spec.Image, strings.Join(desc, ", "))
+			return fail(C10Liveness, "fleet %s: target %d, workload replicas %d, %d member pods of which %d serve %s: %s; claims %s",
+				f.Name, target, replicas, len(pods), serving, f.Spec.Image, strings.Join(desc, ", "), j.claimStates(f))
 		}
 	}
 	return nil
@@ -472,6 +472,17 @@ func (j *Judge) members(f *v1alpha1.CelldFleet) []*corev1.Pod {
 		}
 	}
 	return out
+}
+
+// claimStates describes the fleet's claims: what keeps a member from starting is often its disk.
+func (j *Judge) claimStates(f *v1alpha1.CelldFleet) string {
+	var desc []string
+	for _, c := range j.c.PVCs(f.Namespace) {
+		if c.Labels["celld.io/fleet-uid"] == string(f.UID) {
+			desc = append(desc, fmt.Sprintf("%s(%s, deleting %t, finalizers %v)", c.Name, c.Status.Phase, c.DeletionTimestamp != nil, c.Finalizers))
+		}
+	}
+	return strings.Join(desc, ", ")
 }
 
 func (j *Judge) claims(f *v1alpha1.CelldFleet) int {

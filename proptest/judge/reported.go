@@ -111,8 +111,9 @@ func unhealthySince(n *corev1.Node) (time.Time, bool) {
 const StuckPasses = "passes that saw a member not ready past the grace period with nothing to heal, judged reported"
 
 // Stuck judges one pass on one fleet against what the operator observed: a member of a
-// StatefulSet fleet that is not ready and not terminating, of its StatefulSet's update revision
-// (replacing it would bring back the same template), on a healthy node or
+// StatefulSet fleet that is not ready and not terminating, of the revision its StatefulSet would
+// create it on again (the update revision, or below a held partition the current one: replacing
+// it would bring back the same template), on a healthy node or
 // none yet, whose disk (if it mounts one) is in the view and neither Lost nor being deleted, and
 // that has not been ready for longer than the grace period by every account (its Ready
 // condition's last transition, its creation), is stuck: nothing the operator does unblocks it
@@ -129,7 +130,7 @@ func (j *Judge) Stuck(f *v1alpha1.CelldFleet, now time.Time, set *appsv1.Statefu
 	}
 	var stuck, nameable []string
 	for _, p := range pods {
-		if types.UID(p.Labels["celld.io/fleet-uid"]) != f.UID || p.DeletionTimestamp != nil || p.Labels[appsv1.StatefulSetRevisionLabel] != set.Status.UpdateRevision {
+		if types.UID(p.Labels["celld.io/fleet-uid"]) != f.UID || p.DeletionTimestamp != nil || p.Labels[appsv1.StatefulSetRevisionLabel] != comesBackOn(set, p) {
 			continue
 		}
 		if n := p.Spec.NodeName; n != "" {
@@ -294,6 +295,17 @@ func (j *Judge) DeletionBlocked(f *v1alpha1.CelldFleet, set *appsv1.StatefulSet,
 	problem := fmt.Sprintf("it is being deleted and its ordered scale-down cannot remove %s while %s is not ready: only a person unblocks it", blocked, blocker)
 	return mustSay(f, sent, problem, "DeletionBlocked",
 		func(m string) bool { return strings.Contains(m, blocked) && strings.Contains(m, blocker) }, blocked+" and "+blocker)
+}
+
+// comesBackOn is the revision the StatefulSet gives a member it creates again: the update
+// revision, or, below its partition, the current one.
+func comesBackOn(set *appsv1.StatefulSet, p *corev1.Pod) string {
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		if n, ok := ordinalOf(p.Name, set.Name); ok && n < int(*ru.Partition) {
+			return set.Status.CurrentRevision
+		}
+	}
+	return set.Status.UpdateRevision
 }
 
 func ordinalOf(pod, set string) (int, bool) {

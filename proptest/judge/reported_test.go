@@ -153,6 +153,26 @@ func TestStuckIsReported(t *testing.T) {
 			wantReported(t, err, c.want)
 		})
 	}
+	// A staged rollout held at partition 2: a-1 comes back on the current revision, so on it a-1
+	// is stuck, and on the update revision it is a broken rollout's (healing replaces it).
+	held := set.DeepCopy()
+	held.Name = "a"
+	two := int32(2)
+	held.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: &two}
+	onCurrent := pod(func(p *corev1.Pod) { p.Labels[appsv1.StatefulSetRevisionLabel] = "a-1" })
+	for _, c := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"held below the partition on the current revision", onCurrent, "wrote Degraded False"},
+		{"held below the partition on the update revision", pod(), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			j := judge.New(sim.New(sim.Options{}))
+			wantReported(t, j.Stuck(f, now, held, []*corev1.Pod{c.pod}, bound, readyNode("True"), true, healthy), c.want)
+		})
+	}
 }
 
 // TestDiskGoingIsReported: a pass with a running member whose claim is being deleted or Lost
