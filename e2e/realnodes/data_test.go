@@ -327,12 +327,18 @@ func scaleOperator(t *testing.T, ctx context.Context, n int) {
 		if err != nil {
 			return false
 		}
-		ready := 0
+		// A Pod that ended (Failed, say ContainerStatusUnknown after its node restarted) runs
+		// nothing and stays until Pod garbage collection: it is no operator replica.
+		live, ready := 0, 0
 		for _, p := range l.Items {
+			if p.Status.Phase == "Failed" || p.Status.Phase == "Succeeded" {
+				continue
+			}
+			live++
 			if p.DeletionTimestamp == nil && (n == 0 || podReady(&p)) {
 				ready++
 			}
 		}
-		return len(l.Items) == n && ready == n
+		return live == n && ready == n
 	})
 }
