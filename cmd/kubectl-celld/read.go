@@ -119,24 +119,21 @@ func read(ctx context.Context, cl clients, ns, name string) (*report, error) {
 // annotate sets (value nil: removes) one annotation of the fleet with a merge patch, which
 // touches no other field and needs no resourceVersion.
 func annotate(ctx context.Context, cl clients, ns, name, key string, value *string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{key: value}}})
-	if err != nil {
-		return err
-	}
-	_, err = cl.celld.CelldV1alpha1().CelldFleets(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return fmt.Errorf("celldfleet %q not found in namespace %q (kubectl get celldfleets -n %s lists them)", name, ns, ns)
-	case err != nil:
-		return fmt.Errorf("annotate celldfleet %s/%s: %w", ns, name, err)
-	}
-	return nil
+	return mergePatch(ctx, cl, ns, name, map[string]any{"metadata": map[string]any{"annotations": map[string]*string{key: value}}},
+		"annotate celldfleet %s/%s")
 }
 
 // setHibernate writes spec.hibernate alone, as a merge patch: the rest of the spec (spec.members
 // above all) is left as it is.
 func setHibernate(ctx context.Context, cl clients, ns, name string, hibernate bool) error {
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"hibernate": hibernate}})
+	return mergePatch(ctx, cl, ns, name, map[string]any{"spec": map[string]any{"hibernate": hibernate}},
+		fmt.Sprintf("set spec.hibernate=%t on celldfleet %%s/%%s", hibernate))
+}
+
+// mergePatch sends body to the fleet as a merge patch; what names the write in an error, with the
+// fleet's namespace and name as its two %s.
+func mergePatch(ctx context.Context, cl clients, ns, name string, body map[string]any, what string) error {
+	patch, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
@@ -145,7 +142,7 @@ func setHibernate(ctx context.Context, cl clients, ns, name string, hibernate bo
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("celldfleet %q not found in namespace %q (kubectl get celldfleets -n %s lists them)", name, ns, ns)
 	case err != nil:
-		return fmt.Errorf("set spec.hibernate=%t on celldfleet %s/%s: %w", hibernate, ns, name, err)
+		return fmt.Errorf(what+": %w", ns, name, err)
 	}
 	return nil
 }
