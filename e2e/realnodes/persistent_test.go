@@ -56,20 +56,48 @@ func (f *fixture) disks(fl *v1alpha1.CelldFleet) map[string]disk {
 	return out
 }
 
+// readySettle bounds how long a converged fleet's members may take to be Ready together. The
+// fleet's status can say every member is Ready while one is briefly not: celld answers not ready
+// on a member holding the only live copy of a peer's keys while that peer recovers, a few seconds
+// after the peer's restart, which a probe every 2 s shows.
+const readySettle = 30 * time.Second
+
+// membersReady waits until every member Pod of fl is Ready, and fails naming those that stay
+// not Ready past readySettle.
+func (f *fixture) membersReady(fl *v1alpha1.CelldFleet) []corev1.Pod {
+	f.t.Helper()
+	var pods []corev1.Pod
+	var notReady []string
+	deadline := time.Now().Add(readySettle)
+	for {
+		pods, notReady = f.members(fl), nil
+		for _, p := range pods {
+			if !podReady(&p) {
+				notReady = append(notReady, p.Name)
+			}
+		}
+		if len(notReady) == 0 || time.Now().After(deadline) || f.ctx.Err() != nil {
+			break
+		}
+		time.Sleep(poll)
+	}
+	for _, n := range notReady {
+		f.t.Errorf("member %s is not Ready %s after its fleet converged", n, readySettle)
+	}
+	return pods
+}
+
 // checkMembersRun judges every member from the API server (Ready, one per node while the fleet
 // fits) and from the machine (one celld process per member, not root, in the volumes' group,
 // having written its data folder, running the image the fleet asks for).
 func (f *fixture) checkMembersRun(fl *v1alpha1.CelldFleet, build string) {
 	f.t.Helper()
-	pods := f.members(fl)
+	pods := f.membersReady(fl)
 	if len(pods) != int(fl.Spec.Members) {
 		f.t.Fatalf("%d member Pods, want %d", len(pods), fl.Spec.Members)
 	}
 	perNode := map[string]int{}
 	for _, p := range pods {
-		if !podReady(&p) {
-			f.t.Errorf("member %s is not Ready", p.Name)
-		}
 		perNode[p.Spec.NodeName]++
 	}
 	if up := f.nodesUp(); len(pods) <= up && len(perNode) != len(pods) {

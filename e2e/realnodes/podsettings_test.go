@@ -54,15 +54,12 @@ func TestMemberPodSettings(t *testing.T) {
 	}
 	fl := f.waitConverged(f.create(spec).Name)
 
-	pods := f.members(fl)
+	pods := f.membersReady(fl)
 	if len(pods) != 2 {
 		t.Fatalf("%d member Pods, want 2", len(pods))
 	}
 	procs := processes(fl.UID)
 	for _, p := range pods {
-		if !podReady(&p) {
-			t.Errorf("member %s is not Ready", p.Name)
-		}
 		started := false
 		for _, s := range p.Status.InitContainerStatuses {
 			if s.Name == "shipper" && s.Started != nil && *s.Started && s.State.Running != nil {
