@@ -126,6 +126,10 @@ func (p *planner) sleep(objs *render.Objects) {
 	}
 	w := &v.Workload
 	switch {
+	case w.Exists && !w.Deleting && fx.hold != "":
+		// What holds the workload where it is (a bad input, another fleet's disks under this
+		// one's names) holds its stop too: a person fixes it first.
+		p.block("%s", fx.hold)
 	case w.Exists && !w.Deleting && (v.Asleep || marking):
 		ref := kinds.RefOf(objs.Workload())
 		p.add(Action{Kind: StopWorkload, Key: "stop/" + v.Namespace + "/" + ref.Name + "/" + string(w.UID), Ref: ref,

@@ -1,8 +1,10 @@
 package machine
 
 import (
+	"strings"
 	"testing"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -128,4 +130,69 @@ func TestWakingUntilEveryMemberIsReady(t *testing.T) {
 	if r.w.fleet.Status.State != v1alpha1.StateSteady || budgetMark(r.w) != "" {
 		t.Fatalf("every member ready: state %s, mark %q: %s", r.w.fleet.Status.State, budgetMark(r.w), r.shape())
 	}
+}
+
+// TestHibernatingWaitsOnNoMemberComingBack: a member whose node is gone while another is not
+// ready is a problem only a person ends on an awake fleet (Degraded MemberCannotComeBack); a
+// fleet going to sleep stops them all and reports no such problem, and stops its workload.
+func TestHibernatingWaitsOnNoMemberComingBack(t *testing.T) {
+	r := hibernation(t)
+	r.do(opCrash, queueDraw{&[]int{0}})
+	gone := -1
+	for i, n := range sortedKeys(r.w.nodes) {
+		if p := r.w.pods["a-2"]; p != nil && p.Spec.NodeName == n {
+			gone = i
+		}
+	}
+	if gone < 0 {
+		t.Fatalf("member a-2 on no node: %s", r.shape())
+	}
+	r.do(opNodeGone, queueDraw{&[]int{gone}})
+	if c := hibCondition(r.stepNow().Status, v1alpha1.ConditionDegraded); c.Status != metav1.ConditionTrue || c.Reason != ReasonMemberLost {
+		t.Fatalf("awake, a-2's node gone and a-0 not ready: Degraded %s %s %q, want True MemberCannotComeBack", c.Status, c.Reason, c.Message)
+	}
+	r.do(opHibernate, nil)
+	d := r.stepNow()
+	if c := hibCondition(d.Status, v1alpha1.ConditionDegraded); c.Status == metav1.ConditionTrue {
+		t.Errorf("going to sleep: Degraded %s %q, want no problem a person must end", c.Reason, c.Message)
+	}
+	if c := hibCondition(d.Status, v1alpha1.ConditionProgressing); c.Reason == ReasonMemberLost {
+		t.Errorf("going to sleep: Progressing %s %s %q", c.Status, c.Reason, c.Message)
+	}
+	stops := 0
+	for _, a := range d.Actions {
+		if a.Kind == StopWorkload {
+			stops++
+		}
+	}
+	if stops != 1 {
+		t.Errorf("going to sleep with a member lost: %d stops of the workload, want 1", stops)
+	}
+}
+
+// TestHibernationHeldByForeignDisks: another fleet's disk under this fleet's names holds the
+// workload where it is; asked to sleep, the fleet keeps it running and says what holds it.
+func TestHibernationHeldByForeignDisks(t *testing.T) {
+	r := hibernation(t)
+	r.do(opForeignDisk, nil)
+	r.do(opHibernate, nil)
+	d := r.stepNow()
+	for _, a := range d.Actions {
+		if a.Kind == StopWorkload {
+			t.Fatalf("the workload of a held fleet is stopped: %s", a)
+		}
+	}
+	if c := hibCondition(d.Status, v1alpha1.ConditionDegraded); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "data-a-9") {
+		t.Errorf("held: Degraded %s %s %q, want True naming data-a-9", c.Status, c.Reason, c.Message)
+	}
+	if !strings.Contains(d.Status.BlockedBy, "data-a-9") {
+		t.Errorf("held: blockedBy %q does not name data-a-9", d.Status.BlockedBy)
+	}
+}
+
+func hibCondition(st v1alpha1.CelldFleetStatus, typ string) metav1.Condition {
+	if c := apimeta.FindStatusCondition(st.Conditions, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{Type: typ, Status: "absent"}
 }

@@ -124,7 +124,7 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 	case len(fx.lostClaims) > 0 && p.to != v1alpha1.StateDeleting:
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonDiskLost,
 			"no progress until a person deletes the Lost claims "+strings.Join(fx.lostClaims, ", ")
-	case fx.candidate != nil && !fx.othersReady && fx.wait == 0 && p.to != v1alpha1.StateDeleting:
+	case fx.candidate != nil && !fx.othersReady && fx.wait == 0 && p.to != v1alpha1.StateDeleting && !sleeping(p.to):
 		// Nothing the operator waits for ends on its own: only a person replacing the member does.
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonMemberLost, "no progress: "+p.blocked
 	case len(fx.away) > 0 && fx.awayWaits() && p.to != v1alpha1.StateDeleting:
@@ -147,7 +147,8 @@ func (p *planner) status() v1alpha1.CelldFleetStatus {
 		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonMemberUnreachable, fx.fenceText())
 	case p.scaleDown != "":
 		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonDeletionBlocked, p.scaleDown)
-	case fx.candidate != nil && !fx.othersReady:
+	case fx.candidate != nil && !fx.othersReady && !sleeping(p.to):
+		// A fleet going to sleep waits on no member coming back: the stop takes them all.
 		degraded = cond(v1alpha1.ConditionDegraded, true, ReasonMemberLost, p.blocked)
 	case len(fx.doomed) > 0 && p.to != v1alpha1.StateDeleting:
 		msg := "disks " + joinNames(fx.doomed) +

@@ -330,14 +330,15 @@ func podReady(p *corev1.Pod) bool {
 // another is not ready.
 const CannotComeBackPasses = "passes that saw a member that cannot come back while another is not ready, judged reported"
 
-// CannotComeBack judges one pass on a live fleet against what the operator observed: a member
+// CannotComeBack judges one pass on a live, awake fleet against what the operator observed: a member
 // whose node is gone or fenced cannot come back where it is, and healing replaces it only while
 // every other member is ready (one member away at a time). With another member not ready or
 // terminating, it waits on that one, which may never come back on its own either: a status
 // written in that pass must say Degraded=True, and when its reason is MemberCannotComeBack,
 // name the member.
 func (j *Judge) CannotComeBack(f *v1alpha1.CelldFleet, pods []*corev1.Pod, nodes map[string]*corev1.Node, synced bool, sent []sim.Request) error {
-	if f == nil || f.DeletionTimestamp != nil || !synced {
+	if f == nil || f.DeletionTimestamp != nil || !synced || f.Spec.Hibernate {
+		// A fleet going to sleep stops every member: it waits on none coming back.
 		return nil
 	}
 	var lost, notReady []string

@@ -293,6 +293,8 @@ func TestCannotComeBackIsReported(t *testing.T) {
 		Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet}}
 	deleting := f.DeepCopy()
 	deleting.DeletionTimestamp = &metav1.Time{Time: now}
+	sleeping := f.DeepCopy()
+	sleeping.Spec.Hibernate = true
 	// per member: its node (n0 gone, f fenced, h healthy) and r ready or n not ready.
 	pods := func(members ...string) []*corev1.Pod {
 		var out []*corev1.Pod
@@ -329,6 +331,7 @@ func TestCannotComeBackIsReported(t *testing.T) {
 		{"the others ready", f, []string{"gn", "hr", "hr"}, healthy, ""},
 		{"nobody lost", f, []string{"hn", "hr", "hn"}, healthy, ""},
 		{"the fleet being deleted", deleting, []string{"gr", "hr", "hn"}, healthy, ""},
+		{"the fleet going to sleep", sleeping, []string{"gr", "hr", "hn"}, healthy, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
