@@ -239,6 +239,15 @@ func (p *planner) disks() {
 		// What the workload waits for is said already (a member to be ready, its rollout).
 		return
 	}
+	if m := otherRevision(v); m != nil {
+		// A StatefulSet created anew takes its update revision for the current one, so it would
+		// no longer know that members below a held partition run an older revision, and its
+		// rollout would never be seen to finish. The claim template waits for the rollout; the
+		// claims grow meanwhile.
+		p.block("the staged rollout of revision %s to be approved or reverted (member %s runs revision %s) before the StatefulSet is created again with claims of %s",
+			w.UpdateRevision, m.Name, m.Revision, dx.size.String())
+		return
+	}
 	ref := kinds.Ref{Kind: kinds.StatefulSet, Namespace: v.Namespace, Name: f.Name}
 	p.add(Action{Kind: RecreateWorkload, Key: "recreate/" + v.Namespace + "/" + f.Name + "/" + string(w.UID), Ref: ref,
 		UID: w.UID, ResourceVersion: w.ResourceVersion,
@@ -365,4 +374,15 @@ func resizeEvent(published *v1alpha1.CelldFleetStatus, dx *diskFacts, announced,
 	}
 	return Action{Kind: RecordEvent, Key: ResizeDoneEventPrefix + size, EventType: "Normal", Reason: "DiskResized",
 		Message: "every disk of the fleet has the size it asks for, at least " + size}, true
+}
+
+// otherRevision is the first member running another revision than the workload's update
+// revision (a staged rollout in flight or held), nil when none does.
+func otherRevision(v *events.View) *events.Member {
+	for i := range v.Members {
+		if m := &v.Members[i]; m.Revision != "" && m.Revision != v.Workload.UpdateRevision {
+			return m
+		}
+	}
+	return nil
 }

@@ -239,6 +239,27 @@ var Table = []Mutant{
 		Threatens:   "guard previousChangeRolledOutOrHeldAndAllReady; liveness",
 	},
 	{
+		Name: "sleep-ignores-hold", File: "machine/hibernate.go",
+		Original:    "case w.Exists && !w.Deleting && fx.hold != \"\":",
+		Replacement: "case w.Exists && !w.Deleting && fx.hold != \"\" && v.Asleep:",
+		Mistake:     "a held fleet (another fleet's disks under its names, a bad input) asked to sleep has its workload deleted",
+		Threatens:   "a hold holds every workload write, the stop included",
+	},
+	{
+		Name: "sleeping-fleet-reports-member-lost", File: "machine/status.go",
+		Original:    "\tcase fx.candidate != nil && !fx.othersReady && !sleeping(p.to):\n",
+		Replacement: "\tcase fx.candidate != nil && !fx.othersReady:\n",
+		Mistake:     "a fleet going to sleep says Degraded MemberCannotComeBack with the stop's wait for its message, naming no member",
+		Threatens:   "what only a person can unblock is reported, and only that (§6)",
+	},
+	{
+		Name: "recreate-over-held-rollout", File: "machine/disks.go",
+		Original:    "if m := otherRevision(v); m != nil {",
+		Replacement: "if m := otherRevision(v); false && m != nil {",
+		Mistake:     "the StatefulSet is created again for a new claim template while a staged rollout holds, and the new one never sees its members below the partition as rolled out",
+		Threatens:   "liveness of a held rollout; the fleet converges once approved",
+	},
+	{
 		Name: "rollout-revert-counted-held", File: "events/view.go",
 		Original:    "(w.CurrentRevision != w.UpdateRevision && w.UpdatedReplicas >= w.Replicas-min(w.Partition, w.Replicas))",
 		Replacement: "(w.UpdatedReplicas >= w.Replicas-min(w.Partition, w.Replicas))",
@@ -434,8 +455,8 @@ var Table = []Mutant{
 	},
 	{
 		Name: "cannot-come-back-negated", File: "machine/status.go",
-		Original:    "\tcase fx.candidate != nil && !fx.othersReady:\n\t\tdegraded = ",
-		Replacement: "\tcase fx.candidate != nil && fx.othersReady:\n\t\tdegraded = ",
+		Original:    "\tcase fx.candidate != nil && !fx.othersReady && !sleeping(p.to):\n",
+		Replacement: "\tcase fx.candidate != nil && fx.othersReady && !sleeping(p.to):\n",
 		Mistake:     "the member that cannot come back is reported when the others are ready (and healing replaces it at once), not while it waits on one that is not",
 		Threatens:   "what only a person can unblock is reported (§6 MemberCannotComeBack)",
 	},
