@@ -8,11 +8,12 @@
 # kube-router's network policy controller (with cluster/patches/), and the pause program from
 # Kubernetes' C source.
 #
-#   cluster/build-real.sh [--force|--check] [NAME...]
+#   cluster/build-real.sh [--force|--check|--prepare] [NAME...]
 #
 # NAME is any of: kubelet kube-proxy containerd runc cni-plugins coredns local-path-provisioner
 # csi-provisioner csi-resizer kube-router pause (default: all). runc and pause need gcc and static libc and libseccomp: the packages of
 # cluster/prereqs.sh, installed with apt-get when missing and run as root (else it says which).
+# --prepare only resolves and downloads the sources of what is not built yet (cluster/prefetch.sh).
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -26,13 +27,15 @@ ALL=(kubelet kube-proxy containerd runc cni-plugins coredns local-path-provision
 
 force=0
 check=0
+prepare_only=0
 targets=()
 while (($#)); do
 	case "$1" in
 	-f | --force) force=1 ;;
 	--check) check=1 ;;
+	--prepare) prepare_only=1 ;;
 	-h | --help)
-		sed -n '2,14s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+		sed -n '2,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 		exit 0
 		;;
 	-*)
@@ -125,6 +128,7 @@ tidy() {
 }
 
 gobuild() {
+	((prepare_only)) && return 0
 	local name=$1 out=$2 pkg=$3
 	shift 3
 	(cd "${CLUSTER_BUILD}/real-${name}" && GOWORK=off go build -trimpath "$@" -o "${CLUSTER_BIN}/${out}.tmp" "${pkg}")
@@ -235,6 +239,10 @@ build_local_path() {
 build_kube_router() {
 	local v=${KUBE_ROUTER_VERSION} dir="${CLUSTER_BUILD}/real-kube-router" src
 	src=$(modinfo github.com/cloudnativelabs/kube-router/v2 "${v}" Dir)
+	if ((prepare_only)); then
+		(cd "${src}" && GOWORK=off go mod download)
+		return
+	fi
 	rm -rf "${dir}"
 	mkdir -p "${dir}"
 	cp -r "${src}" "${dir}/src"
@@ -253,6 +261,10 @@ build_csi_sidecar() {
 	local name=$1 module=$2 version=$3 cmd=$4 dir src
 	dir="${CLUSTER_BUILD}/real-${name}"
 	src=$(modinfo "${module}" "${version}" Dir)
+	if ((prepare_only)); then
+		(cd "${src}" && GOWORK=off go mod download)
+		return
+	fi
 	if [[ ! -f "${dir}/.prepared" || "$(<"${dir}/.prepared")" != "${version}" ]]; then
 		log "copying ${module} ${version} into ${dir}"
 		rm -rf "${dir}"
@@ -270,6 +282,7 @@ build_csi_sidecar() {
 build_pause() {
 	local src
 	src="$(modinfo k8s.io/kubernetes "${KUBE_VERSION}" Dir)/build/pause/linux/pause.c"
+	((prepare_only)) && return
 	gcc -Os -Wall -Werror -static -DVERSION="${PAUSE_VERSION}-${KUBE_VERSION}" -o "${CLUSTER_BIN}/pause.tmp" "${src}"
 	strip "${CLUSTER_BIN}/pause.tmp"
 	mv -f "${CLUSTER_BIN}/pause.tmp" "${CLUSTER_BIN}/pause"
@@ -295,12 +308,22 @@ mkdir -p "${CLUSTER_BIN}" "${CLUSTER_BUILD}"
 total_start=${SECONDS}
 for name in "${targets[@]}"; do
 	if ((!force)) && is_current "${name}"; then
-		log "${name} $(version_of "${name}"): cached"
+		((prepare_only)) || log "${name} $(version_of "${name}"): cached"
 		continue
 	fi
-	log "building ${name} $(version_of "${name}")..."
+	# A build and cluster/prefetch.sh may prepare the same builder folder at once: one at a
+	# time, by folder (kubelet and kube-proxy share one).
+	group=${name}
+	[[ "${name}" == kube-proxy ]] && group=kubelet
+	exec {lock}>"${CLUSTER_BUILD}/real-${group}.lock"
+	flock "${lock}"
+	if ((prepare_only)); then
+		log "resolving ${name} $(version_of "${name}")"
+	else
+		log "building ${name} $(version_of "${name}")..."
+		rm -f "$(stamp_of "${name}")"
+	fi
 	start=${SECONDS}
-	rm -f "$(stamp_of "${name}")"
 	case "${name}" in
 	kubelet | kube-proxy) build_kube "${name}" ;;
 	containerd) build_containerd ;;
@@ -318,7 +341,13 @@ for name in "${targets[@]}"; do
 		;;
 	pause) build_pause ;;
 	esac
+	exec {lock}>&-
+	((prepare_only)) && continue
 	version_of "${name}" >"$(stamp_of "${name}")"
 	log "built ${name} in $((SECONDS - start))s"
 done
+if ((prepare_only)); then
+	log "resolved in $((SECONDS - total_start))s"
+	exit 0
+fi
 log "done in $((SECONDS - total_start))s; binaries in ${CLUSTER_BIN}"

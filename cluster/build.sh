@@ -2,13 +2,14 @@
 # Builds the local control plane binaries from pinned module versions into
 # .cache/cluster/bin, reusing a cached binary when its version stamp matches.
 #
-#   cluster/build.sh [--force|--check] [--control-plane|NAME...]
+#   cluster/build.sh [--force|--check|--prepare] [--control-plane|NAME...]
 #
 # NAME is any of: etcd kube-apiserver kube-controller-manager kube-scheduler
 # kubectl kwok metrics-server. Without one it builds them all and the tools the
 # tests run (cluster/tools.sh); --control-plane builds them all and no tool, only
 # what cluster/up.sh starts (make demo, make cluster). --force rebuilds even when
-# the stamp matches; --check builds nothing and fails when one is missing or out of date.
+# the stamp matches; --check builds nothing and fails when one is missing or out of date;
+# --prepare only resolves and downloads the modules of what is not built yet (cluster/prefetch.sh).
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -20,17 +21,19 @@ shopt -s inherit_errexit
 ALL=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok metrics-server)
 
 usage() {
-	sed -n '2,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 force=0
 check=0
+prepare=0
 tools=1
 targets=()
 while (($#)); do
 	case "$1" in
 	-f | --force) force=1 ;;
 	--check) check=1 ;;
+	--prepare) prepare=1 ;;
 	--control-plane) tools=0 ;;
 	-h | --help)
 		usage
@@ -137,7 +140,14 @@ prepare_module() {
 	metrics-server) version=${METRICS_SERVER_VERSION} ;;
 	esac
 	stamp="${dir}/.prepared"
+	# A build and cluster/prefetch.sh may resolve the same module at once: one at a time, the
+	# second finds it resolved.
+	mkdir -p "${CLUSTER_BUILD}"
+	local lock
+	exec {lock}>"${dir}.lock"
+	flock "${lock}"
 	if [[ -f "${stamp}" && "$(<"${stamp}")" == "${version}" ]]; then
+		exec {lock}>&-
 		return 0
 	fi
 
@@ -195,6 +205,7 @@ prepare_module() {
 	} >"${dir}/go.mod"
 	(cd "${dir}" && go mod tidy)
 	echo "${version}" >"${stamp}"
+	exec {lock}>&-
 }
 
 ldflags_of() {
@@ -300,7 +311,16 @@ if ((tools)); then
 	tools_args=()
 	((force)) && tools_args+=(--force)
 	((check)) && tools_args+=(--check)
+	((prepare)) && tools_args+=(--prepare)
 	"$(dirname "${BASH_SOURCE[0]}")/tools.sh" "${tools_args[@]}"
+fi
+
+if ((prepare)); then
+	for name in "${targets[@]}"; do
+		((!force)) && is_current "${name}" && continue
+		prepare_module "$(module_of "${name}")"
+	done
+	exit
 fi
 
 if ((check)); then

@@ -5,10 +5,11 @@
 # chart's README, from its values), from pinned module versions into .cache/cluster/bin, reusing a cached binary when
 # its version stamp matches (cluster/build.sh runs it after the control plane).
 #
-#   cluster/tools.sh [--force|--check] [promtool|helm|krew|cyclonedx-gomod|cosign|helm-docs...]
+#   cluster/tools.sh [--force|--check|--prepare] [promtool|helm|krew|cyclonedx-gomod|cosign|helm-docs...]
 #
 # --force rebuilds even when the stamp matches; --check builds nothing and fails
-# when a tool is missing or out of date.
+# when a tool is missing or out of date; --prepare only resolves and downloads the
+# modules of the tools not built yet (cluster/prefetch.sh).
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -28,13 +29,15 @@ TOOLS=(promtool helm krew cyclonedx-gomod cosign helm-docs)
 
 force=0
 check=0
+prepare=0
 targets=()
 while (($#)); do
 	case "$1" in
 	-f | --force) force=1 ;;
 	--check) check=1 ;;
+	--prepare) prepare=1 ;;
 	-h | --help)
-		sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+		sed -n '2,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 		exit 0
 		;;
 	promtool | helm | krew | cyclonedx-gomod | cosign | helm-docs) targets+=("$1") ;;
@@ -121,7 +124,14 @@ tool_prepare() {
 	dir="${CLUSTER_BUILD}/tool-${name}"
 	version=$(tool_version "${name}")
 	mod=$(tool_module "${name}")
+	# A build and cluster/prefetch.sh may resolve the same tool at once: one at a time, the
+	# second finds it resolved.
+	mkdir -p "${CLUSTER_BUILD}"
+	local lock
+	exec {lock}>"${dir}.lock"
+	flock "${lock}"
 	if [[ -f "${dir}/.prepared" && "$(<"${dir}/.prepared")" == "${version}" ]]; then
+		exec {lock}>&-
 		return 0
 	fi
 	log "resolving ${mod} ${version} builder module in ${dir}"
@@ -139,6 +149,7 @@ tool_prepare() {
 	} >"${dir}/go.mod"
 	(cd "${dir}" && go mod tidy)
 	echo "${version}" >"${dir}/.prepared"
+	exec {lock}>&-
 }
 
 tool_build() {
@@ -176,6 +187,13 @@ if ((check)); then
 fi
 
 mkdir -p "${CLUSTER_BIN}" "${CLUSTER_BUILD}"
+if ((prepare)); then
+	for name in "${targets[@]}"; do
+		((!force)) && tool_current "${name}" && continue
+		tool_prepare "${name}"
+	done
+	exit
+fi
 for name in "${targets[@]}"; do
 	tool_build "${name}"
 done
