@@ -19,6 +19,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -109,13 +110,13 @@ func TestUsersObjectsUnderFleetNames(t *testing.T) {
 		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: mine}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := suite.kube.NetworkingV1().NetworkPolicies(f.ns).Create(f.ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: name + events.SuffixPeers},
+	if _, err := suite.kube.NetworkingV1().NetworkPolicies(f.ns).Create(f.ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: name + kinds.SuffixPeers},
 		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: mine}, PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}}}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var before []usersObject
-	for _, o := range [][2]string{{"Service", name}, {"PodDisruptionBudget", name}, {"NetworkPolicy", name + events.SuffixPeers}} {
+	for _, o := range [][2]string{{"Service", name}, {"PodDisruptionBudget", name}, {"NetworkPolicy", name + kinds.SuffixPeers}} {
 		u, err := f.readUsersObject(o[0], o[1])
 		if err != nil {
 			t.Fatal(err)
@@ -125,14 +126,14 @@ func TestUsersObjectsUnderFleetNames(t *testing.T) {
 	f.startOperator()
 
 	fl := f.create(f.newFleet(name, v1alpha1.ProfilePersistentFleet, 2))
-	f.waitDegraded(fl.Name, machine.ReasonNameTaken, "Service/"+name, "PodDisruptionBudget/"+name, "NetworkPolicy/"+name+events.SuffixPeers, "never takes them over")
+	f.waitDegraded(fl.Name, machine.ReasonNameTaken, "Service/"+name, "PodDisruptionBudget/"+name, "NetworkPolicy/"+name+kinds.SuffixPeers, "never takes them over")
 	// The objects the operator makes for the fleet under free names are its own; the workload is
 	// held: it would run beside a Service and a budget that select someone else's Pods.
 	if err := wait.PollUntilContextTimeout(f.ctx, poll, time.Minute, true, func(ctx context.Context) (bool, error) {
-		s, err := suite.kube.CoreV1().Services(f.ns).Get(ctx, name+events.SuffixPeers, metav1.GetOptions{})
+		s, err := suite.kube.CoreV1().Services(f.ns).Get(ctx, name+kinds.SuffixPeers, metav1.GetOptions{})
 		return err == nil && events.ControlledBy(s, fl.UID), nil
 	}); err != nil {
-		t.Errorf("the fleet's own peer Service %s%s never appeared", name, events.SuffixPeers)
+		t.Errorf("the fleet's own peer Service %s%s never appeared", name, kinds.SuffixPeers)
 	}
 	f.holds(5*time.Second, "someone else's objects untouched, no workload", func() error {
 		for _, b := range before {
@@ -148,7 +149,7 @@ func TestUsersObjectsUnderFleetNames(t *testing.T) {
 
 	// Two fleets cannot share derived names: the fleet named like this one's peer objects is
 	// refused at admission.
-	rival := f.newFleet(name+events.SuffixPeers, v1alpha1.ProfileBucket, 1)
+	rival := f.newFleet(name+kinds.SuffixPeers, v1alpha1.ProfileBucket, 1)
 	if _, err := f.fleets().Create(f.ctx, rival, metav1.CreateOptions{}); err == nil || !strings.Contains(err.Error(), "metadata.name") {
 		t.Errorf("fleet %s, whose Service would be fleet %s's peer Service: %v; want it refused naming metadata.name", rival.Name, name, err)
 	}
@@ -157,10 +158,10 @@ func TestUsersObjectsUnderFleetNames(t *testing.T) {
 	// The garbage collector deletes what the operator made for the fleet; the person's objects
 	// stay, exactly as they were.
 	if err := wait.PollUntilContextTimeout(f.ctx, poll, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := suite.kube.CoreV1().Services(f.ns).Get(ctx, name+events.SuffixPeers, metav1.GetOptions{})
+		_, err := suite.kube.CoreV1().Services(f.ns).Get(ctx, name+kinds.SuffixPeers, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	}); err != nil {
-		t.Errorf("the deleted fleet's own Service %s%s is still there after a minute", name, events.SuffixPeers)
+		t.Errorf("the deleted fleet's own Service %s%s is still there after a minute", name, kinds.SuffixPeers)
 	}
 	for _, b := range before {
 		if err := f.unchanged(b); err != nil {

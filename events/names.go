@@ -12,15 +12,6 @@ import (
 	"github.com/celld/celld-operator/kinds"
 )
 
-// The suffixes of the names the operator derives from a fleet's name. Admission refuses a fleet
-// name that ends in one of them: fleet "x-peers" would otherwise render the Service that fleet
-// "x" renders as its peer Service, and two fleets would fight over it. With that rule, the
-// derived names of two fleets of one namespace never meet (see TestDerivedNamesNeverCollide).
-const (
-	SuffixPeers   = "-peers"
-	SuffixClients = "-clients"
-)
-
 // DerivedSuffixes lists every suffix a derived name adds to the fleet's name: every owned kind's
 // of kinds.Table.
 var DerivedSuffixes = derivedSuffixes()

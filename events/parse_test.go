@@ -204,7 +204,7 @@ func TestDerivedSuffixes(t *testing.T) {
 			t.Errorf("DerivedSuffixes %q: %q is empty or listed twice", DerivedSuffixes, s)
 		}
 	}
-	for _, s := range []string{SuffixPeers, SuffixClients} {
+	for _, s := range []string{kinds.SuffixPeers, kinds.SuffixClients} {
 		if !slices.Contains(DerivedSuffixes, s) {
 			t.Errorf("DerivedSuffixes %q lacks %q", DerivedSuffixes, s)
 		}

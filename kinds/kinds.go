@@ -76,6 +76,17 @@ type Row struct {
 // GVR is the kind's API resource with its version.
 func (r Row) GVR() schema.GroupVersionResource { return r.Resource.WithVersion(r.Version) }
 
+// The suffixes of the names the operator derives from a fleet's name, beside the fleet's own:
+// its peer Service and NetworkPolicy, and its clients' NetworkPolicy. Admission refuses a fleet
+// name that ends in one of them: fleet "x-peers" would otherwise render the Service that fleet
+// "x" renders as its peer Service, and two fleets would fight over it. With that rule, the
+// derived names of two fleets of one namespace never meet (events.DerivedSuffixes,
+// TestDerivedNamesNeverCollide).
+const (
+	SuffixPeers   = "-peers"
+	SuffixClients = "-clients"
+)
+
 // Table lists every kind, owned kinds in the order they are applied (prerequisites first, the
 // workload last).
 var Table = []Row{
@@ -84,10 +95,10 @@ var Table = []Row{
 	{Kind: Reservation, New: func() Object { return &v1alpha1.CelldReservation{} },
 		Resource: schema.GroupResource{Group: "celld.io", Resource: "celldreservations"}, Version: "v1alpha1", Namespaced: true, Generation: true},
 	{Kind: Service, New: func() Object { return &corev1.Service{} },
-		Resource: schema.GroupResource{Resource: "services"}, Version: "v1", Namespaced: true, Owned: true, Suffixes: []string{"", "-peers"}},
+		Resource: schema.GroupResource{Resource: "services"}, Version: "v1", Namespaced: true, Owned: true, Suffixes: []string{"", SuffixPeers}},
 	{Kind: NetworkPolicy, New: func() Object { return &networkingv1.NetworkPolicy{} },
 		Resource: schema.GroupResource{Group: "networking.k8s.io", Resource: "networkpolicies"}, Version: "v1", Namespaced: true, Generation: true, Owned: true,
-		Suffixes: []string{"-clients", "-peers"}},
+		Suffixes: []string{SuffixClients, SuffixPeers}},
 	{Kind: PodDisruptionBudget, New: func() Object { return &policyv1.PodDisruptionBudget{} },
 		Resource: schema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"}, Version: "v1", Namespaced: true, Generation: true, Owned: true,
 		Suffixes: []string{""}},

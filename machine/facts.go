@@ -66,7 +66,7 @@ type facts struct {
 	current  int32
 	ready    int32
 	running  int32 // members not terminating
-	rolledOt bool
+	rolledOut bool
 	allReady bool
 	// candidate is the first member that cannot come back; nil when none.
 	candidate *lost
@@ -303,7 +303,7 @@ func computeFacts(v *events.View) *facts {
 	// A staged rollout held at its partition is settled there (RolledOut), once every member from
 	// the partition up runs the update revision: members say so one by one, where the workload's
 	// counts alone could not tell which members are updated.
-	fx.rolledOt = w.RolledOut() && fx.running == w.Replicas && int32(len(v.Members)) == w.Replicas &&
+	fx.rolledOut = w.RolledOut() && fx.running == w.Replicas && int32(len(v.Members)) == w.Replicas &&
 		(w.UpdatedReplicas == w.Replicas || updatedFromPartition(v))
 	if c := fx.candidate; c != nil {
 		// The previous change must have been acted on: the controller saw it, and no member above
@@ -372,7 +372,7 @@ func updatedFromPartition(v *events.View) bool {
 }
 
 // settled: the previous change rolled out and every member is ready.
-func (fx *facts) settled() bool { return fx.rolledOt && fx.allReady }
+func (fx *facts) settled() bool { return fx.rolledOut && fx.allReady }
 
 // audit finds the disks no member uses and the disks of another fleet under this one's name.
 func (fx *facts) audit() {

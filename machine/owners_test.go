@@ -14,6 +14,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	celldkinds "github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/render"
 )
@@ -246,7 +247,7 @@ func TestDerivedNamesNeverCollide(t *testing.T) {
 					fb.Name = base
 					if !slices.ContainsFunc(events.DerivedObjects(fb), func(d events.Derived) bool {
 						return slices.Contains(events.DerivedObjects(fa), d)
-					}) && s == events.SuffixPeers {
+					}) && s == celldkinds.SuffixPeers {
 						t.Fatalf("fleet %q is refused, yet collides with no fleet %q", a, base)
 					}
 				}

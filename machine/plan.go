@@ -557,7 +557,7 @@ func (p *planner) explain(replicas int32) {
 			break
 		}
 	}
-	if !fx.rolledOt && v.Workload.Exists {
+	if !fx.rolledOut && v.Workload.Exists {
 		p.block("the workload's rollout to finish")
 	}
 	if p.held() {

@@ -89,7 +89,7 @@ func (p *planner) rolloutStatus() *v1alpha1.RolloutStatus {
 
 // held: the rollout is settled at its partition and stays there until a person approves it.
 func (p *planner) held() bool {
-	return p.part > 0 && p.v.Workload.Held() && p.fx.rolledOt
+	return p.part > 0 && p.v.Workload.Held() && p.fx.rolledOut
 }
 
 // heldText says what a held rollout waits for and how to end the wait.

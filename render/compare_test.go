@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // TestLongerObservedListsAreDrift: an observed list with an entry the operator does not render,
@@ -160,7 +161,7 @@ func TestNetworkPolicyEditsThatWidenAreDrift(t *testing.T) {
 		switch {
 		case p.Name == f.Name+"-clients":
 			clients = p
-		case p.Name == f.Name+PeerServiceSuffix:
+		case p.Name == f.Name+kinds.SuffixPeers:
 			peers = p
 		}
 	}

@@ -47,7 +47,7 @@ func renderPolicies(f *v1alpha1.CelldFleet) []*networkingv1.NetworkPolicy {
 		}
 	}
 	return []*networkingv1.NetworkPolicy{
-		policy("-clients", clients, &clientPort),
-		policy("-peers", []networkingv1.NetworkPolicyPeer{{PodSelector: &members}}, &peerPort),
+		policy(kinds.SuffixClients, clients, &clientPort),
+		policy(kinds.SuffixPeers, []networkingv1.NetworkPolicyPeer{{PodSelector: &members}}, &peerPort),
 	}
 }

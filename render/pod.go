@@ -9,6 +9,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 func durability(f *v1alpha1.CelldFleet) string {
@@ -39,7 +40,7 @@ var ownedEnv = []struct {
 		return corev1.EnvVar{ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}
 	}, false},
 	{"CELLD_PEER_DOMAIN", func(f *v1alpha1.CelldFleet) corev1.EnvVar {
-		return corev1.EnvVar{Value: f.Name + PeerServiceSuffix + "." + f.Namespace + ".svc"}
+		return corev1.EnvVar{Value: f.Name + kinds.SuffixPeers + "." + f.Namespace + ".svc"}
 	}, false},
 	{"CELLD_CLIENT_PORT", func(f *v1alpha1.CelldFleet) corev1.EnvVar {
 		client, _ := ports(f)

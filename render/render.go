@@ -19,10 +19,8 @@ const (
 	DataMountPath = "/var/lib/celld"
 	// The root filesystem is read-only; celld's temporary files go to a scratch emptyDir of
 	// ScratchLimit at ScratchMountPath.
-	ScratchVolume    = "tmp"
-	ScratchMountPath = "/tmp"
-	// PeerServiceSuffix names the headless peer Service: "<fleet>-peers".
-	PeerServiceSuffix = "-peers"
+	ScratchVolume     = "tmp"
+	ScratchMountPath  = "/tmp"
 	clientPortName    = "client"
 	peerPortName      = "peer"
 	defaultClientPort = 7000

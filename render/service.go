@@ -34,7 +34,7 @@ func renderPeerService(f *v1alpha1.CelldFleet) *corev1.Service {
 	client, peer := ports(f)
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: meta(f, f.Name+PeerServiceSuffix, "peers"),
+		ObjectMeta: meta(f, f.Name+kinds.SuffixPeers, "peers"),
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
 			PublishNotReadyAddresses: true,

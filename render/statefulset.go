@@ -7,6 +7,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 func renderStatefulSet(f *v1alpha1.CelldFleet, replicas int32, tmpl corev1.PodTemplateSpec, annotations map[string]string) *appsv1.StatefulSet {
@@ -20,7 +21,7 @@ func renderStatefulSet(f *v1alpha1.CelldFleet, replicas int32, tmpl corev1.PodTe
 			Replicas:            &replicas,
 			Selector:            &metav1.LabelSelector{MatchLabels: SelectorLabels(f)},
 			Template:            tmpl,
-			ServiceName:         f.Name + PeerServiceSuffix,
+			ServiceName:         f.Name + kinds.SuffixPeers,
 			PodManagementPolicy: appsv1.OrderedReadyPodManagement,
 			// An explicit partition: with type RollingUpdate alone the API server leaves the block
 			// nil, and the controller then recreates a deleted Pod below status.currentReplicas at

@@ -97,10 +97,6 @@ type Controller struct {
 	eventAt, syncing map[events.FleetKey]time.Time
 }
 
-// forbiddenRetry is how long a Forbidden refusal holds the fleet, Degraded, before the refused
-// write is tried again.
-var forbiddenRetry = time.Minute
-
 // NewController builds the caches and the queue; nothing runs until Start and Run.
 func NewController(c Clients, opts Options) (*Controller, error) {
 	if opts.Workers <= 0 {

@@ -25,7 +25,7 @@ var Table = []Mutant{
 	{
 		Name: "guard-settled-forgets-ready", File: "machine/graph.go",
 		Original:    "return args[0].(*facts).settled()",
-		Replacement: "return args[0].(*facts).rolledOt",
+		Replacement: "return args[0].(*facts).rolledOut",
 		Mistake:     "a rollout counted as done while a member is still not ready",
 		Threatens:   "guard previousChangeRolledOutOrHeldAndAllReady; clause 1",
 	},
@@ -226,8 +226,8 @@ var Table = []Mutant{
 	},
 	{
 		Name: "rollout-held-ignores-approval", File: "machine/rollout.go",
-		Original:    "return p.part > 0 && p.v.Workload.Held() && p.fx.rolledOt",
-		Replacement: "return p.v.Workload.Held() && p.fx.rolledOt",
+		Original:    "return p.part > 0 && p.v.Workload.Held() && p.fx.rolledOut",
+		Replacement: "return p.v.Workload.Held() && p.fx.rolledOut",
 		Mistake:     "status says held while the approved rollout goes on",
 		Threatens:   "status is a function of observation and this step's decision; the approved Event",
 	},
