@@ -229,8 +229,11 @@ func TestLimiterWaitsAreTraced(t *testing.T) {
 		limits    ClientLimits
 		wantWaits bool
 	}{{"limited", ClientLimits{}, true}, {"moving unlimited", ClientLimits{MovingUnlimited: true}, false}} {
-		// 10 per second, one at once: the second read waits about 100 ms for its token.
-		clients, stop, err := NewClients(&rest.Config{Host: api.URL, QPS: 10, Burst: 1}, c.limits)
+		// 2 per second, one at once: the second read waits for its token what is left of 500 ms
+		// after the first read, well over 100 ms unless that read took 400 (a slower limiter
+		// would only slow the test; a faster one flaked on a loaded machine, where the first
+		// read outlasted the interval).
+		clients, stop, err := NewClients(&rest.Config{Host: api.URL, QPS: 2, Burst: 1}, c.limits)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,8 +250,8 @@ func TestLimiterWaitsAreTraced(t *testing.T) {
 		}
 		go stop()
 		_, waited := tr.Take()
-		if c.wantWaits && waited < 50*time.Millisecond {
-			t.Errorf("%s: %s at the limiter traced, want the second read's wait of about 100ms", c.name, waited)
+		if c.wantWaits && waited < 100*time.Millisecond {
+			t.Errorf("%s: %s at the limiter traced, want the second read's wait of up to 500ms", c.name, waited)
 		}
 		if !c.wantWaits && waited != 0 {
 			t.Errorf("%s: %s at a limiter traced, though the client has none", c.name, waited)
