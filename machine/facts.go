@@ -62,12 +62,12 @@ type unfenced struct {
 
 // facts are what the view says, computed once per step.
 type facts struct {
-	view     *events.View
-	current  int32
-	ready    int32
-	running  int32 // members not terminating
+	view      *events.View
+	current   int32
+	ready     int32
+	running   int32 // members not terminating
 	rolledOut bool
-	allReady bool
+	allReady  bool
 	// candidate is the first member that cannot come back; nil when none.
 	candidate *lost
 	lostCount int
