@@ -698,7 +698,7 @@ var Table = []Mutant{
 	{
 		Name: "memo-ignores-restart", File: "machine/memo.go",
 		Original:    "restartedAt: v.Fleet.Annotations[v1alpha1.AnnotationRestartedAt], filesystemResize: fs,",
-		Replacement: "restartedAt: \"\", filesystemResize: fs,",
+		Replacement: "restartedAt: v.Fleet.Annotations[v1alpha1.AnnotationRestartedAt][:0], filesystemResize: fs,",
 		Mistake:     "the machine remembers the workload matched before a restart was requested: the restart never reaches it",
 		Threatens:   "day-2: a requested rolling restart happens",
 	},
