@@ -96,6 +96,16 @@ func runSuite(m *testing.M) int {
 	suite.bucketEndpoint = "http://" + net.JoinHostPort(vars[2], "28900")
 	clusterDNS(vars[2])
 	wasUp := cp.Answers()
+	if !wasUp && os.Getenv("E2E_KEEP_CLUSTER") == "" {
+		// A cluster this suite starts starts empty. The state a previous run left (its etcd:
+		// the operator's release, Pods on images the nodes no longer hold, Nodes as they were
+		// shut down) made the release's upgrade wait past its timeout for a Pod the scheduler
+		// had set aside.
+		logf("deleting the state a previous real-node cluster left (cluster/real.sh down --purge)")
+		if _, err := cp.Script("real.sh", "down", "--purge"); err != nil {
+			return fail("cluster/real.sh down --purge: %v", err)
+		}
+	}
 	logf("starting the real-node cluster (cluster/real.sh up; it builds what is missing)")
 	out, err := cp.Script("real.sh", "up")
 	if err != nil {
