@@ -311,12 +311,10 @@ for name in "${targets[@]}"; do
 		((prepare_only)) || log "${name} $(version_of "${name}"): cached"
 		continue
 	fi
-	# A build and cluster/prefetch.sh may prepare the same builder folder at once: one at a
-	# time, by folder (kubelet and kube-proxy share one).
+	# One at a time with cluster/prefetch.sh, by folder (kubelet and kube-proxy share one).
 	group=${name}
 	[[ "${name}" == kube-proxy ]] && group=kubelet
-	exec {lock}>"${CLUSTER_BUILD}/real-${group}.lock"
-	flock "${lock}"
+	folder_lock "${CLUSTER_BUILD}/real-${group}"
 	if ((prepare_only)); then
 		log "resolving ${name} $(version_of "${name}")"
 	else
@@ -341,7 +339,7 @@ for name in "${targets[@]}"; do
 		;;
 	pause) build_pause ;;
 	esac
-	exec {lock}>&-
+	folder_unlock
 	((prepare_only)) && continue
 	version_of "${name}" >"$(stamp_of "${name}")"
 	log "built ${name} in $((SECONDS - start))s"

@@ -140,14 +140,9 @@ prepare_module() {
 	metrics-server) version=${METRICS_SERVER_VERSION} ;;
 	esac
 	stamp="${dir}/.prepared"
-	# A build and cluster/prefetch.sh may resolve the same module at once: one at a time, the
-	# second finds it resolved.
-	mkdir -p "${CLUSTER_BUILD}"
-	local lock
-	exec {lock}>"${dir}.lock"
-	flock "${lock}"
+	folder_lock "${dir}"
 	if [[ -f "${stamp}" && "$(<"${stamp}")" == "${version}" ]]; then
-		exec {lock}>&-
+		folder_unlock
 		return 0
 	fi
 
@@ -205,7 +200,7 @@ prepare_module() {
 	} >"${dir}/go.mod"
 	(cd "${dir}" && go mod tidy)
 	echo "${version}" >"${stamp}"
-	exec {lock}>&-
+	folder_unlock
 }
 
 ldflags_of() {

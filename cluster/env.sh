@@ -95,6 +95,16 @@ export CLUSTER_CACHE CLUSTER_BIN CLUSTER_BUILD CLUSTER_STAGES CLUSTER_RUN
 export ETCD_CLIENT_PORT ETCD_PEER_PORT APISERVER_PORT CONTROLLER_MANAGER_PORT SCHEDULER_PORT KWOK_PORT METRICS_SERVER_PORT
 export NODES KUBECONFIG PATH CLUSTER_MODE REAL_HOST_IP REAL_NODE_PREFIX REAL_POD_PREFIX REAL_NODES
 
+# folder_lock DIR: waits for and holds DIR.lock (flock) until folder_unlock. A build and
+# cluster/prefetch.sh may resolve the same builder folder at once: one at a time, the second finds
+# it resolved. One folder at a time per process.
+folder_lock() {
+	mkdir -p "$(dirname "$1")"
+	exec {FOLDER_LOCK_FD}>"$1.lock"
+	flock "${FOLDER_LOCK_FD}"
+}
+folder_unlock() { exec {FOLDER_LOCK_FD}>&-; }
+
 # Executed rather than sourced: print the exports for eval.
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
 	for _var in CLUSTER_ROOT ETCD_VERSION KUBE_VERSION KWOK_VERSION METRICS_SERVER_VERSION \

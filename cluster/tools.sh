@@ -124,14 +124,9 @@ tool_prepare() {
 	dir="${CLUSTER_BUILD}/tool-${name}"
 	version=$(tool_version "${name}")
 	mod=$(tool_module "${name}")
-	# A build and cluster/prefetch.sh may resolve the same tool at once: one at a time, the
-	# second finds it resolved.
-	mkdir -p "${CLUSTER_BUILD}"
-	local lock
-	exec {lock}>"${dir}.lock"
-	flock "${lock}"
+	folder_lock "${dir}"
 	if [[ -f "${dir}/.prepared" && "$(<"${dir}/.prepared")" == "${version}" ]]; then
-		exec {lock}>&-
+		folder_unlock
 		return 0
 	fi
 	log "resolving ${mod} ${version} builder module in ${dir}"
@@ -149,7 +144,7 @@ tool_prepare() {
 	} >"${dir}/go.mod"
 	(cd "${dir}" && go mod tidy)
 	echo "${version}" >"${dir}/.prepared"
-	exec {lock}>&-
+	folder_unlock
 }
 
 tool_build() {
