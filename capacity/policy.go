@@ -85,7 +85,12 @@ type Facts struct {
 	Target  Target
 	// Settled is true when the previous change rolled out and every member is ready.
 	Settled bool
-	Now     time.Time
+	// Maintenance, when set, says which member's node is cordoned: a drain may evict that
+	// member at any moment, and a scale-in that takes another member away then would leave two
+	// away. No write can be made atomic with an eviction, so no member is removed until the node
+	// is uncordoned.
+	Maintenance string
+	Now         time.Time
 	// Window is the scale-in stabilization window.
 	Window  time.Duration
 	History []v1alpha1.CapacityDecision
@@ -107,8 +112,8 @@ type Plan struct {
 }
 
 // Step is the one step policy: grow to the target in one step; shrink by one member, only once
-// the previous change rolled out and every member is ready, and only once the request to scale
-// in has stood for the stabilization window as the history records it.
+// the previous change rolled out and every member is ready, no member's node is cordoned, and
+// the request to scale in has stood for the stabilization window as the history records it.
 func Step(f Facts) Plan {
 	p := Plan{Next: f.Current}
 	switch {
@@ -137,7 +142,7 @@ func Step(f Facts) Plan {
 		// The request is recorded to start its window, or with the step it allows. Without a
 		// window, a request the previous change holds back has nothing to time: it is recorded
 		// with its first step, in that step's one write, rather than in a write of its own.
-		if f.Window > 0 || f.Settled {
+		if f.Window > 0 || (f.Settled && f.Maintenance == "") {
 			p.Records = append(p.Records, anchor)
 		}
 	}
@@ -153,6 +158,10 @@ func Step(f Facts) Plan {
 	}
 	if !f.Settled {
 		p.Blocked = "the previous change to roll out and every member to be ready before removing a member"
+		return p
+	}
+	if f.Maintenance != "" {
+		p.Blocked = f.Maintenance
 		return p
 	}
 	p.Next = f.Current - 1

@@ -169,6 +169,36 @@ func TestRequestRecordedWhenItTimesSomethingOrSteps(t *testing.T) {
 	}
 }
 
+// A member's node cordoned holds a scale-in back however long its request stood, and says so; a
+// growth goes on; uncordoned, the next step takes the member away.
+func TestMaintenanceHoldsScaleIn(t *testing.T) {
+	const why = "node n1, where member a-2 runs, to be uncordoned"
+	for _, window := range []time.Duration{0, time.Minute} {
+		h := []v1alpha1.CapacityDecision{{Time: metav1Time(t0), Kind: v1alpha1.DecisionScaleInRequested, From: 6, To: 3}}
+		now := t0.Add(time.Hour)
+		p := Step(Facts{Current: 6, Target: manual(3), Settled: true, Maintenance: why, Now: now, Window: window, History: h})
+		if p.Next != 6 || p.Blocked != why || len(p.Records) != 0 {
+			t.Errorf("window %s, maintenance: next %d, blocked %q, records %v; want 6, %q, none", window, p.Next, p.Blocked, p.Records, why)
+		}
+		// A new request's window runs during maintenance: the window first, then the node.
+		p = Step(Facts{Current: 6, Target: manual(3), Settled: true, Maintenance: why, Now: now, Window: window})
+		if p.Next != 6 || (window == 0) != (p.Blocked == why) || p.Blocked == "" {
+			t.Errorf("window %s, maintenance, a new request: next %d, blocked %q", window, p.Next, p.Blocked)
+		}
+		if window == 0 && len(p.Records) != 0 {
+			t.Errorf("no window, maintenance: the request held back is recorded with its first step, not now: %v", p.Records)
+		}
+		p = Step(Facts{Current: 6, Target: manual(3), Settled: true, Now: now, Window: window, History: h})
+		if p.Next != 5 || p.Blocked != "" {
+			t.Errorf("window %s, uncordoned: next %d, blocked %q; want 5", window, p.Next, p.Blocked)
+		}
+		p = Step(Facts{Current: 3, Target: manual(6), Settled: true, Maintenance: why, Now: now, Window: window})
+		if p.Next != 6 {
+			t.Errorf("window %s, maintenance: growth to %d; want 6", window, p.Next)
+		}
+	}
+}
+
 // A request withdrawn (the target back to the size) is ended in the history, and asked for again
 // it waits a window of its own; a request carried out to its end, or a size kept because nothing
 // was observed, withdraws nothing.

@@ -139,6 +139,10 @@ type Premise struct {
 	// the workload's status (a member that crashed and came back since) must not make it look
 	// done.
 	RolledOut bool
+	// Uncordoned: the node of every member Ready names must not be cordoned on the fresh read. A
+	// drain cordons a node before it evicts, so a scale-in decided before a drain began is not
+	// written once it has: an eviction and the scale-in would each take a member away.
+	Uncordoned bool
 	// Claim, when set, names a member's data claim that must still be missing, lost or being
 	// deleted: a cache that has not seen the claim yet must not cost the member.
 	Claim string

@@ -21,6 +21,8 @@ const (
 	// ReasonScaleInNotReady: the scale-in waits for the previous change to roll out and every
 	// member to be ready.
 	ReasonScaleInNotReady = "ScaleInWaitsForReady"
+	// ReasonScaleInMaintenance: the scale-in waits for a member's node to be uncordoned.
+	ReasonScaleInMaintenance = "ScaleInWaitsForMaintenance"
 	// ReasonMinMembers: usage asks for fewer members than spec.capacity.minMembers allows.
 	ReasonMinMembers = "MinMembers"
 )
@@ -62,6 +64,8 @@ func (p *planner) capacityCondition(cond func(string, bool, string, string) meta
 	switch {
 	case fx.target.Members < fx.current && fx.plan.Blocked != "" && fx.plan.Wait > 0:
 		reason, msg = ReasonScaleInStabilization, msg+"; the scale-in waits for "+fx.plan.Blocked
+	case fx.target.Members < fx.current && fx.plan.Blocked != "" && fx.plan.Blocked == fx.maintenance:
+		reason, msg = ReasonScaleInMaintenance, msg+"; the scale-in waits for "+fx.plan.Blocked
 	case fx.target.Members < fx.current && fx.plan.Blocked != "":
 		reason, msg = ReasonScaleInNotReady, msg+"; the scale-in waits for "+fx.plan.Blocked
 	case f.Spec.Capacity.MinMembers != nil && rec == *f.Spec.Capacity.MinMembers && unbounded(f, v.Utilization, fx.current) < rec:

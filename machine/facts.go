@@ -68,6 +68,8 @@ type facts struct {
 	running   int32 // members not terminating
 	rolledOut bool
 	allReady  bool
+	// maintenance says which member's node is cordoned, empty when none: a scale-in waits.
+	maintenance string
 	// candidate is the first member that cannot come back; nil when none.
 	candidate *lost
 	lostCount int
@@ -331,8 +333,9 @@ func computeFacts(v *events.View) *facts {
 		// A sleeping fleet wakes to the size it was asked for: no recommendation sizes it.
 		fx.target = capacity.Target{Members: f.Spec.Members, Source: v1alpha1.SourceManual}
 	}
+	fx.maintenance = cordonedMember(v)
 	fx.plan = capacity.Step(capacity.Facts{
-		Current: fx.current, Target: fx.target, Settled: fx.settled(), Now: v.Now,
+		Current: fx.current, Target: fx.target, Settled: fx.settled(), Maintenance: fx.maintenance, Now: v.Now,
 		Window: stabilization(f), History: v.Reservation.History,
 	})
 	return fx

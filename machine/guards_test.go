@@ -54,6 +54,15 @@ func TestPremiseRefusesWhatChanged(t *testing.T) {
 		return f
 	}
 	healing := Premise{OnlyNotReady: "a-0"}
+	uncordoned := workload
+	uncordoned.RolledOut, uncordoned.Uncordoned = true, true
+	rolledOutOn := func(n1 *corev1.Node) Fresh {
+		f := onNodes(n1)
+		f.WorkloadRolledOut = true
+		return f
+	}
+	cordoned := node(true, tp)
+	cordoned.Spec.Unschedulable = true
 	scaleIn := workload
 	scaleIn.RolledOut = true
 	gone := Premise{Node: "n1", NodeGone: true, Ready: []string{"a-0"}}
@@ -99,6 +108,9 @@ func TestPremiseRefusesWhatChanged(t *testing.T) {
 		{"a heal, the other member's node is ready", healing, onNodes(node(true, tp)), false},
 		{"a scale-in, rolled out", scaleIn, Fresh{FleetGeneration: 3, WorkloadExists: true, WorkloadGeneration: 7, WorkloadRolledOut: true, Pods: pods("a-0", "a-1")}, false},
 		{"a scale-in, the last change not rolled out by the workload's status", scaleIn, same, true},
+		{"a scale-in, a member's node not cordoned", uncordoned, rolledOutOn(node(true, tp)), false},
+		{"a scale-in, a member's node cordoned since the decision", uncordoned, rolledOutOn(cordoned), true},
+		{"a write that takes no member away, a member's node cordoned", workload, onNodes(cordoned), false},
 		{"a disk, the same claim (changed since, by someone)", disk, Fresh{Disk: claim("claim-uid", "fleet-uid")}, false},
 		{"a disk already gone", disk, Fresh{}, false},
 		{"a disk replaced under its name", disk, Fresh{Disk: claim("other-uid", "fleet-uid")}, true},

@@ -133,3 +133,25 @@ func (p *planner) evictedEvents() {
 	// Only the evictions still in view are remembered: a member gone is told of no more.
 	p.m.evictionsInView = seen
 }
+
+// cordonedMember says, for the scale-in that waits on it, which member's node is cordoned (the
+// first by name), empty when none. A drain cordons first and evicts next, through a budget that
+// knows nothing of the operator's writes: were a member removed while another may be evicted,
+// both could be away at once.
+func cordonedMember(v *events.View) string {
+	var names []string
+	nodes := map[string]string{}
+	for i := range v.Members {
+		m := &v.Members[i]
+		if n, ok := v.Nodes[m.NodeName]; ok && n.Cordoned {
+			names = append(names, m.Name)
+			nodes[m.Name] = m.NodeName
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	sort.Strings(names)
+	m := names[0]
+	return fmt.Sprintf("node %s, where member %s runs, to be uncordoned: a drain may evict that member, and no member is removed while another may be away (kubectl uncordon %s once its maintenance is done)", nodes[m], m, nodes[m])
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -167,5 +168,49 @@ func TestDrainOfOnlyMemberSaysTheFleetIsDown(t *testing.T) {
 	d := machine.New().Step(&v)
 	if p := conditionOf(d.Status, v1alpha1.ConditionProgressing); !strings.Contains(p.Message, "only member, so the fleet is down until it is back") {
 		t.Errorf("Progressing %s: %q; want it to say the fleet is down", p.Reason, p.Message)
+	}
+}
+
+// A scale-in waits while a member's node is cordoned, every member still Ready: a drain cordons
+// first and evicts next, and the eviction and the scale-in would each take a member away. The
+// status names the node and the member; the node uncordoned, the scale-in goes, on a premise
+// that refuses it should a drain have cordoned a member's node since.
+func TestScaleInWaitsWhileAMemberNodeIsCordoned(t *testing.T) {
+	base := copyView(convergedFleet(t, v1alpha1.ProfilePersistentFleet))
+	base.Fleet.Spec.Members = 2
+	base.Fleet.Spec.Capacity.ScaleInStabilization = &metav1.Duration{}
+	lowers := func(d machine.Decision) *machine.Action {
+		for _, a := range actionsOf(d, machine.Apply) {
+			if s, ok := a.Object.(*appsv1.StatefulSet); ok && *s.Spec.Replicas < 3 {
+				return &a
+			}
+		}
+		return nil
+	}
+	for i := range base.Members {
+		v := copyView(base)
+		v.Nodes = map[string]events.NodeView{}
+		for k, n := range base.Nodes {
+			v.Nodes[k] = n
+		}
+		node := v.Members[i].NodeName
+		n := v.Nodes[node]
+		n.Cordoned = true
+		v.Nodes[node] = n
+		d := machine.New().Step(&v)
+		if a := lowers(d); a != nil {
+			t.Errorf("member %s's node %s cordoned: the scale-in went (%s)", v.Members[i].Name, node, a.Key)
+		}
+		if want := "node " + node + ", where member " + v.Members[i].Name + " runs, to be uncordoned"; !strings.Contains(d.Status.BlockedBy, want) {
+			t.Errorf("blockedBy %q; want it to say %q", d.Status.BlockedBy, want)
+		}
+	}
+	d := machine.New().Step(&base)
+	a := lowers(d)
+	if a == nil {
+		t.Fatalf("no node cordoned: no scale-in; blockedBy %q", d.Status.BlockedBy)
+	}
+	if a.Premise == nil || !a.Premise.Uncordoned || len(a.Premise.Nodes) == 0 {
+		t.Errorf("the scale-in's premise does not ask for its members' nodes uncordoned: %+v", a.Premise)
 	}
 }

@@ -290,7 +290,7 @@ func (p *planner) live() {
 				// A scale-in takes a member away: every member must still be ready, and the last
 				// change rolled out.
 				a.Premise.Ready, a.Premise.Nodes = p.readyMembers(""), p.memberNodes()
-				a.Premise.RolledOut = true
+				a.Premise.RolledOut, a.Premise.Uncordoned = true, true
 			}
 		}
 		p.add(a)

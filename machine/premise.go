@@ -103,6 +103,9 @@ func (p *Premise) Check(fresh Fresh) error {
 		if err := nodeServes(pod, fresh); err != nil {
 			return err
 		}
+		if n := fresh.MemberNodes[pod.Spec.NodeName]; p.Uncordoned && n != nil && n.Spec.Unschedulable {
+			return fmt.Errorf("member %s's node %s is cordoned: a drain may evict it: %w", name, n.Name, ErrPremiseChanged)
+		}
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // capacityHolds are the reasons a scale-in waits, as the CapacityObserved condition names them.
-var capacityHolds = []string{machine.ReasonScaleInStabilization, machine.ReasonScaleInNotReady, machine.ReasonMinMembers}
+var capacityHolds = []string{machine.ReasonScaleInStabilization, machine.ReasonScaleInNotReady, machine.ReasonScaleInMaintenance, machine.ReasonMinMembers}
 
 // capacityGauges show the capacity path of each Recommend and Auto fleet: the latest usage read,
 // the recommendation the machine made of it, and what holds back a scale-in.
@@ -37,7 +37,7 @@ func newCapacityGauges(reg prometheus.Registerer) *capacityGauges {
 		}, []string{"namespace", "fleet"}),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: metricsNamespace, Name: "capacity_scale_in_held",
-			Help: "1 for the reason a scale-in the fleet's usage asks for waits (ScaleInStabilization, ScaleInWaitsForReady, MinMembers), 0 for the others.",
+			Help: "1 for the reason a scale-in the fleet's usage asks for waits (ScaleInStabilization, ScaleInWaitsForReady, ScaleInWaitsForMaintenance, MinMembers), 0 for the others.",
 		}, []string{"namespace", "fleet", "reason"}),
 	}
 	reg.MustRegister(g.utilization, g.observed, g.recommended, g.held)

@@ -254,11 +254,29 @@ func (j *judging) workload(w *workload, deleted bool) {
 		ready, notReady := j.members(w.fleet, "")
 		j.check(len(notReady) == 0 && int32(len(ready)) == from, "1", obj,
 			"spec.replicas %d->%d while not every member was ready: ready %v, not ready or terminating %v", from, w.replicas, ready, notReady)
+		cordoned := j.cordoned(w.fleet)
+		j.check(len(cordoned) == 0, "1", obj,
+			"spec.replicas %d->%d while members' nodes were cordoned %v: a drain may evict one of them as the scale-in takes another", from, w.replicas, cordoned)
 	case w.replicas > from && !deleting:
 		if want := requested(fl); want >= 0 {
 			j.check(w.replicas == want, "2", obj, "spec.replicas %d->%d while the fleet asked for %d: growth takes one write to the requested size", from, w.replicas, want)
 		}
 	}
+}
+
+// cordoned lists the fleet's members on a cordoned node, as member@node.
+func (j *judging) cordoned(fleet types.UID) []string {
+	var out []string
+	for _, p := range j.pods {
+		if types.UID(p.Labels[events.LabelFleetUID]) != fleet || p.DeletionTimestamp != nil {
+			continue
+		}
+		if n, ok := j.nodes[p.Spec.NodeName]; ok && n.Spec.Unschedulable {
+			out = append(out, p.Name+"@"+n.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // members lists the fleet's member Pods, except one, as ready and not (not ready or terminating).

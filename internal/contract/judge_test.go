@@ -55,6 +55,15 @@ func TestContractJudge(t *testing.T) {
 			h.setReady(3, false)
 			h.step(8)
 		}, [][]string{{"clause 1: StatefulSet pf", "9->8 while not every member was ready: ready [pf-0 pf-1 pf-2 pf-4 pf-5 pf-6 pf-7 pf-8], not ready or terminating [pf-3]"}}},
+		{"scale-in with a member's node cordoned", func(h *history) {
+			h.cordon(4, true)
+			h.step(8)
+		}, [][]string{{"clause 1: StatefulSet pf", "9->8 while members' nodes were cordoned [pf-4@n4]"}}},
+		{"scale-in once the node is uncordoned", func(h *history) {
+			h.cordon(4, true)
+			h.cordon(4, false)
+			h.step(8)
+		}, nil},
 		{"growth in two writes", func(h *history) {
 			h.setMembers(12)
 			h.setReplicas(10, false)
@@ -396,6 +405,13 @@ func (h *history) nodeDown(i int, fenced bool) {
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute})
 		h.nodes[i] = h.write(watch.Modified, n).(*corev1.Node)
 	}
+}
+
+// cordon marks member i's node unschedulable, or not, as a drain and an uncordon do.
+func (h *history) cordon(i int, on bool) {
+	n := h.nodes[i].DeepCopy()
+	n.Spec.Unschedulable = on
+	h.nodes[i] = h.write(watch.Modified, n).(*corev1.Node)
 }
 
 // forceOnUnfenced: member i's node turns NotReady, and the member is force-deleted with its node
