@@ -345,11 +345,24 @@ func TestOperatorNetworkPolicyOnRealNodes(t *testing.T) {
 	set(true)
 	t.Cleanup(func() { set(false) })
 
-	pods, err := suite.kube.CoreV1().Pods(operatorNS).List(f.ctx, metav1.ListOptions{LabelSelector: operatorSelector})
-	if err != nil || len(pods.Items) == 0 {
-		t.Fatalf("operator Pods: %v (%d)", err, len(pods.Items))
-	}
-	op := pods.Items[0]
+	// The replicas that run: a Pod that ended (Failed after its node restarted, in an earlier
+	// test) keeps its address in its status until Pod garbage collection, and nothing answers
+	// there.
+	var pods []corev1.Pod
+	waitFor(t, f.ctx, "a Ready operator Pod", 2*time.Minute, func() bool {
+		l, err := suite.kube.CoreV1().Pods(operatorNS).List(f.ctx, metav1.ListOptions{LabelSelector: operatorSelector})
+		if err != nil {
+			return false
+		}
+		pods = pods[:0]
+		for _, p := range l.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && podReady(&p) && p.Status.PodIP != "" {
+				pods = append(pods, p)
+			}
+		}
+		return len(pods) > 0
+	})
+	op := pods[0]
 	targets := []string{net.JoinHostPort(op.Status.PodIP, "8443"), net.JoinHostPort(op.Status.PodIP, "8081")}
 	// Before the policy is in force the probes' port answers everyone: probe until it does not,
 	// for a bounded time, so that the engine's sync is not taken for the policy.
@@ -364,9 +377,10 @@ func TestOperatorNetworkPolicyOnRealNodes(t *testing.T) {
 	other, _ := f.probe(foreignNS, "foreign", nil, targets)
 	expectReach(t, "a Pod of another namespace", other, []bool{false, false})
 
-	for _, p := range pods.Items {
-		if !podReady(&p) {
-			t.Errorf("operator Pod %s not Ready under its NetworkPolicy", p.Name)
+	for _, p := range pods {
+		cur, err := suite.kube.CoreV1().Pods(operatorNS).Get(f.ctx, p.Name, metav1.GetOptions{})
+		if err != nil || !podReady(cur) {
+			t.Errorf("operator Pod %s not Ready under its NetworkPolicy (%v)", p.Name, err)
 		}
 	}
 	fl := f.create(f.newFleet("served", v1alpha1.ProfilePersistentFleet, 1))
