@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Runs the contract property test over many random lifecycle sequences, split across the
-# machine's cores (each worker with its own seed), and prints the totals.
+# Runs the contract property tests (without and with node drains) over many random lifecycle
+# sequences, split across the machine's cores (each worker with its own seed) and between the two
+# tests, and prints the totals.
 # Usage: hack/fuzz.sh [SEQUENCES]   (default 20000; FUZZ_WORKERS=N sets the workers, default one a core)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 total=${1:-20000}
 workers=${FUZZ_WORKERS:-$(nproc)}
-per=$(( (total + workers - 1) / workers ))
+per=$(( (total + 2 * workers - 1) / (2 * workers) ))
 go test -c -o .cache/proptest.test ./proptest
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -14,8 +15,8 @@ start=$(date +%s)
 pids=()
 for i in $(seq 1 "$workers"); do
   seed=$(( $(date +%s%N) % 1000000007 + i ))
-  echo "worker $i: $per sequences, -rapid.seed=$seed"
-  (cd proptest && ../.cache/proptest.test -test.run '^TestContract$' -test.timeout 6h \
+  echo "worker $i: $per sequences of each test, -rapid.seed=$seed"
+  (cd proptest && ../.cache/proptest.test -test.run '^TestContract(UnderDrains)?$' -test.timeout 6h \
      -rapid.checks="$per" -rapid.seed="$seed" -rapid.nofailfile >"$dir/$i.log" 2>&1) &
   pids+=($!)
 done
@@ -23,10 +24,10 @@ status=0
 for p in "${pids[@]}"; do wait "$p" || status=1; done
 sequences=0 rounds=0 checks=0
 for i in $(seq 1 "$workers"); do
-  if line=$(grep -E '^proptest: ' "$dir/$i.log"); then
-    read -r s r c < <(echo "$line" | sed -E 's/proptest: ([0-9]+) sequences, ([0-9]+) rounds.*, ([0-9]+) contract checks.*/\1 \2 \3/')
+  # One line per test: TestContract's and TestContractUnderDrains'.
+  while read -r s r c; do
     sequences=$((sequences + s)) rounds=$((rounds + r)) checks=$((checks + c))
-  fi
+  done < <(grep -E '^proptest: ' "$dir/$i.log" | sed -E 's/proptest: ([0-9]+) sequences, ([0-9]+) rounds.*, ([0-9]+) contract checks.*/\1 \2 \3/')
   if grep -q -- '--- FAIL' "$dir/$i.log"; then
     echo "worker $i FAILED:"; grep -E 'violated|reproduce|seed' "$dir/$i.log" | head -5
   fi

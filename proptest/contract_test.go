@@ -21,9 +21,6 @@ func (p rapidPicker) Int(label string, min, max int) int {
 	return rapid.IntRange(min, max).Draw(p.t, label)
 }
 
-// sequences and rounds count what the property tests checked, for `make fuzz` to print.
-var sequences, totalRounds, checks atomic.Int64
-
 var storyFlag = flag.Bool("story", false, "print the story of every sequence (use with -rapid.seed)")
 
 // TestContract drives random lifecycle sequences (users scaling, changing images, deleting and
@@ -32,6 +29,20 @@ var storyFlag = flag.Bool("story", false, "print the story of every sequence (us
 // checks the safety contract after every round; then faults stop and every fleet must converge.
 // A failure prints a seed: go test ./proptest -run TestContract -rapid.seed=N replays it.
 func TestContract(t *testing.T) {
+	contract(t, harness.Ops, harness.FaultKinds)
+}
+
+// TestContractUnderDrains: the same, with node maintenance among the ops (nodes cordoned, their
+// members evicted through the disruption budget, uncordoned later or when faults stop). Its own
+// test, so that TestContract's fixed sequences, and the mutants they kill, stay what they are.
+func TestContractUnderDrains(t *testing.T) {
+	contract(t, append(append([]harness.Op{}, harness.Ops...), harness.DrainOps...), harness.DrainFaultKinds)
+}
+
+func contract(t *testing.T, ops []harness.Op, required []string) {
+	// sequences and rounds count what the property test checked, for `make fuzz` to print.
+	var sequences, totalRounds, checks atomic.Int64
+	cover := &coverage{clauses: map[string]int{}, extra: map[string]int{}, faults: map[string]int{}, paths: map[string]int{}, required: required}
 	rapid.Check(t, func(rt *rapid.T) {
 		w := harness.NewWorld(10, rapid.Uint64().Draw(rt, "noise-seed"))
 		w.Adversarial = true
@@ -48,15 +59,14 @@ func TestContract(t *testing.T) {
 				}
 			},
 		}
-		for _, op := range harness.Ops {
-			op := op
+		for _, op := range ops {
 			actions[op.Name] = func(rt *rapid.T) {
 				if err := op.Do(w, rapidPicker{rt}); err != nil {
 					rt.Fatalf("%s: %v", op.Name, err)
 				}
 			}
 		}
-		if err := harness.Ops[0].Do(w, p); err != nil {
+		if err := ops[0].Do(w, p); err != nil {
 			rt.Fatal(err)
 		}
 		rt.Repeat(actions)
@@ -90,9 +100,9 @@ type coverage struct {
 	extra   map[string]int
 	faults  map[string]int
 	paths   map[string]int
+	// required are the fault kinds the run must see.
+	required []string
 }
-
-var cover = &coverage{clauses: map[string]int{}, extra: map[string]int{}, faults: map[string]int{}, paths: map[string]int{}}
 
 func (c *coverage) add(w *harness.World) {
 	c.mu.Lock()
@@ -123,7 +133,7 @@ func (c *coverage) table() string {
 	for _, k := range judge.Extras {
 		fmt.Fprintf(&b, "coverage: judged %9d  %s\n", c.extra[k], k)
 	}
-	for _, k := range harness.FaultKinds {
+	for _, k := range c.required {
 		fmt.Fprintf(&b, "coverage: fault  %9d  %s\n", c.faults[k], k)
 	}
 	for _, k := range paths() {
@@ -151,7 +161,7 @@ func (c *coverage) missing() []string {
 			out = append(out, "judged: "+k)
 		}
 	}
-	for _, k := range harness.FaultKinds {
+	for _, k := range c.required {
 		if c.faults[k] == 0 {
 			out = append(out, "fault "+k)
 		}

@@ -59,6 +59,9 @@ type ReplicaWrite struct {
 	PrevRolledOut bool
 	// NotReady counts the fleet's member Pods that were not ready or terminating.
 	NotReady int
+	// Cordoned counts the fleet's member Pods, not terminating, on a cordoned node: a drain may
+	// evict any of them.
+	Cordoned int
 	// Members counts the fleet's member Pods, terminating ones included; for a workload Created,
 	// the size the members not terminating make up, that it starts from (a StatefulSet's: one
 	// past their highest ordinal).
@@ -245,6 +248,7 @@ type workloadState struct {
 	replicas      int32
 	rolledOut     bool
 	notReady      int
+	cordoned      int
 	members       int
 	fleetUID      types.UID
 	fleetDeleting bool
@@ -274,6 +278,9 @@ func (c *Cluster) workloadStateOf(k Kind, namespace, name string) workloadState 
 		}
 		if unavailable(p) {
 			ws.notReady++
+		}
+		if n := c.node(p.Spec.NodeName); n != nil && n.Spec.Unschedulable && !terminating(p) {
+			ws.cordoned++
 		}
 	}
 	// A staged rollout held at its partition has rolled out as far as it goes.
@@ -312,7 +319,7 @@ func (c *Cluster) recordReplicaWrite(k Kind, before workloadState, res applied) 
 	}
 	w := ReplicaWrite{Time: c.now, Kind: k, Namespace: res.stored.GetNamespace(), Name: res.stored.GetName(),
 		FleetUID: after.fleetUID, Created: !before.exists, From: before.replicas, To: after.replicas,
-		PrevRolledOut: before.exists && before.rolledOut, NotReady: before.notReady, Members: before.members,
+		PrevRolledOut: before.exists && before.rolledOut, NotReady: before.notReady, Cordoned: before.cordoned, Members: before.members,
 		FleetDeleting: before.fleetDeleting || after.fleetDeleting}
 	if !before.exists && after.fleetUID != "" {
 		// A workload created over members that outlived the last one: they are what it starts

@@ -47,6 +47,11 @@ const (
 	FaultExpansionForbidden  = "a storage class that forbids expansion"
 	FaultExpansionFailed     = "a volume expansion that fails"
 	FaultFilesystemOffline   = "a filesystem that grows only when its member starts again"
+
+	FaultDrain           = "node drained (cordoned, its members evicted through the budget)"
+	FaultEvictionAllowed = "an eviction the budget allowed"
+	FaultEvictionRefused = "an eviction the budget refused"
+	FaultScaleInCordoned = "a scale-in held while a member's node is cordoned"
 )
 
 // FaultKinds lists every fault kind a property run must see.
@@ -55,6 +60,9 @@ var FaultKinds = []string{FaultBrokenRollout, FaultNodeLost, FaultNodeNotReady, 
 	FaultReservationRecreate, FaultAPIRefusal, FaultConflict, FaultRecommend, FaultAuto, FaultRestart, FaultCrash, FaultWatch,
 	FaultStatusCleared, FaultHistoryCleared, FaultPremiseRefused, FaultDisksGrown, FaultExpansionForbidden, FaultExpansionFailed,
 	FaultFilesystemOffline}
+
+// DrainFaultKinds lists the fault kinds a property run with DrainOps must see.
+var DrainFaultKinds = []string{FaultDrain, FaultEvictionAllowed, FaultEvictionRefused, FaultScaleInCordoned}
 
 // nodeMonitorGrace is how long the node lifecycle controller waits for heartbeats before it marks
 // a node unknown (kube-controller-manager's --node-monitor-grace-period).
@@ -122,6 +130,7 @@ func (w *World) observeFaults() {
 			}
 		}
 	}
+	w.countCordonHolds()
 	if n := w.Op.PremiseRefusals; n > 0 {
 		w.Faults[FaultPremiseRefused] += n
 		w.Op.PremiseRefusals = 0

@@ -424,6 +424,17 @@ func (w *World) unhealthyNodes() []string {
 	return out
 }
 
+func (w *World) cordonedNodes() []string {
+	var out []string
+	for i := 1; i <= w.nodes; i++ {
+		n := fmt.Sprintf("node-%02d", i)
+		if node := w.C.Node(n); node != nil && node.Spec.Unschedulable {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // LivenessBound is how many rounds fleets get to converge once faults stop.
 const LivenessBound = 600
 
@@ -446,6 +457,11 @@ func (w *World) StopFaults() error {
 	}
 	for i := 1; i <= w.nodes; i++ {
 		if err := w.C.UnfenceNode(fmt.Sprintf("node-%02d", i)); err != nil {
+			return err
+		}
+	}
+	for _, n := range w.cordonedNodes() {
+		if err := w.C.Cordon(n, false); err != nil {
 			return err
 		}
 	}
@@ -575,4 +591,78 @@ func (w *World) unstick() error {
 		}
 	}
 	return nil
+}
+
+// DrainOps are node maintenance, as kubectl drain and kubectl uncordon do it: a property test
+// runs them beside Ops.
+var DrainOps = []Op{
+	{"drain", func(w *World, p Picker) error {
+		// A node's maintenance as kubectl drain does it: cordon, then evict every member on it
+		// through the Eviction API, again while the budget refuses, the operator running in
+		// between; then, mostly, uncordon. A node left cordoned waits for "uncordon".
+		_, node := member(w, p, pickFleet(w, p))
+		if node == "" || w.C.Node(node) == nil {
+			return rounds(w, p)
+		}
+		w.Faults[FaultDrain]++
+		if err := w.Fault("node "+node+" cordoned for a drain", func() error { return w.C.Cordon(node, true) }); err != nil {
+			return err
+		}
+		if p.Int("scale-in", 0, 1) == 1 {
+			// A scale-in asked for during the drain, as people do: it waits for the node.
+			name := pickFleet(w, p)
+			if f := w.C.Fleet(Namespace, name); f != nil && f.DeletionTimestamp == nil && !f.Spec.Hibernate && f.Spec.Members > 1 {
+				if err := w.Scale(name, f.Spec.Members-1); err != nil {
+					return err
+				}
+			}
+		}
+		// kubectl drain evicts a node's Pods one after another, other namespaces' first: the
+		// operator may run between the cordon and a member's eviction.
+		if err := w.Step(p.Int("before-evicting", 0, 4)); err != nil {
+			return err
+		}
+		for try := p.Int("tries", 1, 6); try > 0; try-- {
+			for _, pod := range w.C.Pods(Namespace) {
+				if pod.Spec.NodeName != node || pod.DeletionTimestamp != nil {
+					continue
+				}
+				ok, err := w.C.Evict(Namespace, pod.Name)
+				if err != nil {
+					return err
+				}
+				w.tracef("%s drain of %s: eviction of %s allowed %t", w.C.Now().Format("15:04:05"), node, pod.Name, ok)
+				if ok {
+					w.Faults[FaultEvictionAllowed]++
+				} else {
+					w.Faults[FaultEvictionRefused]++
+				}
+			}
+			if err := rounds(w, p); err != nil {
+				return err
+			}
+		}
+		if p.Int("uncordon", 0, 2) > 0 {
+			return w.Fault("node "+node+" uncordoned", func() error { return w.C.Cordon(node, false) })
+		}
+		return nil
+	}},
+	{"uncordon", func(w *World, p Picker) error {
+		if nodes := w.cordonedNodes(); len(nodes) > 0 {
+			n := nodes[p.Int("node", 0, len(nodes)-1)]
+			if err := w.Fault("node "+n+" uncordoned", func() error { return w.C.Cordon(n, false) }); err != nil {
+				return err
+			}
+		}
+		return rounds(w, p)
+	}},
+}
+
+// countCordonHolds counts the fleets whose scale-in waits for a cordoned node.
+func (w *World) countCordonHolds() {
+	for _, o := range w.C.List(sim.KindFleet, Namespace) {
+		if f := o.(*v1alpha1.CelldFleet); strings.Contains(f.Status.BlockedBy, "to be uncordoned") {
+			w.Faults[FaultScaleInCordoned]++
+		}
+	}
 }

@@ -194,9 +194,9 @@ func (j *Judge) replicaWrites() error {
 		switch {
 		case w.To < w.From:
 			j.judged(C1ShrinkOneAfterRollout)
-			if w.From-w.To != 1 || !w.PrevRolledOut || w.NotReady > 0 {
-				return fail(C1ShrinkOneAfterRollout, "%s %s/%s replicas %d -> %d at %s (previous rolled out: %t, members not ready: %d)",
-					w.Kind, w.Namespace, w.Name, w.From, w.To, w.Time.Format("15:04:05"), w.PrevRolledOut, w.NotReady)
+			if w.From-w.To != 1 || !w.PrevRolledOut || w.NotReady > 0 || w.Cordoned > 0 {
+				return fail(C1ShrinkOneAfterRollout, "%s %s/%s replicas %d -> %d at %s (previous rolled out: %t, members not ready: %d, members on a cordoned node: %d)",
+					w.Kind, w.Namespace, w.Name, w.From, w.To, w.Time.Format("15:04:05"), w.PrevRolledOut, w.NotReady, w.Cordoned)
 			}
 		case w.To > w.From:
 			f := j.fleetByUID(w.Namespace, w.Name, w.FleetUID)
