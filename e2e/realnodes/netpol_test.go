@@ -364,12 +364,14 @@ func TestOperatorNetworkPolicyOnRealNodes(t *testing.T) {
 	})
 	op := pods[0]
 	targets := []string{net.JoinHostPort(op.Status.PodIP, "8443"), net.JoinHostPort(op.Status.PodIP, "8081")}
-	// Before the policy is in force the probes' port answers everyone: probe until it does not,
-	// for a bounded time, so that the engine's sync is not taken for the policy.
+	// Before the policy is in force the probes' port answers everyone, and until the engine has
+	// seen a new Pod and its namespace it lets none of its packets through: probe until the
+	// policy shows as written, for a bounded time, so that the engine's sync is not taken for
+	// the policy.
 	var scraper []reach
 	for i := 0; i < 5; i++ {
 		scraper, _ = f.probe(monitoringNS, fmt.Sprintf("scraper-%d", i), nil, targets)
-		if !scraper[1].reached {
+		if scraper[0].reached && !scraper[1].reached {
 			break
 		}
 	}
