@@ -642,7 +642,8 @@ var DrainOps = []Op{
 				return err
 			}
 		}
-		if p.Int("uncordon", 0, 2) > 0 {
+		if p.Int("uncordon", 0, 2) > 0 && w.C.Node(node) != nil {
+			// A node lost meanwhile has nothing left to uncordon.
 			return w.Fault("node "+node+" uncordoned", func() error { return w.C.Cordon(node, false) })
 		}
 		return nil
