@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -181,6 +182,10 @@ type Member struct {
 	// Unschedulable is the scheduler's message while it finds no node for the Pod, empty when
 	// the Pod is placed or not yet tried.
 	Unschedulable string
+	// Orphan: the Pod has no controller. A StatefulSet deleted with propagation Orphan takes its
+	// reference off its Pods before it goes; one deleted with propagation Background leaves it,
+	// and the garbage collector deletes them.
+	Orphan bool
 }
 
 // DisruptionEviction is the DisruptionTarget reason of a Pod evicted through the Eviction API,
@@ -443,7 +448,8 @@ func members(f *v1alpha1.CelldFleet, o *Observation) []Member {
 			continue
 		}
 		m := Member{Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, NodeName: p.Spec.NodeName, Ordinal: -1,
-			NotReadySince: p.CreationTimestamp.Time, FilesystemResize: p.Annotations[v1alpha1.AnnotationFilesystemResize]}
+			NotReadySince: p.CreationTimestamp.Time, FilesystemResize: p.Annotations[v1alpha1.AnnotationFilesystemResize],
+			Orphan: metav1.GetControllerOfNoCopy(p) == nil}
 		switch {
 		case o.StatefulSet != nil:
 			m.Ordinal = ordinal(p.Name, o.StatefulSet.Name)

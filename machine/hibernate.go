@@ -119,10 +119,14 @@ func (p *planner) sleep(objs *render.Objects) {
 		if p.m.matches(v, o, p.fs, fx.current, v.Workload.Settled, 0) && !p.remark(o) {
 			continue
 		}
+		a := Action{Kind: Apply, Key: applyKey(o, fx.current), Ref: ref, Object: o}
 		if kinds.Of(o) == kinds.PodDisruptionBudget {
 			marking = true
+			// The mark is the hibernation's first write: decided on a cache that has not seen
+			// the fleet deleted since (its CRD with it, an uninstall), it must not be sent.
+			a.Premise = &Premise{Fleet: f.Name, FleetGeneration: f.Generation}
 		}
-		p.add(Action{Kind: Apply, Key: applyKey(o, fx.current), Ref: ref, Object: o})
+		p.add(a)
 	}
 	w := &v.Workload
 	switch {
@@ -139,6 +143,18 @@ func (p *planner) sleep(objs *render.Objects) {
 		// Without the mark on the budget, a restart could not tell this stop from a lost
 		// workload: the stop waits for it.
 		p.block("the mark on PodDisruptionBudget %s that records the hibernation", f.Name)
+	case !w.Exists && fx.orphaned && fx.hold != "":
+		p.block("%s", fx.hold)
+	case !w.Exists && fx.orphaned && orphansOnly(v):
+		// The StatefulSet was deleted with propagation Orphan (a new claim template) and its
+		// members still run, owned by nothing: nothing would ever stop them. It is created
+		// again over them, at their number, and the next pass stops it with them. Members that
+		// still name their StatefulSet are the stop's own, which the garbage collector deletes.
+		o := objs.Workload()
+		ref := kinds.RefOf(o)
+		p.add(Action{Kind: Apply, Key: applyKey(o, fx.current), Ref: ref, Object: o,
+			Premise: &Premise{Fleet: f.Name, FleetGeneration: f.Generation, Workload: true}})
+		p.intend("create the %s again over its %d running members, to stop them", ref.Kind, fx.current)
 	}
 	if !fx.stopped() {
 		p.block("%d member Pods to stop", len(v.Members))
@@ -220,4 +236,14 @@ func hibernationEvents(st, published *v1alpha1.CelldFleetStatus, name string) []
 		return append(waking, ev(WokenEventKey, "Woken", fmt.Sprintf("every member is ready again: %d members", st.Members.Ready))...)
 	}
 	return nil
+}
+
+// orphansOnly: every member not terminating has no controller.
+func orphansOnly(v *events.View) bool {
+	for i := range v.Members {
+		if m := &v.Members[i]; !m.Terminating && !m.Orphan {
+			return false
+		}
+	}
+	return true
 }
