@@ -139,19 +139,15 @@ func (p *planner) evictedEvents() {
 // knows nothing of the operator's writes: were a member removed while another may be evicted,
 // both could be away at once.
 func cordonedMember(v *events.View) string {
-	var names []string
-	nodes := map[string]string{}
+	var m *events.Member
 	for i := range v.Members {
-		m := &v.Members[i]
-		if n, ok := v.Nodes[m.NodeName]; ok && n.Cordoned {
-			names = append(names, m.Name)
-			nodes[m.Name] = m.NodeName
+		c := &v.Members[i]
+		if n, ok := v.Nodes[c.NodeName]; ok && n.Cordoned && (m == nil || c.Name < m.Name) {
+			m = c
 		}
 	}
-	if len(names) == 0 {
+	if m == nil {
 		return ""
 	}
-	sort.Strings(names)
-	m := names[0]
-	return fmt.Sprintf("node %s, where member %s runs, to be uncordoned: a drain may evict that member, and no member is removed while another may be away (kubectl uncordon %s once its maintenance is done)", nodes[m], m, nodes[m])
+	return fmt.Sprintf("node %s, where member %s runs, to be uncordoned: a drain may evict that member, and no member is removed while another may be away (kubectl uncordon %s once its maintenance is done)", m.NodeName, m.Name, m.NodeName)
 }
