@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
@@ -36,8 +37,9 @@ const (
 // budget refuses, wait until they are gone, uncordon), under a PersistentFleet of 3, two Bucket
 // fleets of 2 (a Deployment and an ordered StatefulSet) and one of 1, with a scale-in of the
 // PersistentFleet asked for during the first drain; then the nodes of both its remaining
-// members at once, as a node pool upgrade that takes two nodes at a time does. Judged from the
-// API server's record: no eviction takes a second member of a fleet away, the operator deletes
+// members at once, as a node pool upgrade that takes two nodes at a time does, with nowhere else
+// to run for a while: the budget lets one member of each fleet go and refuses the other. Judged
+// from the API server's record: no eviction takes a second member of a fleet away, the operator deletes
 // no member (the scale-in's member goes by its StatefulSet's scale-down), every drain completes
 // within drainBound, and the fleets end Steady at their targets.
 //
@@ -110,15 +112,36 @@ func TestRollingNodeMaintenance(t *testing.T) {
 
 	// The nodes of both PersistentFleet members drained at once, as a node pool upgrade that
 	// takes two nodes at a time does: the budget lets one member go and holds the other until the
-	// first is back and Ready.
+	// first is back and Ready. Every other node is cordoned for holdFor, so that the first
+	// member's replacement has nowhere to run and the hold shows: a kwok replacement is Ready in
+	// well under a second, less than the API server takes to retry an eviction whose budget
+	// update lost a race to another (EvictionsRetry, 500 ms), and the second eviction would then
+	// land without any refusal, the same with a budget that allowed both.
 	var both []string
 	for _, p := range f.members(fleets[0]) {
 		both = append(both, p.Spec.NodeName)
 	}
+	// A member evicted by the last drain may still count as disrupted (the disruption
+	// controller remembers an evicted Pod by name, see drainBound): no member could go then.
+	f.waitBudgetsAllow(fleets)
+	hold := f.holdElsewhere(both)
 	d := f.drain(nil, both...)
 	t.Logf("drained %v together in %s: evicted %v, refused by the budget %d times", both, d.took.Round(100*time.Millisecond), d.evicted, d.refused)
+	gone := <-hold
+	for _, err := range gone.errs {
+		t.Error(err)
+	}
+	t.Logf("after %s with nowhere else to run, members gone by fleet: %v, of those on the drained nodes %v", holdFor, gone.byFleet, gone.onNodes)
+	for fleet, n := range gone.onNodes {
+		switch {
+		case gone.byFleet[fleet] == 0:
+			t.Errorf("fleet %s: no member of the %d on the drained nodes was evicted; the budget lets one go", fleet, n)
+		case n > 1 && gone.byFleet[fleet] > 1:
+			t.Errorf("fleet %s: %d members evicted at once while none could come back; the budget lets one go at a time", fleet, gone.byFleet[fleet])
+		}
+	}
 	if d.refused == 0 {
-		t.Errorf("both members of fleet %s were evicted at once: the budget refused none", pf.Name)
+		t.Errorf("the budget refused no eviction while a member of each fleet could not come back")
 	}
 	if d.took > drainBound {
 		t.Errorf("drain of %v took %s; want at most %s", both, d.took.Round(100*time.Millisecond), drainBound)
@@ -135,6 +158,9 @@ func TestRollingNodeMaintenance(t *testing.T) {
 	t.Logf("contract: %d checks over %d recorded versions, %d violations; %s", v.Checks, versions, len(v.Violations), v.Summary())
 	if v.Explained["Pod: evicted"] != len(total.evicted) {
 		t.Errorf("the judge put %d deletions down to an eviction; the drains evicted %d members", v.Explained["Pod: evicted"], len(total.evicted))
+	}
+	if n := v.ByClause["drain"]; n != len(total.evicted) {
+		t.Errorf("the judge held %d evictions to the drain clause; the drains evicted %d members of live fleets", n, len(total.evicted))
 	}
 	for why, n := range v.Explained {
 		if why != "Pod: evicted" && why != "Pod: scale-down" {
@@ -154,6 +180,100 @@ func TestRollingNodeMaintenance(t *testing.T) {
 
 func describe(c metav1.Condition) string {
 	return fmt.Sprintf("%s (%s: %s)", c.Status, c.Reason, c.Message)
+}
+
+// holdFor is how long holdElsewhere keeps the other nodes cordoned: longer than the API server
+// retries an eviction whose budget update lost a race (EvictionsRetry), shorter than drainBound.
+const holdFor = 12 * time.Second
+
+// held is what holdElsewhere saw once holdFor was over: by fleet, how many of its members that ran
+// on the drained nodes were gone or terminating, and how many ran there.
+type held struct {
+	byFleet, onNodes map[string]int
+	errs             []error
+}
+
+// holdElsewhere cordons every schedulable node but nodes, for holdFor, so that a member evicted
+// from nodes cannot come back meanwhile; it then counts what was evicted, uncordons them, and
+// sends what it saw. It runs beside a drain, on a goroutine, so it reports errors rather than
+// failing the test.
+func (f *fixture) holdElsewhere(nodes []string) <-chan held {
+	f.t.Helper()
+	l, err := suite.kube.CoreV1().Nodes().List(f.ctx, metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	drained := map[string]bool{}
+	for _, n := range nodes {
+		drained[n] = true
+	}
+	var others []string
+	for i := range l.Items {
+		if n := &l.Items[i]; !drained[n.Name] && !n.Spec.Unschedulable {
+			others = append(others, n.Name)
+			cordon(f.t, n.Name, true)
+		}
+	}
+	pods, err := suite.kube.CoreV1().Pods(f.ns).List(f.ctx, metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	h := held{byFleet: map[string]int{}, onNodes: map[string]int{}}
+	watched := map[types.UID]string{}
+	for _, p := range pods.Items {
+		if fleet := p.Labels["app.kubernetes.io/instance"]; fleet != "" && drained[p.Spec.NodeName] && p.DeletionTimestamp == nil {
+			watched[p.UID] = fleet
+			h.onNodes[fleet]++
+		}
+	}
+	out := make(chan held, 1)
+	go func() {
+		defer close(out)
+		time.Sleep(holdFor)
+		now, err := suite.kube.CoreV1().Pods(f.ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			h.errs = append(h.errs, fmt.Errorf("list Pods after the hold: %w", err))
+		} else {
+			alive := map[types.UID]bool{}
+			for _, p := range now.Items {
+				alive[p.UID] = p.DeletionTimestamp == nil
+			}
+			for uid, fleet := range watched {
+				if !alive[uid] {
+					h.byFleet[fleet]++
+				}
+			}
+		}
+		for _, n := range others {
+			patch := []byte(`{"spec":{"unschedulable":false}}`)
+			if _, err := suite.kube.CoreV1().Nodes().Patch(context.Background(), n, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				h.errs = append(h.errs, fmt.Errorf("uncordon node %s: %w", n, err))
+			}
+		}
+		out <- h
+	}()
+	return out
+}
+
+// waitBudgetsAllow waits until the disruption budget of each fleet allows one eviction. Its
+// disruptedPods may still name Pods that are gone: the controller drops them at its next sync
+// of the budget, which nothing may cause for hours, and the Eviction API does not read them.
+func (f *fixture) waitBudgetsAllow(fleets []*v1alpha1.CelldFleet) {
+	f.t.Helper()
+	for _, fl := range fleets {
+		var last policyv1.PodDisruptionBudgetStatus
+		err := wait.PollUntilContextTimeout(f.ctx, poll, drainBound, true, func(ctx context.Context) (bool, error) {
+			b, err := suite.kube.PolicyV1().PodDisruptionBudgets(f.ns).Get(ctx, fl.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			last = b.Status
+			return b.Status.ObservedGeneration == b.Generation && b.Status.DisruptionsAllowed >= 1, nil
+		})
+		if err != nil {
+			f.t.Fatalf("the disruption budget of fleet %s allows no eviction within %s: %+v", fl.Name, drainBound, last)
+		}
+	}
 }
 
 // drained is what one drain did, or several.
