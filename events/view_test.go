@@ -156,3 +156,27 @@ func TestUtilizationOfAnEarlierFleetOfTheSameName(t *testing.T) {
 		}
 	}
 }
+
+// TestNormalizeOrphans: a member is an orphan when nothing controls it (its StatefulSet was
+// deleted with propagation Orphan), not when it is owned by something that is not its controller.
+func TestNormalizeOrphans(t *testing.T) {
+	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1"},
+		Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet, Bucket: v1alpha1.BucketSpec{Name: "b"}}}
+	yes := true
+	pod := func(name string, refs ...metav1.OwnerReference) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelFleetUID: "u1"}, OwnerReferences: refs}}
+	}
+	controlled := pod("a-0", metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "a", UID: "s1", Controller: &yes})
+	orphan := pod("a-1")
+	owned := pod("a-2", metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keep", UID: "c1"})
+	v := Normalize("ns", "a", &Observation{Now: t0, Fleet: f, NodesSynced: true, Pods: []*corev1.Pod{controlled, orphan, owned}})
+	want := map[string]bool{"a-0": false, "a-1": true, "a-2": true}
+	for _, m := range v.Members {
+		if m.Orphan != want[m.Name] {
+			t.Errorf("member %s: orphan %t, want %t", m.Name, m.Orphan, want[m.Name])
+		}
+	}
+	if len(v.Members) != 3 {
+		t.Fatalf("members: %+v", v.Members)
+	}
+}

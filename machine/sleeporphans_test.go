@@ -20,10 +20,25 @@ func TestSleepStopsMembersAStatefulSetOrphaned(t *testing.T) {
 	base.Fleet.Spec.Hibernate = true
 	base.Workload = events.WorkloadView{}
 	base.Owned.StatefulSet = nil
-	for _, orphan := range []bool{true, false} {
+	n := len(base.Members)
+	// Each case sets member i's Orphan and Terminating.
+	for _, c := range []struct {
+		name        string
+		orphan      func(i int) bool
+		terminating func(i int) bool
+		create      bool
+	}{
+		{"every member an orphan", func(int) bool { return true }, func(int) bool { return false }, true},
+		{"every member the garbage collector's", func(int) bool { return false }, func(int) bool { return false }, false},
+		// The garbage collector deletes the one it owns; the others nothing would stop.
+		{"orphans beside a terminating member", func(i int) bool { return i > 0 }, func(i int) bool { return i == 0 }, true},
+		// One still names the StatefulSet: the stop's own, going; create nothing over it.
+		{"an orphan beside a member still owned", func(i int) bool { return i > 0 }, func(int) bool { return false }, false},
+	} {
 		v := copyView(base)
 		for i := range v.Members {
-			v.Members[i].Orphan = orphan
+			v.Members[i].Orphan = c.orphan(i)
+			v.Members[i].Terminating = c.terminating(i)
 		}
 		d := machine.New().Step(&v)
 		var created *appsv1.StatefulSet
@@ -31,15 +46,17 @@ func TestSleepStopsMembersAStatefulSetOrphaned(t *testing.T) {
 			if s, ok := a.Object.(*appsv1.StatefulSet); ok {
 				created = s
 				if a.Premise == nil || !a.Premise.Workload || a.Premise.WorkloadExists || a.Premise.FleetGeneration == 0 {
-					t.Errorf("the StatefulSet created over its members carries no premise that it is still gone: %+v", a.Premise)
+					t.Errorf("%s: the StatefulSet created over its members carries no premise that it is still gone: %+v", c.name, a.Premise)
 				}
 			}
 		}
 		switch {
-		case orphan && (created == nil || *created.Spec.Replicas != int32(len(v.Members))):
-			t.Errorf("members orphaned, the fleet asked to sleep: StatefulSet created %v; want it at %d members (blockedBy %q)", created != nil, len(v.Members), d.Status.BlockedBy)
-		case !orphan && created != nil:
-			t.Errorf("members the garbage collector is deleting: a StatefulSet was created over them")
+		case c.create && created == nil:
+			t.Errorf("%s, the fleet asked to sleep: no StatefulSet created over them (blockedBy %q)", c.name, d.Status.BlockedBy)
+		case c.create && *created.Spec.Replicas != int32(n):
+			t.Errorf("%s: StatefulSet created at %d members; want it at the fleet's %d, the number its members had", c.name, *created.Spec.Replicas, n)
+		case !c.create && created != nil:
+			t.Errorf("%s: a StatefulSet was created over members the garbage collector is deleting", c.name)
 		}
 	}
 }
