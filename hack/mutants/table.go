@@ -1225,7 +1225,7 @@ var Table = []Mutant{
 	{
 		Name: "member-orphan-by-any-owner", File: "events/view.go",
 		Original:    "Orphan: metav1.GetControllerOfNoCopy(p) == nil}",
-		Replacement: "Orphan: len(p.OwnerReferences) == 0}",
+		Replacement: "Orphan: metav1.GetControllerOfNoCopy(p) == nil && len(p.OwnerReferences) == 0}",
 		Mistake:     "a Pod owned by anything counted as controlled: a member some tool gave an owner reference is never stopped",
 		Threatens:   "hibernation stops every member (a sleeping fleet runs nothing)",
 	},
