@@ -33,6 +33,11 @@ type StatusWriter struct {
 	// Failed, when set, is told of a write that failed: the fleet's next sync observes the
 	// status it does not show, and asks for it again.
 	Failed func(key events.FleetKey, err error)
+	// Moved, when set, is told of a write answered after the caches moved past the version they
+	// showed when it was sent: what they show now may be older than the write or newer (someone
+	// else's since), so nothing is overlaid, and the fleet needs a sync that decides on them. The
+	// syncs they caused while the write was in flight saw it overlaid.
+	Moved func(key events.FleetKey)
 	// Written, when set, is told, of each write answered, how long its status waited since it
 	// was handed over (the oldest hand-over it replaced).
 	Written func(lag time.Duration)
@@ -92,10 +97,13 @@ type statusEntry struct {
 	since time.Time
 	// urgent: next changes what a reader acts on, against the status the fleet showed.
 	urgent bool
-	// sending is the status of the write in flight; nil when none is.
+	// sending is the status of the write in flight; nil when none is. sentOn is the
+	// resourceVersion the caches showed of the fleet just before it was sent.
 	sending *v1alpha1.CelldFleetStatus
+	sentOn  string
 	// answered is the status the API server last answered with, overlaid while the caches show
-	// answeredOn: the resourceVersion they showed when the answer came.
+	// answeredOn: the resourceVersion they showed when the answer came, the one they showed when
+	// it was sent.
 	answered   *v1alpha1.CelldFleetStatus
 	answeredOn string
 }
@@ -282,6 +290,9 @@ func (w *StatusWriter) write(ctx context.Context, key events.FleetKey) {
 // send1 sends the status waiting for key, if any, and returns what keeps the answer: the write
 // is in flight until it is called.
 func (w *StatusWriter) send1(ctx context.Context, key events.FleetKey) (answered func()) {
+	// Read before taking the lock: the cache's own lock is never held under the writer's. A
+	// cache that moves before the write goes only makes the answer look moved past.
+	sentOn := w.cachedRV(key)
 	w.mu.Lock()
 	e := w.entries[key]
 	if e == nil || e.next == nil {
@@ -290,7 +301,7 @@ func (w *StatusWriter) send1(ctx context.Context, key events.FleetKey) (answered
 		return func() {}
 	}
 	st, since, uid := e.next, e.since, e.uid
-	e.next, e.sending = nil, st
+	e.next, e.sending, e.sentOn = nil, st, sentOn
 	w.mu.Unlock()
 
 	got, err := w.send(ctx, key, uid, st)
@@ -306,13 +317,16 @@ func (w *StatusWriter) answered(key events.FleetKey, e *statusEntry, since time.
 	}
 
 	w.mu.Lock()
-	w.settle(key, e, got, err, cached)
+	moved := w.settle(key, e, got, err, cached)
 	w.mu.Unlock()
 	switch {
 	case err != nil && w.Failed != nil:
 		w.Failed(key, err)
 	case err == nil && w.Written != nil:
 		w.Written(w.clock().Sub(since))
+	}
+	if moved && w.Moved != nil {
+		w.Moved(key)
 	}
 }
 
@@ -324,8 +338,9 @@ func (w *StatusWriter) clock() time.Time {
 }
 
 // settle keeps what a write of e's status answered: got, or err; cached is the resourceVersion
-// the caches showed of the fleet once it came. Call with mu held.
-func (w *StatusWriter) settle(key events.FleetKey, e *statusEntry, got *v1alpha1.CelldFleet, err error, cached string) {
+// the caches showed of the fleet once it came. moved: the caches showed neither the version the
+// write was sent on nor the answer, which is then not overlaid (see Moved). Call with mu held.
+func (w *StatusWriter) settle(key events.FleetKey, e *statusEntry, got *v1alpha1.CelldFleet, err error, cached string) (moved bool) {
 	delete(w.busy, key)
 	if cur := w.entries[key]; cur != e {
 		// Forgotten while it was sent (the fleet is gone); a fleet recreated under the name since
@@ -340,16 +355,24 @@ func (w *StatusWriter) settle(key events.FleetKey, e *statusEntry, got *v1alpha1
 		w.paths[PathFailed]++
 	}
 	// A failed write is not shown as made: the fleet's next sync sees the status missing. Nor is
-	// an answer the caches show already, or a fleet that is gone.
-	if err == nil && got != nil && cached != got.ResourceVersion {
+	// an answer the caches show already, or a fleet that is gone. Nor an answer the caches moved
+	// past while it was in flight: a version they show that is neither the one the write was
+	// sent on nor the answer may be newer than it (the status cleared by someone since), and an
+	// overlay kept on it would hide that for as long as nothing else changes.
+	switch {
+	case err != nil || got == nil || cached == got.ResourceVersion:
+	case cached != e.sentOn:
+		moved = true
+	default:
 		e.answered, e.answeredOn = got.Status.DeepCopy(), cached
 	}
-	e.sending = nil
+	e.sending, e.sentOn = nil, ""
 	if e.next != nil {
 		w.enqueue(key, e.urgent)
 	} else if e.answered == nil {
 		delete(w.entries, key)
 	}
+	return moved
 }
 
 // Overlay is f as the writer will have made it: with the status handed over and not yet

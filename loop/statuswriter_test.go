@@ -235,6 +235,50 @@ func TestStatusWriterOverlay(t *testing.T) {
 	}
 }
 
+// TestStatusWriterAnswerTheCachesMovedPast: a write whose answer comes once the caches show a
+// version that is neither the one it was sent on nor the answer (someone cleared the status
+// meanwhile) overlays nothing: kept on that version, the answer would hide the clear from every
+// sync for as long as nothing else changes. The fleet is synced again instead.
+func TestStatusWriterAnswerTheCachesMovedPast(t *testing.T) {
+	s := newFakeStatusServer()
+	w := s.writer()
+	var moved []events.FleetKey
+	w.Moved = func(k events.FleetKey) { moved = append(moved, k) }
+	ctx := context.Background()
+	f := fleetNamed("alpha")
+	k := key("team", "alpha")
+	s.cached["team/alpha"] = "10"
+	w.Put(k, f, &f.Status, progress(f, 4))
+	answer, ok := w.SendNext(ctx)
+	if !ok {
+		t.Fatal("nothing to send")
+	}
+	// The write is applied (101), then the status cleared (200), and the caches show the clear
+	// before the answer comes.
+	cleared := f.DeepCopy()
+	cleared.ResourceVersion, cleared.Status = "200", v1alpha1.CelldFleetStatus{}
+	s.cached["team/alpha"] = "200"
+	answer()
+	if got := shown(w, k, cleared, "200"); got != cleared {
+		t.Errorf("the answer is overlaid on the caches' newer version: %d members, want the cleared status", got.Status.Members.Current)
+	}
+	if len(moved) != 1 || moved[0] != k {
+		t.Errorf("told Moved of %v; want %v once, so the fleet is synced on the caches", moved, k)
+	}
+
+	// Sent and answered on one version the caches still show: the answer is overlaid, and no
+	// sync is asked for.
+	moved = nil
+	w.Put(k, cleared, &cleared.Status, progress(cleared, 5))
+	w.drain(ctx)
+	if got := shown(w, k, cleared, "200"); got.Status.Members.Current != 5 {
+		t.Errorf("overlay of an answer the caches lag: %d members, want 5", got.Status.Members.Current)
+	}
+	if len(moved) != 0 {
+		t.Errorf("told Moved of %v for an answer the caches lag", moved)
+	}
+}
+
 func TestStatusWriterFailure(t *testing.T) {
 	s := newFakeStatusServer()
 	w := s.writer()

@@ -145,6 +145,7 @@ func NewController(c Clients, opts Options) (*Controller, error) {
 			Msg("status write failed; requeued")
 		ctl.queue.AddRateLimited(key)
 	}
+	ctl.statuses.Moved = func(key events.FleetKey) { ctl.queue.Add(key) }
 	ctl.loop = loop.New(ctl.statuses.Wrap(driver{c: ctl, applierSender: applierSender{ctl.ap}}), opts.Log, ctl.hooks())
 	ctl.sampler = &sampler{metrics: c.Metrics, discovery: c.Discovery, inf: ctl.inf, util: ctl.util,
 		enqueue: ctl.queue.Add, log: opts.Log, counts: opts.Metrics.utilizationGet, gauges: opts.Metrics.capacity}

@@ -194,3 +194,26 @@ func drainStatuses(ctx context.Context, w *loop.StatusWriter) {
 func key(namespace, name string) events.FleetKey {
 	return events.FleetKey{Namespace: namespace, Name: name}
 }
+
+// TestStatusAnswerMovedPastIsSynced: a status write answered once the caches moved past the
+// version it was sent on overlays nothing (loop.StatusWriter.Moved), and its fleet is synced
+// again on what the caches show: the syncs that the move caused saw the write in flight.
+func TestStatusAnswerMovedPastIsSynced(t *testing.T) {
+	f := testFleet(v1alpha1.ProfileBucket)
+	kube, celld := kubefake.NewClientset(), celldfake.NewSimpleClientset(f.DeepCopy())
+	ctl := startedController(t, kube, celld, behind(celld), func() (bool, runtime.Object, error) { return false, nil, nil })
+	for ctl.queue.Len() > 0 {
+		k, _ := ctl.queue.Get()
+		ctl.queue.Done(k)
+	}
+	if ctl.statuses.Moved == nil {
+		t.Fatal("the status writer tells no one of an answer the caches moved past")
+	}
+	ctl.statuses.Moved(key("team", "alpha"))
+	if n := ctl.queue.Len(); n != 1 {
+		t.Fatalf("%d fleets queued after an answer the caches moved past, want 1", n)
+	}
+	if k, _ := ctl.queue.Get(); k != key("team", "alpha") {
+		t.Errorf("queued %v, want team/alpha", k)
+	}
+}

@@ -104,6 +104,20 @@ func init() {
 			Threatens:   "a failed status write is asked for again",
 		},
 		Mutant{
+			Name: "kube-status-writer-overlay-on-moved-caches", File: "loop/statuswriter.go",
+			Original:    "\tcase cached != e.sentOn:\n",
+			Replacement: "\tcase cached == \"\":\n",
+			Mistake:     "an answer overlaid on whatever the caches show when it comes, though they moved past the version it was sent on: a status cleared meanwhile is hidden for as long as nothing else changes",
+			Threatens:   "once faults stop, the fleet shows its status (clause 10); a status someone else overwrote is written again",
+		},
+		Mutant{
+			Name: "kube-status-writer-moved-not-synced", File: "drivers/kube/controller.go",
+			Original:    "\tctl.statuses.Moved = func(key events.FleetKey) { ctl.queue.Add(key) }\n",
+			Replacement: "",
+			Mistake:     "an answer the caches moved past is dropped and nothing syncs the fleet: a status cleared during the write stays cleared until the resync",
+			Threatens:   "the fleet shows the status the machine decided on what the caches show",
+		},
+		Mutant{
 			Name: "kube-status-writer-arrival-requeued-as-progress", File: "loop/statuswriter.go",
 			Original:    "if e.next != nil {\n\t\tw.enqueue(key, e.urgent)",
 			Replacement: "if e.next != nil {\n\t\tw.enqueue(key, false)",
