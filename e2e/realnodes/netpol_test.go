@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -103,6 +104,27 @@ func (f *fixture) probe(ns, name string, labels map[string]string, targets []str
 	return got, names
 }
 
+// probeTries bounds probeUntil's Pods.
+const probeTries = 5
+
+// probeUntil probes as probe does, with a new Pod (name-1, name-2, ...) each time, until what it
+// sees of targets is want, at most probeTries times, and returns what the last one saw. Until the
+// policy engine has seen a new Pod and its namespace, it lets none of its packets through: the
+// engine's sync is not taken for the policy. A probe that reaches what the policies close does so
+// every time, and fails.
+func (f *fixture) probeUntil(ns, name string, labels map[string]string, want []bool, targets []string, lookups ...string) ([]reach, []string) {
+	f.t.Helper()
+	var got []reach
+	var names []string
+	for i := 1; i <= probeTries; i++ {
+		got, names = f.probe(ns, fmt.Sprintf("%s-%d", name, i), labels, targets, lookups...)
+		if slices.EqualFunc(got, want, func(r reach, w bool) bool { return r.reached == w }) {
+			break
+		}
+	}
+	return got, names
+}
+
 // expectReach checks what a probe saw against what the fleet's policies say.
 func expectReach(t *testing.T, who string, got []reach, want []bool) {
 	t.Helper()
@@ -161,22 +183,24 @@ func TestNetworkPoliciesEnforcedOnRealNodes(t *testing.T) {
 		names []string
 	}
 	results := make([]seen, 4)
-	for i, c := range []struct {
+	cases := []struct {
 		ns, name string
 		labels   map[string]string
+		who      string
+		want     []bool
 	}{
-		{f.ns, "client", map[string]string{"role": "client"}},
-		{f.ns, "neighbour", map[string]string{"role": "other"}},
-		{allowedNS, "allowed", nil},
-		{foreignNS, "foreign", nil},
-	} {
-		wg.Go(func() { results[i].got, results[i].names = f.probe(c.ns, c.name, c.labels, targets, dns) })
+		{f.ns, "client", map[string]string{"role": "client"}, "a Pod of the fleet's namespace labelled role=client", []bool{true, false}},
+		{f.ns, "neighbour", map[string]string{"role": "other"}, "a Pod of the fleet's namespace not labelled", []bool{false, false}},
+		{allowedNS, "allowed", nil, "a Pod of the namespace allowedClients names", []bool{true, false}},
+		{foreignNS, "foreign", nil, "a Pod of another namespace", []bool{false, false}},
+	}
+	for i, c := range cases {
+		wg.Go(func() { results[i].got, results[i].names = f.probeUntil(c.ns, c.name, c.labels, c.want, targets, dns) })
 	}
 	wg.Wait()
-	expectReach(t, "a Pod of the fleet's namespace labelled role=client", results[0].got, []bool{true, false})
-	expectReach(t, "a Pod of the fleet's namespace not labelled", results[1].got, []bool{false, false})
-	expectReach(t, "a Pod of the namespace allowedClients names", results[2].got, []bool{true, false})
-	expectReach(t, "a Pod of another namespace", results[3].got, []bool{false, false})
+	for i, c := range cases {
+		expectReach(t, c.who, results[i].got, c.want)
+	}
 	for i, r := range results {
 		if r.names[0] == "" || strings.HasSuffix(r.names[0], " 0") {
 			t.Errorf("probe %d: cluster DNS did not resolve %s: %q", i, dns, r.names[0])
@@ -364,19 +388,11 @@ func TestOperatorNetworkPolicyOnRealNodes(t *testing.T) {
 	})
 	op := pods[0]
 	targets := []string{net.JoinHostPort(op.Status.PodIP, "8443"), net.JoinHostPort(op.Status.PodIP, "8081")}
-	// Before the policy is in force the probes' port answers everyone, and until the engine has
-	// seen a new Pod and its namespace it lets none of its packets through: probe until the
-	// policy shows as written, for a bounded time, so that the engine's sync is not taken for
-	// the policy.
-	var scraper []reach
-	for i := 0; i < 5; i++ {
-		scraper, _ = f.probe(monitoringNS, fmt.Sprintf("scraper-%d", i), nil, targets)
-		if scraper[0].reached && !scraper[1].reached {
-			break
-		}
-	}
+	// Before the policy is in force the probes' port answers everyone: probe until the policy
+	// shows as written, for a bounded time (probeUntil).
+	scraper, _ := f.probeUntil(monitoringNS, "scraper", nil, []bool{true, false}, targets)
 	expectReach(t, "a Pod of the namespace networkPolicy.metricsFrom names", scraper, []bool{true, false})
-	other, _ := f.probe(foreignNS, "foreign", nil, targets)
+	other, _ := f.probeUntil(foreignNS, "foreign", nil, []bool{false, false}, targets)
 	expectReach(t, "a Pod of another namespace", other, []bool{false, false})
 
 	for _, p := range pods {
