@@ -291,10 +291,19 @@ func (r *chaosRun) strangers(node string) []string {
 
 func cordon(t *testing.T, node string, on bool) {
 	t.Helper()
+	if err := setUnschedulable(node, on); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setUnschedulable cordons a node or uncordons it; a node that is gone is no error. It fails no
+// test, so a goroutine beside one may call it.
+func setUnschedulable(node string, on bool) error {
 	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
 	if _, err := suite.kube.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatalf("cordon node %s (%t): %v", node, on, err)
+		return fmt.Errorf("cordon node %s (%t): %w", node, on, err)
 	}
+	return nil
 }
 
 // --- the kills ---------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/internal/contract"
 )
 
@@ -221,7 +222,7 @@ func (f *fixture) holdElsewhere(nodes []string) <-chan held {
 	h := held{byFleet: map[string]int{}, onNodes: map[string]int{}}
 	watched := map[types.UID]string{}
 	for _, p := range pods.Items {
-		if fleet := p.Labels["app.kubernetes.io/instance"]; fleet != "" && drained[p.Spec.NodeName] && p.DeletionTimestamp == nil {
+		if fleet := p.Labels[events.LabelInstance]; fleet != "" && drained[p.Spec.NodeName] && p.DeletionTimestamp == nil {
 			watched[p.UID] = fleet
 			h.onNodes[fleet]++
 		}
@@ -245,9 +246,8 @@ func (f *fixture) holdElsewhere(nodes []string) <-chan held {
 			}
 		}
 		for _, n := range others {
-			patch := []byte(`{"spec":{"unschedulable":false}}`)
-			if _, err := suite.kube.CoreV1().Nodes().Patch(context.Background(), n, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				h.errs = append(h.errs, fmt.Errorf("uncordon node %s: %w", n, err))
+			if err := setUnschedulable(n, false); err != nil {
+				h.errs = append(h.errs, err)
 			}
 		}
 		out <- h
