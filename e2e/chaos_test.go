@@ -212,14 +212,13 @@ func (r *chaosRun) heal() {
 	f.t.Cleanup(restore)
 	began := r.m.begin("heal")
 	defer r.m.end()
-	nodeScript(f.t, "not-ready", node)
+	takeNodeAway(f.t, node)
 	var names []string
 	for _, v := range victims {
 		names = append(names, v.pod.Name)
 	}
 	r.logf("node %s made unreachable, with members %s", node, strings.Join(names, ", "))
 	// Its machine is then powered off and the node fenced: nothing is forced away before that.
-	waitNode(f.t, node, time.Minute, "NotReady", func(n *corev1.Node) bool { return !contract.NodeHealthy(n) })
 	fenceNode(f.t, node)
 	r.ops++
 	r.heals++

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -285,9 +286,62 @@ func silenceNode(t *testing.T, node string) time.Time {
 		nodeScript(t, "ready", node)
 		waitNode(t, node, 2*time.Minute, "Ready and untainted", contract.NodeHealthy)
 	})
-	nodeScript(t, "not-ready", node)
-	n := waitNode(t, node, time.Minute, "NotReady", func(n *corev1.Node) bool { return !contract.NodeHealthy(n) })
+	n := takeNodeAway(t, node)
 	return readyCondition(n).LastTransitionTime.Time
+}
+
+// takeNodeAway takes over a node's lease (cluster/node.sh not-ready) and returns the node once
+// the node lifecycle controller judged it NotReady, which it does one grace period (20s here)
+// after it last saw the lease renewed. A takeover the controller did not act on within twice that
+// is logged with what the lease and the controller's log say, and made once more: the wait is for
+// the controller, and a test that fails on it says why.
+func takeNodeAway(t *testing.T, node string) *corev1.Node {
+	t.Helper()
+	const firstTry = 45 * time.Second
+	away := func(n *corev1.Node) bool { return !contract.NodeHealthy(n) }
+	nodeScript(t, "not-ready", node)
+	if n, err := pollNode(node, firstTry, away); err == nil {
+		return n
+	}
+	t.Logf("node %s still Ready %s after its lease was taken over: %s; taking it over again", node, firstTry, nodeLifecycleClues(node))
+	nodeScript(t, "not-ready", node)
+	n, err := pollNode(node, time.Minute, away)
+	if err != nil {
+		t.Fatalf("node %s: not NotReady %s after its lease was taken over twice: %s\nlast seen:\n%s", node, firstTry+time.Minute, nodeLifecycleClues(node), toYAML(n))
+	}
+	return n
+}
+
+// nodeLifecycleClues: the node's lease, and the last lines of kube-controller-manager's log.
+func nodeLifecycleClues(node string) string {
+	var sb strings.Builder
+	l, err := suite.kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), node, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		fmt.Fprintf(&sb, "lease: %v", err)
+	default:
+		holder := "<none>"
+		if l.Spec.HolderIdentity != nil {
+			holder = *l.Spec.HolderIdentity
+		}
+		fmt.Fprintf(&sb, "lease holder %s, renewed %v", holder, l.Spec.RenewTime)
+	}
+	fmt.Fprintf(&sb, "; kube-controller-manager's log (last lines):\n%s", tail(filepath.Join(filepath.Dir(suite.auditLog), "kube-controller-manager.log"), 20))
+	return sb.String()
+}
+
+// pollNode waits until ok holds for the node, and returns the node as last seen either way.
+func pollNode(name string, timeout time.Duration, ok func(*corev1.Node) bool) (*corev1.Node, error) {
+	var last *corev1.Node
+	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(ctx context.Context) (bool, error) {
+		n, err := suite.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = n
+		return ok(n), nil
+	})
+	return last, err
 }
 
 // fenceNode taints a node out-of-service, as its administrator does once the machine is off.
@@ -563,15 +617,7 @@ func readyCondition(n *corev1.Node) corev1.NodeCondition {
 
 func waitNode(t *testing.T, name string, timeout time.Duration, what string, ok func(*corev1.Node) bool) *corev1.Node {
 	t.Helper()
-	var last *corev1.Node
-	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(ctx context.Context) (bool, error) {
-		n, err := suite.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		last = n
-		return ok(n), nil
-	})
+	last, err := pollNode(name, timeout, ok)
 	if err != nil {
 		t.Fatalf("node %s: %s: not within %s\nlast seen:\n%s", name, what, timeout, toYAML(last))
 	}
