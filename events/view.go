@@ -386,6 +386,17 @@ func (w WorkloadView) Held() bool {
 		w.CurrentRevision != w.UpdateRevision && w.UpdatedReplicas < w.Replicas
 }
 
+// HeldOverOthers: a StatefulSet created anew, with a partition, over members an earlier one
+// made. Its controller takes its update revision for the current one, so its status cannot tell
+// the members below the partition, which keep the earlier template, from members still to update:
+// by the status alone the set never rolls out, nor holds. Only the members' own revisions can
+// tell the two apart (the machine's facts read them).
+func (w WorkloadView) HeldOverOthers() bool {
+	return w.Exists && w.Partition > 0 && w.ObservedGeneration >= w.Generation && w.UpdateRevision != "" &&
+		w.CurrentRevision == w.UpdateRevision && w.UpdatedReplicas < w.Replicas &&
+		w.StatusReplicas == w.Replicas && w.ReadyReplicas == w.Replicas
+}
+
 // WorkloadOf summarizes a StatefulSet or a Deployment; anything else is no workload.
 func WorkloadOf(obj any) WorkloadView {
 	o := &Observation{}

@@ -304,8 +304,9 @@ func computeFacts(v *events.View) *facts {
 	}
 	// A staged rollout held at its partition is settled there (RolledOut), once every member from
 	// the partition up runs the update revision: members say so one by one, where the workload's
-	// counts alone could not tell which members are updated.
-	fx.rolledOut = w.RolledOut() && fx.running == w.Replicas && int32(len(v.Members)) == w.Replicas &&
+	// counts alone could not tell which members are updated. So is a StatefulSet created anew
+	// over members on an earlier template (HeldOverOthers): only its members show it holds.
+	fx.rolledOut = (w.RolledOut() || w.HeldOverOthers()) && fx.running == w.Replicas && int32(len(v.Members)) == w.Replicas &&
 		(w.UpdatedReplicas == w.Replicas || updatedFromPartition(v))
 	if c := fx.candidate; c != nil {
 		// The previous change must have been acted on: the controller saw it, and no member above

@@ -88,8 +88,11 @@ func (p *planner) rolloutStatus() *v1alpha1.RolloutStatus {
 }
 
 // held: the rollout is settled at its partition and stays there until a person approves it.
+// A StatefulSet created anew over members on an earlier template holds them below its partition
+// as well (a disk resize creates it again; a spec change may be first to reach the new one).
 func (p *planner) held() bool {
-	return p.part > 0 && p.v.Workload.Held() && p.fx.rolledOut
+	w := &p.v.Workload
+	return p.part > 0 && (w.Held() || w.HeldOverOthers()) && p.fx.rolledOut
 }
 
 // heldText says what a held rollout waits for and how to end the wait.

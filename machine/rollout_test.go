@@ -173,3 +173,89 @@ func TestHeldRolloutKeepsItsStatefulSet(t *testing.T) {
 		t.Errorf("every member updated: %d StatefulSets created again, want 1", n)
 	}
 }
+
+// overOthersView is heldView's fleet after its StatefulSet was created anew (a disk resize
+// creates it again) with a new template: its controller took the update revision for the current
+// one, the canary a-2 runs it, and a-0 and a-1 keep the earlier set's revision, below the
+// partition. revs gives the members' revisions; notReady marks one member not ready.
+func overOthersView(approve string, revs [3]string, notReady int) *events.View {
+	v := heldView(approve, false)
+	s := v.Owned.StatefulSet
+	s.Status.CurrentRevision, s.Status.CurrentReplicas = "a-new", 1
+	if notReady >= 0 {
+		s.Status.ReadyReplicas, s.Status.AvailableReplicas = 2, 2
+		v.Members[notReady].Ready = false
+	}
+	for i := range v.Members {
+		v.Members[i].Revision = revs[i]
+	}
+	v.Workload = events.WorkloadOf(s)
+	return v
+}
+
+// TestHeldOverAnEarlierSetsMembers: a StatefulSet created anew over members of an earlier one
+// holds them below its partition, though its status says its current revision is its update
+// revision: the fleet shows the rollout held (status.rollout, Ready False RolloutHeld, the Event),
+// and an approval of the update revision sets the partition to 0. Not held: the same set with a
+// member from the partition up not on the update revision (a revert on its way back), or a member
+// not ready.
+func TestHeldOverAnEarlierSetsMembers(t *testing.T) {
+	over := [3]string{"a-older", "a-older", "a-new"}
+	held := New().Step(overOthersView("", over, -1))
+	if r := held.Status.Rollout; r == nil || !r.Held || r.Revision != "a-new" || r.Updated != 1 || r.Total != 3 || r.Partition != 2 {
+		t.Fatalf("held over an earlier set's members: status.rollout %+v, want held at 1 of 3 on a-new", r)
+	}
+	if p := partitionApplied(held); p != -1 && p != 2 {
+		t.Errorf("held: partition applied %d, want it left at 2", p)
+	}
+	if !strings.Contains(held.Status.BlockedBy, "kubectl celld rollout approve") {
+		t.Errorf("held: blockedBy %q does not say how to approve", held.Status.BlockedBy)
+	}
+	told := 0
+	for _, a := range held.Actions {
+		if a.Kind == RecordEvent && a.Reason == "RolloutHeld" {
+			told++
+		}
+	}
+	if told != 1 {
+		t.Errorf("held: %d RolloutHeld Events, want 1", told)
+	}
+	for _, c := range held.Status.Conditions {
+		if c.Type == v1alpha1.ConditionReady && (c.Status != "False" || c.Reason != ReasonRolloutHeld) {
+			t.Errorf("held: Ready %s %s, want False %s", c.Status, c.Reason, ReasonRolloutHeld)
+		}
+	}
+	if p := partitionApplied(New().Step(overOthersView("a-new", over, -1))); p != 0 {
+		t.Errorf("approved: partition applied %d, want 0", p)
+	}
+	for name, v := range map[string]*events.View{
+		"the canary not on the update revision":  overOthersView("", [3]string{"a-new", "a-new", "a-older"}, -1),
+		"a member below the partition not ready": overOthersView("", over, 0),
+	} {
+		if r := New().Step(v).Status.Rollout; r == nil || r.Held {
+			t.Errorf("%s: status.rollout %+v, want one on its way, not held", name, r)
+		}
+	}
+}
+
+// TestHeldOverOthersByStatus: what the StatefulSet's status alone says of a set created anew.
+func TestHeldOverOthersByStatus(t *testing.T) {
+	w := events.WorkloadOf(overOthersView("", [3]string{"a-older", "a-older", "a-new"}, -1).Owned.StatefulSet)
+	if !w.HeldOverOthers() || w.Held() || w.RolledOut() {
+		t.Fatalf("created anew at partition 2: held over others %t, held %t, rolled out %t; want only the first", w.HeldOverOthers(), w.Held(), w.RolledOut())
+	}
+	for name, change := range map[string]func(*events.WorkloadView){
+		"current revision not the update one": func(w *events.WorkloadView) { w.CurrentRevision = "a-old" },
+		"a member not ready":                  func(w *events.WorkloadView) { w.ReadyReplicas = 2 },
+		"a member missing":                    func(w *events.WorkloadView) { w.StatusReplicas = 2 },
+		"every member updated":                func(w *events.WorkloadView) { w.UpdatedReplicas = 3 },
+		"no partition":                        func(w *events.WorkloadView) { w.Partition = 0 },
+		"status behind the spec":              func(w *events.WorkloadView) { w.ObservedGeneration = w.Generation - 1 },
+	} {
+		c := w
+		change(&c)
+		if c.HeldOverOthers() {
+			t.Errorf("%s: held over others, want not", name)
+		}
+	}
+}
