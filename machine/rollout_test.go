@@ -44,6 +44,36 @@ func heldView(approve string, stale bool) *events.View {
 	return v
 }
 
+// checkHeldOnCanary: the decision shows heldView's rollout held on its canary (status.rollout on
+// a-new, 1 of 3 at partition 2, the blocker saying how to approve, Ready False RolloutHeld, one
+// RolloutHeld Event) and leaves the partition where it is.
+func checkHeldOnCanary(t *testing.T, name string, held Decision) {
+	t.Helper()
+	if r := held.Status.Rollout; r == nil || !r.Held || r.Revision != "a-new" || r.Updated != 1 || r.Total != 3 || r.Partition != 2 {
+		t.Fatalf("%s: status.rollout %+v, want held at 1 of 3 on a-new, partition 2", name, r)
+	}
+	if p := partitionApplied(held); p != -1 && p != 2 {
+		t.Errorf("%s: partition applied %d, want it left at 2", name, p)
+	}
+	if !strings.Contains(held.Status.BlockedBy, "kubectl celld rollout approve") {
+		t.Errorf("%s: blockedBy %q does not say how to approve", name, held.Status.BlockedBy)
+	}
+	told := 0
+	for _, a := range held.Actions {
+		if a.Kind == RecordEvent && a.Reason == "RolloutHeld" {
+			told++
+		}
+	}
+	if told != 1 {
+		t.Errorf("%s: %d RolloutHeld Events, want 1", name, told)
+	}
+	for _, c := range held.Status.Conditions {
+		if c.Type == v1alpha1.ConditionReady && (c.Status != "False" || c.Reason != ReasonRolloutHeld) {
+			t.Errorf("%s: Ready %s %s, want False %s", name, c.Status, c.Reason, ReasonRolloutHeld)
+		}
+	}
+}
+
 // partitionApplied is the partition of the StatefulSet a decision applies, -1 when it applies none.
 func partitionApplied(d Decision) int32 {
 	for _, a := range d.Actions {
@@ -61,27 +91,7 @@ func partitionApplied(d Decision) int32 {
 // controller has not updated for the latest spec approves nothing; nor does one naming another
 // revision.
 func TestHeldRolloutWaitsForItsRevision(t *testing.T) {
-	held := New().Step(heldView("", false))
-	if r := held.Status.Rollout; r == nil || !r.Held || r.Revision != "a-new" || r.Updated != 1 || r.Total != 3 || r.Partition != 2 {
-		t.Fatalf("held: status.rollout %+v", r)
-	}
-	if p := partitionApplied(held); p != -1 && p != 2 {
-		t.Errorf("held: partition applied %d, want it left at 2", p)
-	}
-	told := 0
-	for _, a := range held.Actions {
-		if a.Kind == RecordEvent && a.Reason == "RolloutHeld" {
-			told++
-		}
-	}
-	if told != 1 {
-		t.Errorf("held: %d RolloutHeld Events, want 1", told)
-	}
-	for _, c := range held.Status.Conditions {
-		if c.Type == v1alpha1.ConditionReady && (c.Status != "False" || c.Reason != ReasonRolloutHeld) {
-			t.Errorf("held: Ready %s %s, want False %s", c.Status, c.Reason, ReasonRolloutHeld)
-		}
-	}
+	checkHeldOnCanary(t, "held", New().Step(heldView("", false)))
 
 	approved := New().Step(heldView("a-new", false))
 	if p := partitionApplied(approved); p != 0 {
@@ -201,30 +211,7 @@ func overOthersView(approve string, revs [3]string, notReady int) *events.View {
 // not ready.
 func TestHeldOverAnEarlierSetsMembers(t *testing.T) {
 	over := [3]string{"a-older", "a-older", "a-new"}
-	held := New().Step(overOthersView("", over, -1))
-	if r := held.Status.Rollout; r == nil || !r.Held || r.Revision != "a-new" || r.Updated != 1 || r.Total != 3 || r.Partition != 2 {
-		t.Fatalf("held over an earlier set's members: status.rollout %+v, want held at 1 of 3 on a-new", r)
-	}
-	if p := partitionApplied(held); p != -1 && p != 2 {
-		t.Errorf("held: partition applied %d, want it left at 2", p)
-	}
-	if !strings.Contains(held.Status.BlockedBy, "kubectl celld rollout approve") {
-		t.Errorf("held: blockedBy %q does not say how to approve", held.Status.BlockedBy)
-	}
-	told := 0
-	for _, a := range held.Actions {
-		if a.Kind == RecordEvent && a.Reason == "RolloutHeld" {
-			told++
-		}
-	}
-	if told != 1 {
-		t.Errorf("held: %d RolloutHeld Events, want 1", told)
-	}
-	for _, c := range held.Status.Conditions {
-		if c.Type == v1alpha1.ConditionReady && (c.Status != "False" || c.Reason != ReasonRolloutHeld) {
-			t.Errorf("held: Ready %s %s, want False %s", c.Status, c.Reason, ReasonRolloutHeld)
-		}
-	}
+	checkHeldOnCanary(t, "held over an earlier set's members", New().Step(overOthersView("", over, -1)))
 	if p := partitionApplied(New().Step(overOthersView("a-new", over, -1))); p != 0 {
 		t.Errorf("approved: partition applied %d, want 0", p)
 	}
