@@ -126,13 +126,27 @@ func memberUIDs(pods []corev1.Pod) map[string]types.UID {
 	return out
 }
 
-// disksAt: the fleet is converged, says no resize is on its way, and each of its claims (as many
-// as given) asks for and has at least size.
+// disksAt: the fleet is converged, says no resize is on its way and nothing Degraded, each of its
+// claims (as many as given) asks for and has at least size, and so does each claim its status
+// names. The status must speak of the claims seen: a status written before they grew (the
+// Degraded one of a class that forbade expansion, for the same generation) is no answer.
 func (f *fixture) disksAt(size string, claims int) func(*v1alpha1.CelldFleet) bool {
 	want := resource.MustParse(size)
+	atLeast := func(q string) bool {
+		got, err := resource.ParseQuantity(q)
+		return err == nil && got.Cmp(want) >= 0
+	}
 	return func(fl *v1alpha1.CelldFleet) bool {
-		if !converged(fl) || condition(fl, v1alpha1.ConditionDisksResizing).Status != "absent" {
+		if !converged(fl) || condition(fl, v1alpha1.ConditionDisksResizing).Status != "absent" ||
+			condition(fl, v1alpha1.ConditionDegraded).Status == metav1.ConditionTrue {
 			return false
+		}
+		if d := fl.Status.Disks; d != nil {
+			for _, c := range d.Claims {
+				if !atLeast(c.Requested) || !atLeast(c.Capacity) {
+					return false
+				}
+			}
 		}
 		l, err := suite.kube.CoreV1().PersistentVolumeClaims(f.ns).List(f.ctx, metav1.ListOptions{LabelSelector: memberSelector(fl)})
 		if err != nil || len(l.Items) != claims {
