@@ -38,7 +38,7 @@ test: lint ## everything: vet, generated-file check, unit, property, scenario an
 
 unit: ## unit, property and scenario tests only (no control plane)
 	cluster/tools.sh
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -vE '/e2e(/realnodes(/.*)?)?$$')
 	$(GO) test -count=1 -tags faults $(FAULT_PKGS)
 
 e2e: ## end-to-end tests only: builds (or reuses) and starts the local control plane

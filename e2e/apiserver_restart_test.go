@@ -16,8 +16,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/internal/contract"
-	"github.com/celld/celld-operator/internal/testenv"
+	"github.com/celld/celld-operator/e2e/contract"
+	"github.com/celld/celld-operator/e2e/testenv"
 )
 
 // apiserverDown is how long kube-apiserver and etcd stay stopped.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/celld/celld-operator/internal/contract"
+	"github.com/celld/celld-operator/e2e/contract"
 )
 
 // auditDelete is one delete of a Pod or claim as the API server recorded it (cluster/up.sh keeps

@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/internal/contract"
-	"github.com/celld/celld-operator/internal/testenv"
+	"github.com/celld/celld-operator/e2e/contract"
+	"github.com/celld/celld-operator/e2e/testenv"
 )
 
 // quickKills is how many kills the quick mode (the default, run by make test) makes at least.

@@ -1,6 +1,6 @@
 package e2e
 
-import "github.com/celld/celld-operator/internal/contract"
+import "github.com/celld/celld-operator/e2e/contract"
 
 // watchContract starts recording what the contract's judge reads in the fixture's namespace.
 // Start it before the fleets it is to judge are created.

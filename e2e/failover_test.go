@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/celld/celld-operator/internal/contract"
+	"github.com/celld/celld-operator/e2e/contract"
 )
 
 const (

@@ -30,9 +30,9 @@ import (
 
 	celldv1alpha1 "github.com/celld/celld-operator/api/generated/clientset/versioned/typed/celld/v1alpha1"
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/e2e/contract"
+	"github.com/celld/celld-operator/e2e/testenv"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/internal/contract"
-	"github.com/celld/celld-operator/internal/testenv"
 	"github.com/celld/celld-operator/render"
 )
 

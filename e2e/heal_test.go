@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/internal/contract"
+	"github.com/celld/celld-operator/e2e/contract"
 )
 
 // The node tests are not parallel: Go runs them alone, before every parallel test, so no other

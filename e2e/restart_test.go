@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/internal/contract"
+	"github.com/celld/celld-operator/e2e/contract"
 )
 
 // TestOperatorKilledMidShrink: the operator, elected leader, is killed (SIGKILL: no lease

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/internal/contract"
+	"github.com/celld/celld-operator/e2e/contract"
 )
 
 // upgradeBase is the oldest commit the project supports upgrading from, and rolling back to: the

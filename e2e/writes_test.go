@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/internal/testenv"
+	"github.com/celld/celld-operator/e2e/testenv"
 )
 
 // TestZeroWritesAtRest: once the samples of deploy/samples have converged, the operator sends no

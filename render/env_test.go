@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/internal/celldstore"
+	"github.com/celld/celld-operator/e2e/celldstore"
 )
 
 // TestEnvFromNeverSetsAnOwnedVariable: with a Secret or ConfigMap given through spec.pod.envFrom,

@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/celld/celld-operator/internal/celldstore/bucketstore"
+	"github.com/celld/celld-operator/e2e/celldstore/bucketstore"
 	"github.com/celld/celld-operator/internal/cli"
 )
 

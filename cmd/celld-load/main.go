@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/celld/celld-operator/internal/celldstore/load"
+	"github.com/celld/celld-operator/e2e/celldstore/load"
 	"github.com/celld/celld-operator/internal/cli"
 )
 

@@ -58,7 +58,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/celld/celld-operator/internal/celldstore"
+	"github.com/celld/celld-operator/e2e/celldstore"
 )
 
 func main() {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/celld/celld-operator/internal/celldstore/load"
+	"github.com/celld/celld-operator/e2e/celldstore/load"
 )
 
 // The test binary is celld itself when asked, so members run as processes that can be killed.

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/internal/celldstore/load"
+	"github.com/celld/celld-operator/e2e/celldstore/load"
 )
 
 // clusterDNS points this process's resolver at the cluster's DNS, as a client in the cluster

@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/internal/celldstore"
+	"github.com/celld/celld-operator/e2e/celldstore"
 	"github.com/celld/celld-operator/render"
 )
 

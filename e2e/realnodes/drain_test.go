@@ -25,8 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/internal/celldstore/load"
-	"github.com/celld/celld-operator/internal/contract"
+	"github.com/celld/celld-operator/e2e/celldstore/load"
+	"github.com/celld/celld-operator/e2e/contract"
 )
 
 const (

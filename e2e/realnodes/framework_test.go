@@ -23,8 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/e2e/contract"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/internal/contract"
 )
 
 const (

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/internal/celldstore/load"
+	"github.com/celld/celld-operator/e2e/celldstore/load"
 )
 
 // volumes names each of the fleet's claims with the PersistentVolume bound to it.

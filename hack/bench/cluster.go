@@ -30,7 +30,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
-	"github.com/celld/celld-operator/internal/testenv"
+	"github.com/celld/celld-operator/e2e/testenv"
 )
 
 // operatorUser is the operator's own identity on the bench cluster. The admin kubeconfig is

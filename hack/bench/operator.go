@@ -12,7 +12,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/celld/celld-operator/internal/testenv"
+	"github.com/celld/celld-operator/e2e/testenv"
 )
 
 // operator is one celld-operator process the bench started, and stops, by its PID.

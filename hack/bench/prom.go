@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/celld/celld-operator/internal/testenv"
+	"github.com/celld/celld-operator/e2e/testenv"
 )
 
 type sample struct {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/drivers/kube"
-	"github.com/celld/celld-operator/internal/testenv"
+	"github.com/celld/celld-operator/e2e/testenv"
 )
 
 // --- 8. at rest at scale, and a restart ----------------------------------------------------------

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/e2e/testenv"
 	"github.com/celld/celld-operator/events"
-	"github.com/celld/celld-operator/internal/testenv"
 )
 
 // --- 3. scale-in walk ----------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/drivers/kube"
-	"github.com/celld/celld-operator/internal/testenv"
+	"github.com/celld/celld-operator/e2e/testenv"
 	"github.com/celld/celld-operator/kinds"
 )
 

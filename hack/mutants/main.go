@@ -283,8 +283,8 @@ func (m Mutant) check(root string) error {
 // pkg is the mutated file's package directory, relative to the module root.
 func (m Mutant) pkg() string { return filepath.ToSlash(filepath.Dir(m.File)) }
 
-// packages maps each package directory with tests (e2e left out: it needs a control plane) to
-// the package directories its test binary links.
+// packages maps each package directory with tests (the end-to-end suites left out: they need a
+// control plane) to the package directories its test binary links.
 type packages struct {
 	links map[string]map[string]bool
 	// rapid marks the packages whose tests use pgregory.net/rapid: they run with
@@ -301,6 +301,13 @@ func (p *packages) affected(pkg string) []string {
 		}
 	}
 	return out
+}
+
+// endToEnd tells the end-to-end suites (the kwok one and the real nodes'), which need a control
+// plane, from the support packages beside them (the contract's judge, the celld stand-in's store,
+// the test environment), whose tests need none.
+func endToEnd(dir string) bool {
+	return dir == "e2e" || dir == "e2e/realnodes" || strings.HasPrefix(dir, "e2e/realnodes/")
 }
 
 func testedPackages(root string) (*packages, error) {
@@ -337,7 +344,7 @@ func testedPackages(root string) (*packages, error) {
 			continue
 		}
 		dir, ok := rel(base)
-		if !ok || dir == "e2e" || strings.HasPrefix(dir, "e2e/") {
+		if !ok || endToEnd(dir) {
 			continue
 		}
 		links := map[string]bool{}

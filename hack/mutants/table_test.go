@@ -30,3 +30,17 @@ func TestTableApplies(t *testing.T) {
 		}
 	}
 }
+
+// Only the suites that need a control plane are left out of the mutants' runs: the support
+// packages beside them have tests that need none, and they judge mutants too.
+func TestEndToEndSuitesLeftOut(t *testing.T) {
+	for dir, want := range map[string]bool{
+		"e2e": true, "e2e/realnodes": true, "e2e/realnodes/shipper": true,
+		"e2e/contract": false, "e2e/celldstore/load": false, "e2e/testenv": false,
+		"machine": false, "e2e2": false,
+	} {
+		if got := endToEnd(dir); got != want {
+			t.Errorf("endToEnd(%q) = %v, want %v", dir, got, want)
+		}
+	}
+}

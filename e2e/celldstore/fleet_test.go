@@ -17,7 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/celld/celld-operator/internal/celldstore/load"
+	"github.com/celld/celld-operator/e2e/celldstore/load"
 )
 
 const testInterval = 50 * time.Millisecond

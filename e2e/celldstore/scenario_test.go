@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/celld/celld-operator/internal/celldstore/bucketstore"
-	"github.com/celld/celld-operator/internal/celldstore/load"
+	"github.com/celld/celld-operator/e2e/celldstore/bucketstore"
+	"github.com/celld/celld-operator/e2e/celldstore/load"
 )
 
 // One member at a time, waiting for readiness in between, as a correct operator changes a fleet:
