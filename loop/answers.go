@@ -62,7 +62,7 @@ func (v cachedVersions) workloadVersion(obj kinds.Object) string {
 	return v.statefulSet
 }
 
-// The paths of the workload's answer a sync can take, as Loop.Paths counts them.
+// The paths of the workload's answer a sync can take, as the loop tells Hooks.Path of them.
 const (
 	// PathWorkloadAnswered: a sync decided on the answer to its own workload write.
 	PathWorkloadAnswered = "loop: a sync decided on its own workload write, not yet in the cache"
@@ -70,7 +70,7 @@ const (
 	PathWorkloadCaughtUp = "loop: the cache moved past the workload's answer, which went"
 )
 
-// AnswerPaths lists the paths of the loop's answers that Paths counts.
+// AnswerPaths lists the paths of the loop's answers told to Hooks.Path.
 var AnswerPaths = []string{PathWorkloadAnswered, PathWorkloadCaughtUp}
 
 // overlay puts into obs the answers that still stand, drops the others, and returns the path

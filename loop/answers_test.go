@@ -74,7 +74,8 @@ func newLagging() *lagging {
 // none after AnswerTTL is believed again.
 func TestSyncDecidesOnItsOwnWorkloadWhileTheCacheLags(t *testing.T) {
 	f := newLagging()
-	l := New(f, nopLog(), Hooks{})
+	var paths pathCount
+	l := New(f, nopLog(), Hooks{Path: paths.add})
 	ctx := context.Background()
 	if _, err := l.Sync(ctx, teamAlpha, time.Unix(100, 0)); err != nil || f.server == nil {
 		t.Fatalf("first sync: %v, sent %v: want the workload created", err, f.keys)
@@ -85,7 +86,7 @@ func TestSyncDecidesOnItsOwnWorkloadWhileTheCacheLags(t *testing.T) {
 	if got := f.observedDeployment(); got != "201" {
 		t.Errorf("the second sync decided on workload %s, want the answer's 201", got)
 	}
-	if got := l.Paths(); got[PathWorkloadAnswered] != 1 || got[PathWorkloadCaughtUp] != 0 {
+	if got := paths.get(); got[PathWorkloadAnswered] != 1 || got[PathWorkloadCaughtUp] != 0 {
 		t.Errorf("paths %v; want one sync on the answer, none caught up", got)
 	}
 	if _, err := l.Sync(ctx, teamAlpha, time.Unix(100, 0).Add(AnswerTTL)); err != nil {
@@ -104,7 +105,8 @@ func TestSyncDecidesOnItsOwnWorkloadWhileTheCacheLags(t *testing.T) {
 // shows any other: the write itself, or someone else's since.
 func TestSyncDropsItsWorkloadAnswerOnceTheCacheMoves(t *testing.T) {
 	f := newLagging()
-	l := New(f, nopLog(), Hooks{})
+	var paths pathCount
+	l := New(f, nopLog(), Hooks{Path: paths.add})
 	ctx := context.Background()
 	_, _ = l.Sync(ctx, teamAlpha, time.Unix(100, 0))
 	f.cached = f.server.DeepCopy()
@@ -129,7 +131,7 @@ func TestSyncDropsItsWorkloadAnswerOnceTheCacheMoves(t *testing.T) {
 		t.Errorf("with the cache at someone else's 500, decided on %s, want the cache's", got)
 	}
 	// The create's answer went when the cache showed 201, the second answer when it showed 500.
-	if got := l.Paths(); got[PathWorkloadAnswered] != 1 || got[PathWorkloadCaughtUp] != 2 {
+	if got := paths.get(); got[PathWorkloadAnswered] != 1 || got[PathWorkloadCaughtUp] != 2 {
 		t.Errorf("paths %v; want one sync on the answer and two answers gone", got)
 	}
 }

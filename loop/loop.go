@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
 	"time"
 
@@ -81,6 +80,9 @@ type Hooks struct {
 	Requeue func(key events.FleetKey, after time.Duration)
 	// Forgot is called when the fleet no longer exists and the loop dropped its memory of it.
 	Forgot func(key events.FleetKey)
+	// Path is told of each path of the loop's answers taken, by the names AnswerPaths lists:
+	// the property tests count them and fail when one was never taken.
+	Path func(name string)
 }
 
 // Loop holds one machine per fleet and the API server's latest refusal of each.
@@ -91,8 +93,6 @@ type Loop struct {
 
 	mu       sync.Mutex
 	machines map[events.FleetKey]*fleetMachine
-	// paths counts the answers' paths taken, by AnswerPaths' names.
-	paths map[string]int
 }
 
 type fleetMachine struct {
@@ -114,7 +114,7 @@ var ForbiddenRetry = time.Minute
 
 // New returns a loop with no memory: a process start or a leader change.
 func New(d Driver, log zerolog.Logger, hooks Hooks) *Loop {
-	return &Loop{driver: d, log: log, hooks: hooks, machines: map[events.FleetKey]*fleetMachine{}, paths: map[string]int{}}
+	return &Loop{driver: d, log: log, hooks: hooks, machines: map[events.FleetKey]*fleetMachine{}}
 }
 
 // Result is what one sync did.
@@ -307,19 +307,14 @@ func (l *Loop) refuse(key events.FleetKey, r *events.Refusal, until time.Time) {
 // overlayAnswers puts into obs the loop's answers about the fleet that still stand.
 func (l *Loop) overlayAnswers(key events.FleetKey, obs *events.Observation, cached cachedVersions, now time.Time) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	var path string
 	if fm := l.machines[key]; fm != nil {
-		if p := fm.answers.overlay(obs, cached, now); p != "" {
-			l.paths[p]++
-		}
+		path = fm.answers.overlay(obs, cached, now)
 	}
-}
-
-// Paths counts the paths of the loop's answers taken, by the names AnswerPaths lists.
-func (l *Loop) Paths() map[string]int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return maps.Clone(l.paths)
+	l.mu.Unlock()
+	if path != "" && l.hooks.Path != nil {
+		l.hooks.Path(path)
+	}
 }
 
 // answered keeps the API server's answers to a sync's writes, made by a sync that observed the

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"maps"
 	"sync"
 	"time"
 
@@ -43,6 +42,9 @@ type StatusWriter struct {
 	Written func(lag time.Duration)
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Path, when set, is told of each path taken, by the names StatusPaths lists (with the
+	// writer's lock held: it must not call the writer).
+	Path func(name string)
 
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -58,8 +60,6 @@ type StatusWriter struct {
 	// asleep counts the workers waiting on cond, woken their wake-ups: a stop is whole only once
 	// every sleeper has been woken to return, and the shutdown test steps through it on these.
 	asleep, woken int
-	// paths counts the paths taken, by StatusPaths' names.
-	paths map[string]int
 }
 
 // StatusSend writes st as the status of the fleet at key with the given uid (a fleet recreated
@@ -67,7 +67,7 @@ type StatusWriter struct {
 // nil and no error.
 type StatusSend func(ctx context.Context, key events.FleetKey, uid types.UID, st *v1alpha1.CelldFleetStatus) (*v1alpha1.CelldFleet, error)
 
-// The writer's paths that random sequences of syncs and writes take, counted by Paths: the
+// The writer's paths that random sequences of syncs and writes take, told to Path: the
 // property tests fail when one was never taken. (The order of urgent and paced writes, and a
 // fleet recreated under its name while its old write is in flight, are the unit tests'.)
 const (
@@ -85,7 +85,7 @@ const (
 	PathFailed = "status writer: a write failed and was not shown as made"
 )
 
-// StatusPaths lists the paths Paths counts.
+// StatusPaths lists the paths told to Path.
 var StatusPaths = []string{PathCoalesced, PathBehindInFlight, PathOverlaidWaiting, PathOverlaidAnswered, PathFailed}
 
 // statusEntry is what the writer holds of one fleet.
@@ -112,7 +112,7 @@ type statusEntry struct {
 // fleets' cache shows of a key, "" when it shows none.
 func NewStatusWriter(send StatusSend, cachedRV func(key events.FleetKey) string) *StatusWriter {
 	w := &StatusWriter{send: send, cachedRV: cachedRV, queued: map[events.FleetKey]bool{}, busy: map[events.FleetKey]bool{},
-		entries: map[events.FleetKey]*statusEntry{}, pacedInFlight: PacedInFlight, paths: map[string]int{}}
+		entries: map[events.FleetKey]*statusEntry{}, pacedInFlight: PacedInFlight}
 	w.cond = sync.NewCond(&w.mu)
 	return w
 }
@@ -130,7 +130,7 @@ func (w *StatusWriter) Put(key events.FleetKey, f *v1alpha1.CelldFleet, publishe
 	if e.next == nil {
 		e.since = w.clock()
 	} else {
-		w.paths[PathCoalesced]++
+		w.took(PathCoalesced)
 	}
 	e.next = st.DeepCopy()
 	e.urgent = machine.ReaderActs(published, st)
@@ -141,7 +141,7 @@ func (w *StatusWriter) Put(key events.FleetKey, f *v1alpha1.CelldFleet, publishe
 		return
 	}
 	if w.busy[key] {
-		w.paths[PathBehindInFlight]++
+		w.took(PathBehindInFlight)
 		return // done requeues it
 	}
 	w.enqueue(key, e.urgent)
@@ -264,11 +264,11 @@ func (w *StatusWriter) Holds(key events.FleetKey) (waiting, sending bool) {
 	return false, false
 }
 
-// Paths counts the paths taken, by the names StatusPaths lists.
-func (w *StatusWriter) Paths() map[string]int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return maps.Clone(w.paths)
+// took tells Path of a path taken. Call with mu held.
+func (w *StatusWriter) took(path string) {
+	if w.Path != nil {
+		w.Path(path)
+	}
 }
 
 // done ends a write a worker took: a paced one frees its place for the next.
@@ -352,7 +352,7 @@ func (w *StatusWriter) settle(key events.FleetKey, e *statusEntry, got *v1alpha1
 	}
 	e.answered, e.answeredOn = nil, ""
 	if err != nil {
-		w.paths[PathFailed]++
+		w.took(PathFailed)
 	}
 	// A failed write is not shown as made: the fleet's next sync sees the status missing. Nor is
 	// an answer the caches show already, or a fleet that is gone. Nor an answer the caches moved
@@ -402,7 +402,7 @@ func (w *StatusWriter) Overlay(key events.FleetKey, f *v1alpha1.CelldFleet, cach
 	if st == nil {
 		return f
 	}
-	w.paths[path]++
+	w.took(path)
 	c := *f
 	c.Status = *st
 	return &c

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -548,13 +549,15 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 func TestStatusWriterCountsItsPaths(t *testing.T) {
 	s := newFakeStatusServer()
 	w := s.writer()
+	var paths pathCount
+	w.Path = paths.add
 	ctx := context.Background()
 	f := fleetNamed("alpha")
 	k := key("team", "alpha")
 	want := map[string]int{}
 	check := func(step string) {
 		t.Helper()
-		got := w.Paths()
+		got := paths.get()
 		for _, p := range StatusPaths {
 			if got[p] != want[p] {
 				t.Errorf("after %s: %q counted %d, want %d", step, p, got[p], want[p])
@@ -598,4 +601,25 @@ func TestStatusWriterCountsItsPaths(t *testing.T) {
 	check("a failed write")
 	shown(w, k, newer, "12")
 	check("a sync after the failed write")
+}
+
+// pathCount counts the paths a writer or a loop tells of, as the property tests do.
+type pathCount struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (c *pathCount) add(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]int{}
+	}
+	c.m[name]++
+}
+
+func (c *pathCount) get() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.m)
 }

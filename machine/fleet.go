@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/qmuntal/stateless"
@@ -92,9 +91,10 @@ func New() *Fleet {
 }
 
 // PanicOnUnhandledTrigger makes a trigger the lifecycle table has no row for (not even an
-// ignore) a panic: a hole in the table must fail the tests that reach it. In production the
-// decision reports it in Decision.Unhandled instead, for the driver to log and count.
-var PanicOnUnhandledTrigger = testing.Testing()
+// ignore) a panic: a hole in the table must fail the tests that reach it, and every test package
+// that steps a machine turns it on (its unhandled_test.go). In production the decision reports
+// it in Decision.Unhandled instead, for the driver to log and count.
+var PanicOnUnhandledTrigger bool
 
 // Transition is one state change a step went through (a reentry, From == To, too).
 type Transition struct {

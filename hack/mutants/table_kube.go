@@ -126,7 +126,7 @@ func init() {
 		},
 		Mutant{
 			Name: "kube-status-writer-concurrent-per-fleet", File: "loop/statuswriter.go",
-			Original:    "\tif w.busy[key] {\n\t\tw.paths[PathBehindInFlight]++\n\t\treturn // done requeues it\n\t}\n",
+			Original:    "\tif w.busy[key] {\n\t\tw.took(PathBehindInFlight)\n\t\treturn // done requeues it\n\t}\n",
 			Replacement: "",
 			Mistake:     "a fleet with a write in flight is queued again at once: two writes of one fleet race, and the older may land last",
 			Threatens:   "one status write in flight per fleet; the latest status wins",

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -31,8 +32,8 @@ type Operator struct {
 	store    *events.Store
 	loop     *loop.Loop
 	statuses *loop.StatusWriter
-	// retired sums the paths of the status writers of processes restarted since.
-	retired map[string]int
+	// paths counts the paths of the status writers and the loops told of, over restarts.
+	paths map[string]int
 	// held are status writes sent whose answers have not come back, each with the round it comes
 	// back after.
 	held []heldAnswer
@@ -59,22 +60,14 @@ func NewOperator(c *sim.Cluster) *Operator {
 func (o *Operator) Restart(c *sim.Cluster) {
 	o.c = c
 	o.store = events.NewStore()
-	if o.statuses != nil {
-		// What the old process had yet to write is lost with it.
-		if o.retired == nil {
-			o.retired = map[string]int{}
-		}
-		for k, n := range o.statuses.Paths() {
-			o.retired[k] += n
-		}
-		for k, n := range o.loop.Paths() {
-			o.retired[k] += n
-		}
+	if o.paths == nil {
+		o.paths = map[string]int{}
 	}
 	o.held = nil // sent, and their answers lost with the process
 	o.statuses = loop.NewStatusWriter(o.sendStatus, o.cachedRV)
 	o.statuses.Failed = func(events.FleetKey, error) { o.Failures++ }
-	o.loop = loop.New(o.statuses.Wrap(simDriver{o}), zerolog.Nop(), loop.Hooks{Acted: o.acted})
+	o.statuses.Path = o.took
+	o.loop = loop.New(o.statuses.Wrap(simDriver{o}), zerolog.Nop(), loop.Hooks{Acted: o.acted, Path: o.took})
 	for _, ev := range c.Resync() {
 		o.store.Apply(ev)
 	}
@@ -155,16 +148,11 @@ func (o *Operator) AnswerStatuses(round int) {
 func (o *Operator) StatusesWaiting() int { return o.statuses.Waiting() }
 
 // Paths counts the status writers' and the loops' paths taken, over restarts.
-func (o *Operator) Paths() map[string]int {
-	out := o.statuses.Paths()
-	for k, n := range o.loop.Paths() {
-		out[k] += n
-	}
-	for k, n := range o.retired {
-		out[k] += n
-	}
-	return out
-}
+func (o *Operator) Paths() map[string]int { return maps.Clone(o.paths) }
+
+// took counts a path the status writer or the loop told of. The simulated operator runs on one
+// goroutine: its status writer sends only when the world says (WriteStatuses).
+func (o *Operator) took(path string) { o.paths[path]++ }
 
 // Feed folds observed events into the operator's caches.
 func (o *Operator) Feed(evs []events.Event) {
