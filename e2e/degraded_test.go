@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/render"
 )
@@ -220,8 +220,8 @@ func rowBucketReserved(t *testing.T, f *fixture, op *operator) string {
 func rowForeignDisks(t *testing.T, f *fixture, _ *operator) string {
 	const name = "foreign"
 	claim := f.createClaim("data-"+name+"-0", map[string]string{
-		events.LabelName: events.AppName, events.LabelInstance: name, events.LabelManagedBy: events.ManagedBy,
-		events.LabelFleetUID: "00000000-0000-0000-0000-00000000f00d",
+		kinds.LabelName: kinds.AppName, kinds.LabelInstance: name, kinds.LabelManagedBy: kinds.ManagedBy,
+		kinds.LabelFleetUID: "00000000-0000-0000-0000-00000000f00d",
 	})
 	claims := f.recordClaims()
 	fl := f.create(f.newFleet(name, v1alpha1.ProfilePersistentFleet, 2))

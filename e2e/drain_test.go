@@ -18,7 +18,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/e2e/contract"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 const (
@@ -222,7 +222,7 @@ func (f *fixture) holdElsewhere(nodes []string) <-chan held {
 	h := held{byFleet: map[string]int{}, onNodes: map[string]int{}}
 	watched := map[types.UID]string{}
 	for _, p := range pods.Items {
-		if fleet := p.Labels[events.LabelInstance]; fleet != "" && drained[p.Spec.NodeName] && p.DeletionTimestamp == nil {
+		if fleet := p.Labels[kinds.LabelInstance]; fleet != "" && drained[p.Spec.NodeName] && p.DeletionTimestamp == nil {
 			watched[p.UID] = fleet
 			h.onNodes[fleet]++
 		}

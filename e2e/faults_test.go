@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 const (
@@ -267,7 +267,7 @@ func deletedPodsByFleet(evs []seen, fleets []*v1alpha1.CelldFleet) map[string][]
 	owner := map[string]string{}
 	for _, e := range evs {
 		if p, ok := e.Obj.(*corev1.Pod); ok {
-			owner[string(p.UID)] = byUID[p.Labels[events.LabelFleetUID]]
+			owner[string(p.UID)] = byUID[p.Labels[kinds.LabelFleetUID]]
 		}
 	}
 	out := map[string][]string{}

@@ -32,7 +32,7 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/e2e/contract"
 	"github.com/celld/celld-operator/e2e/testenv"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/render"
 )
 
@@ -367,7 +367,7 @@ func reservationName(b v1alpha1.BucketSpec) string { return render.ReservationNa
 // --- members -----------------------------------------------------------------------------------
 
 func memberSelector(fl *v1alpha1.CelldFleet) string {
-	return events.LabelFleetUID + "=" + string(fl.UID)
+	return kinds.LabelFleetUID + "=" + string(fl.UID)
 }
 
 func (f *fixture) members(fl *v1alpha1.CelldFleet) []corev1.Pod {

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/reservation"
 )
@@ -43,11 +43,11 @@ func TestBucketSpellingsOneBucket(t *testing.T) {
 	// It is made as the operator of the old naming made it: its managed-by label, its field manager.
 	held := &v1alpha1.CelldReservation{
 		ObjectMeta: metav1.ObjectMeta{Name: reservation.LegacyName(v1alpha1.BucketSpec{Name: legacy}),
-			Labels: map[string]string{events.LabelManagedBy: events.ManagedBy}},
+			Labels: map[string]string{kinds.LabelManagedBy: kinds.ManagedBy}},
 		Spec: v1alpha1.CelldReservationSpec{FleetName: "gone", FleetUID: types.UID("00000000-0000-0000-0000-00000000cafe"),
 			Profile: v1alpha1.ProfileBucket, Bucket: v1alpha1.BucketSpec{Name: legacy, Region: "us-east-1"}},
 	}
-	if _, err := suite.celld.CelldV1alpha1().CelldReservations(first.ns).Create(first.ctx, held, metav1.CreateOptions{FieldManager: events.FieldManager}); err != nil {
+	if _, err := suite.celld.CelldV1alpha1().CelldReservations(first.ns).Create(first.ctx, held, metav1.CreateOptions{FieldManager: kinds.FieldManager}); err != nil {
 		t.Fatal(err)
 	}
 	second.startOperator()
@@ -84,10 +84,10 @@ func TestBucketSpellingsOneBucket(t *testing.T) {
 	atStore := v1alpha1.BucketSpec{Name: first.bucket("store"), Region: "us-east-1", Endpoint: "https://minio.example.com"}
 	oldName := reservation.LegacyName(atStore)
 	if _, err := suite.celld.CelldV1alpha1().CelldReservations(first.ns).Create(first.ctx, &v1alpha1.CelldReservation{
-		ObjectMeta: metav1.ObjectMeta{Name: oldName, Labels: map[string]string{events.LabelManagedBy: events.ManagedBy}},
+		ObjectMeta: metav1.ObjectMeta{Name: oldName, Labels: map[string]string{kinds.LabelManagedBy: kinds.ManagedBy}},
 		Spec: v1alpha1.CelldReservationSpec{FleetName: "gone", FleetUID: types.UID("00000000-0000-0000-0000-00000000beef"),
 			Profile: v1alpha1.ProfileBucket, Bucket: atStore},
-	}, metav1.CreateOptions{FieldManager: events.FieldManager}); err != nil {
+	}, metav1.CreateOptions{FieldManager: kinds.FieldManager}); err != nil {
 		t.Fatal(err)
 	}
 	namesake := first.newFleet("namesake", v1alpha1.ProfileBucket, 1)

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/render"
 )
 
@@ -72,7 +72,7 @@ func checkFleetPolicies(t *testing.T, fl *v1alpha1.CelldFleet, pods []corev1.Pod
 	}
 	members := map[string]bool{}
 	for _, p := range pods {
-		if p.Labels[events.LabelFleetUID] == string(fl.UID) {
+		if p.Labels[kinds.LabelFleetUID] == string(fl.UID) {
 			members[p.Name] = true
 		}
 	}
@@ -181,7 +181,7 @@ func checkFleetPolicies(t *testing.T, fl *v1alpha1.CelldFleet, pods []corev1.Pod
 func checkContainerPorts(t *testing.T, fl *v1alpha1.CelldFleet, pods []corev1.Pod, client, peer int32) {
 	t.Helper()
 	for _, p := range pods {
-		if p.Labels[events.LabelFleetUID] != string(fl.UID) {
+		if p.Labels[kinds.LabelFleetUID] != string(fl.UID) {
 			continue
 		}
 		got := map[string]int32{}

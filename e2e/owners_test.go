@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
@@ -131,7 +130,7 @@ func TestUsersObjectsUnderFleetNames(t *testing.T) {
 	// held: it would run beside a Service and a budget that select someone else's Pods.
 	if err := wait.PollUntilContextTimeout(f.ctx, poll, time.Minute, true, func(ctx context.Context) (bool, error) {
 		s, err := suite.kube.CoreV1().Services(f.ns).Get(ctx, name+kinds.SuffixPeers, metav1.GetOptions{})
-		return err == nil && events.ControlledBy(s, fl.UID), nil
+		return err == nil && kinds.ControlledBy(s, fl.UID), nil
 	}); err != nil {
 		t.Errorf("the fleet's own peer Service %s%s never appeared", name, kinds.SuffixPeers)
 	}
@@ -177,7 +176,7 @@ func TestUsersObjectsUnderFleetNames(t *testing.T) {
 // with the fleet's UID under another name is kept.
 func rowUnlabelledClaim(t *testing.T, f *fixture, _ *operator) string {
 	const name = "unlabelled"
-	claim := f.createClaim(events.ClaimName(name, 1), nil)
+	claim := f.createClaim(kinds.ClaimName(name, 1), nil)
 	claims := f.recordClaims()
 	fl := f.create(f.newFleet(name, v1alpha1.ProfilePersistentFleet, 2))
 	got := f.waitDegraded(fl.Name, machine.ReasonForeignDisks, claim.Name, "never adopts")
@@ -197,7 +196,7 @@ func rowUnlabelledClaim(t *testing.T, f *fixture, _ *operator) string {
 	// StatefulSet never gives: not the fleet's to delete.
 	own := f.claimsOf(cur)
 	lookalike := f.createClaim("data-"+name+"-spare", map[string]string{
-		events.LabelName: events.AppName, events.LabelInstance: name, events.LabelManagedBy: events.ManagedBy, events.LabelFleetUID: string(cur.UID),
+		kinds.LabelName: kinds.AppName, kinds.LabelInstance: name, kinds.LabelManagedBy: kinds.ManagedBy, kinds.LabelFleetUID: string(cur.UID),
 	})
 	f.deleteFleet(fl.Name, true)
 	var uids []types.UID

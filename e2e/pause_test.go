@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // written is what a write outside status leaves on an object: its generation, labels,
@@ -237,7 +237,7 @@ func TestRollingRestart(t *testing.T) {
 		least := 3
 		for _, e := range evs {
 			p, ok := e.Obj.(*corev1.Pod)
-			if !ok || p.Labels[events.LabelFleetUID] != string(fl.UID) {
+			if !ok || p.Labels[kinds.LabelFleetUID] != string(fl.UID) {
 				continue
 			}
 			ready[p.UID] = e.Type != watch.Deleted && podReady(p)

@@ -24,7 +24,7 @@ import (
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // impersonated are clients that act as user, through the admin kubeconfig.
@@ -225,8 +225,8 @@ func TestReservationsAreTheOperatorsAlone(t *testing.T) {
 	})
 	squat := forged.DeepCopy()
 	squat.Name, squat.Spec.Bucket.Name = f.bucket("squatted"), f.bucket("squatted")
-	squat.Labels = map[string]string{events.LabelName: events.AppName, events.LabelManagedBy: events.ManagedBy,
-		events.LabelInstance: squat.Spec.FleetName, events.LabelFleetUID: string(squat.Spec.FleetUID), events.LabelComponent: "reservation"}
+	squat.Labels = map[string]string{kinds.LabelName: kinds.AppName, kinds.LabelManagedBy: kinds.ManagedBy,
+		kinds.LabelInstance: squat.Spec.FleetName, kinds.LabelFleetUID: string(squat.Spec.FleetUID), kinds.LabelComponent: "reservation"}
 	squat, err = suite.celld.CelldV1alpha1().CelldReservations(other.Name).Create(f.ctx, squat, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("a reservation from before the policy: %v", err)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // TestNormalizeFingerprints: Normalize leaves the view with the fingerprint of all it holds, the
@@ -18,7 +19,7 @@ func TestNormalizeFingerprints(t *testing.T) {
 		f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1", ResourceVersion: "7", Generation: 2},
 			Spec:   v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet, Bucket: v1alpha1.BucketSpec{Name: "b"}},
 			Status: v1alpha1.CelldFleetStatus{Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "MembersNotReady", Message: "the fleet is converging"}}}}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-0", ResourceVersion: "11", Labels: map[string]string{LabelFleetUID: "u1"}},
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-0", ResourceVersion: "11", Labels: map[string]string{kinds.LabelFleetUID: "u1"}},
 			Spec: corev1.PodSpec{NodeName: "n1"}}
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
 			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
@@ -88,9 +89,9 @@ func TestFingerprintHasTheCordonOfADisksNode(t *testing.T) {
 	observe := func(cordoned bool) View {
 		f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1", ResourceVersion: "7"},
 			Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet, Bucket: v1alpha1.BucketSpec{Name: "b"}}}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-0", ResourceVersion: "11", Labels: map[string]string{LabelFleetUID: "u1"}}}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-0", ResourceVersion: "11", Labels: map[string]string{kinds.LabelFleetUID: "u1"}}}
 		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-a-0", ResourceVersion: "5",
-			Labels: map[string]string{LabelFleetUID: "u1"}, Annotations: map[string]string{AnnotationSelectedNode: "n1"}}}
+			Labels: map[string]string{kinds.LabelFleetUID: "u1"}, Annotations: map[string]string{AnnotationSelectedNode: "n1"}}}
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "3"}, Spec: corev1.NodeSpec{Unschedulable: cordoned}}
 		return Normalize("ns", "a", &Observation{Now: t0, Fleet: f, Pods: []*corev1.Pod{pod}, PVCs: []*corev1.PersistentVolumeClaim{claim},
 			Nodes: map[string]*corev1.Node{"n1": node}, NodesSynced: true})

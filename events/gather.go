@@ -54,7 +54,7 @@ func Gather(c Caches, key FleetKey, now time.Time, util *Utilization) (*Observat
 	o.Fleet = f
 	id := reservation.IdentityOf(f.Spec.Bucket)
 	for _, r := range indexed[*v1alpha1.CelldReservation](c, kinds.Reservation, IndexBucket, id.Name) {
-		if reservation.SameBucket(r.Spec.Bucket, f.Spec.Bucket) && MadeByOperator(r) {
+		if reservation.SameBucket(r.Spec.Bucket, f.Spec.Bucket) && kinds.MadeByOperator(r) {
 			o.Reservations = append(o.Reservations, r)
 		}
 	}
@@ -62,7 +62,7 @@ func Gather(c Caches, key FleetKey, now time.Time, util *Utilization) (*Observat
 	// fleet's own cannot be created, and this one is never trusted nor written to.
 	rname := reservation.Name(id)
 	if obj, ok, err := get(c, kinds.Reservation, namespace+"/"+rname); err == nil && ok {
-		if r, isRes := obj.(*v1alpha1.CelldReservation); isRes && !MadeByOperator(r) {
+		if r, isRes := obj.(*v1alpha1.CelldReservation); isRes && !kinds.MadeByOperator(r) {
 			o.Unowned = append(o.Unowned, "CelldReservation/"+rname)
 		}
 	}
@@ -84,7 +84,7 @@ func Gather(c Caches, key FleetKey, now time.Time, util *Utilization) (*Observat
 		if !isMeta {
 			return nil
 		}
-		if !ControlledBy(m, f.UID) {
+		if !kinds.ControlledBy(m, f.UID) {
 			o.Unowned = append(o.Unowned, string(kind)+"/"+name)
 			return nil
 		}
@@ -96,7 +96,7 @@ func Gather(c Caches, key FleetKey, now time.Time, util *Utilization) (*Observat
 	if d, ok := derived(kinds.Deployment, name).(*appsv1.Deployment); ok {
 		o.Deployment = d
 	}
-	for _, d := range DerivedObjects(f) {
+	for _, d := range kinds.DerivedObjects(f) {
 		if kinds.IsWorkloadKind(kinds.Kind(d.Kind)) {
 			continue // looked up above, whichever the fleet uses
 		}

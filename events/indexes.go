@@ -29,7 +29,7 @@ const (
 	// IndexInstance: claims by namespace/app.kubernetes.io/instance.
 	IndexInstance = "instance"
 	// IndexClaimName: claims by namespace/fleet, for the claims named as a fleet's StatefulSet
-	// names them (ClaimName), whatever their labels.
+	// names them (kinds.ClaimName), whatever their labels.
 	IndexClaimName = "claimName"
 )
 
@@ -72,8 +72,8 @@ func Indexers(kind kinds.Kind) map[string]IndexFunc {
 	case kinds.Pod:
 		return map[string]IndexFunc{
 			IndexFleetUID: func(obj any) ([]string, error) {
-				if m, ok := obj.(metav1.Object); ok && m.GetLabels()[LabelFleetUID] != "" {
-					return []string{m.GetLabels()[LabelFleetUID]}, nil
+				if m, ok := obj.(metav1.Object); ok && m.GetLabels()[kinds.LabelFleetUID] != "" {
+					return []string{m.GetLabels()[kinds.LabelFleetUID]}, nil
 				}
 				return nil, nil
 			},
@@ -87,14 +87,14 @@ func Indexers(kind kinds.Kind) map[string]IndexFunc {
 	case kinds.PersistentVolumeClaim:
 		return map[string]IndexFunc{
 			IndexInstance: func(obj any) ([]string, error) {
-				if m, ok := obj.(metav1.Object); ok && m.GetLabels()[LabelInstance] != "" {
-					return []string{FleetKey{Namespace: m.GetNamespace(), Name: m.GetLabels()[LabelInstance]}.String()}, nil
+				if m, ok := obj.(metav1.Object); ok && m.GetLabels()[kinds.LabelInstance] != "" {
+					return []string{FleetKey{Namespace: m.GetNamespace(), Name: m.GetLabels()[kinds.LabelInstance]}.String()}, nil
 				}
 				return nil, nil
 			},
 			IndexClaimName: func(obj any) ([]string, error) {
 				if m, ok := obj.(metav1.Object); ok {
-					if fleet, _, named := ClaimFleet(m.GetName()); named {
+					if fleet, _, named := kinds.ClaimFleet(m.GetName()); named {
 						return []string{FleetKey{Namespace: m.GetNamespace(), Name: fleet}.String()}, nil
 					}
 				}

@@ -1,7 +1,9 @@
 // Package events turns what the operator observes of Kubernetes into what the lifecycle machine
-// consumes: normalized events, and the per-fleet View that folding them gives.
+// consumes: the Observation of one fleet gathered from caches (the operator's informers, or the
+// simulator's store) through the indexes both carry, and the normalized View the machine decides
+// on, with its fingerprint.
 //
-// Nothing here does I/O or reads a clock: time arrives inside events.
+// Nothing here does I/O or reads a clock: time arrives with the observation.
 package events
 
 import (

@@ -14,36 +14,6 @@ import (
 	"github.com/celld/celld-operator/kinds"
 )
 
-// A claim belongs to a member only under exactly the name ClaimName gives it: a claim another
-// tool named close to it is never taken for a member's disk, nor deleted as one.
-func TestClaimFleet(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		fleet   string
-		ordinal int
-		ok      bool
-	}{
-		{"data-a-0", "a", 0, true},
-		{"data-a-12", "a", 12, true},
-		{"data-a-1-0", "a-1", 0, true},
-		{"data--0", "", -1, false},
-		{"data-a", "", -1, false},
-		{"data-a-", "", -1, false},
-		{"data-a-01", "", -1, false},
-		{"data-a-+1", "", -1, false},
-		{"data-a-x", "", -1, false},
-		{"logs-a-0", "", -1, false},
-	} {
-		fleet, ordinal, ok := ClaimFleet(c.name)
-		if fleet != c.fleet || ordinal != c.ordinal || ok != c.ok {
-			t.Errorf("ClaimFleet(%q) = %q, %d, %t; want %q, %d, %t", c.name, fleet, ordinal, ok, c.fleet, c.ordinal, c.ok)
-		}
-		if c.ok && ClaimName(fleet, ordinal) != c.name {
-			t.Errorf("ClaimName(%q, %d) = %q, want %q back", fleet, ordinal, ClaimName(fleet, ordinal), c.name)
-		}
-	}
-}
-
 func TestOrdinalOfAName(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -64,11 +34,11 @@ func TestSettledSize(t *testing.T) {
 		annotations map[string]string
 		want        int32
 	}{
-		{map[string]string{AnnotationSettled: "0"}, 0},
-		{map[string]string{AnnotationSettled: "5"}, 5},
-		{map[string]string{AnnotationSettled: "-2"}, -1},
-		{map[string]string{AnnotationSettled: "x"}, -1},
-		{map[string]string{AnnotationSettled: "4294967296"}, -1},
+		{map[string]string{kinds.AnnotationSettled: "0"}, 0},
+		{map[string]string{kinds.AnnotationSettled: "5"}, 5},
+		{map[string]string{kinds.AnnotationSettled: "-2"}, -1},
+		{map[string]string{kinds.AnnotationSettled: "x"}, -1},
+		{map[string]string{kinds.AnnotationSettled: "4294967296"}, -1},
 		{nil, -1},
 	} {
 		if got := settled(c.annotations); got != c.want {
@@ -85,7 +55,7 @@ func TestSettledSize(t *testing.T) {
 func TestMemberFacts(t *testing.T) {
 	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1"}}
 	pod := func(name string, conds ...corev1.PodCondition) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelFleetUID: "u1"}},
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{kinds.LabelFleetUID: "u1"}},
 			Status: corev1.PodStatus{Conditions: conds}}
 	}
 	cond := func(t corev1.PodConditionType, s corev1.ConditionStatus) corev1.PodCondition {
@@ -185,28 +155,6 @@ func TestStorageClassMissing(t *testing.T) {
 		v := Normalize("ns", "a", &Observation{Now: t0, Fleet: f, StorageClassKnown: c.known, StorageClass: c.class})
 		if v.StorageClassMissing != c.missing {
 			t.Errorf("%s: StorageClassMissing %t, want %t", c.name, v.StorageClassMissing, c.missing)
-		}
-	}
-}
-
-// Every suffix an owned kind adds to a fleet's name is listed once: the names a fleet reserves
-// (and that another fleet's name must not collide with) are exactly these.
-func TestDerivedSuffixes(t *testing.T) {
-	for _, r := range kinds.Owned(true) {
-		for _, s := range r.Suffixes {
-			if s != "" && !slices.Contains(DerivedSuffixes, s) {
-				t.Errorf("DerivedSuffixes %q lacks %s's %q", DerivedSuffixes, r.Kind, s)
-			}
-		}
-	}
-	for i, s := range DerivedSuffixes {
-		if s == "" || slices.Contains(DerivedSuffixes[i+1:], s) {
-			t.Errorf("DerivedSuffixes %q: %q is empty or listed twice", DerivedSuffixes, s)
-		}
-	}
-	for _, s := range []string{kinds.SuffixPeers, kinds.SuffixClients} {
-		if !slices.Contains(DerivedSuffixes, s) {
-			t.Errorf("DerivedSuffixes %q lacks %q", DerivedSuffixes, s)
 		}
 	}
 }

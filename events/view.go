@@ -17,35 +17,6 @@ import (
 	"github.com/celld/celld-operator/reservation"
 )
 
-// Labels and annotations the operator puts on what it creates.
-const (
-	LabelName      = "app.kubernetes.io/name"
-	LabelInstance  = "app.kubernetes.io/instance"
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	LabelComponent = "app.kubernetes.io/component"
-	LabelFleetUID  = "celld.io/fleet-uid"
-	// AnnotationSettled records on the workload the size whose rollout last completed with every
-	// member ready. A workload without it never finished provisioning; a size above or below it
-	// is a growth or a scale-in still in flight. It makes the lifecycle state derivable from
-	// observation alone.
-	AnnotationSettled = "celld.io/settled-members"
-	// AnnotationHibernated records on the fleet's PodDisruptionBudget that the operator stopped
-	// the members for spec.hibernate, from the step that starts the stop until the step that sees
-	// every member ready again after the wake. The budget is kept while the fleet sleeps (the
-	// workload is not), so hibernation stays derivable from observation alone.
-	AnnotationHibernated = "celld.io/hibernated"
-	// HibernatedStopping and HibernatedStopped are its values: the stop was asked for, and the
-	// operator saw it done.
-	HibernatedStopping = "stopping"
-	HibernatedStopped  = "stopped"
-	// AppName is the app.kubernetes.io/name of everything the operator creates.
-	AppName = "celld"
-	// ManagedBy is the app.kubernetes.io/managed-by of everything the operator creates.
-	ManagedBy = "celld-operator"
-	// DataVolume is the name of a member's data volume (claim template or emptyDir).
-	DataVolume = "data"
-)
-
 // View is one fleet as the lifecycle machine sees it: normalized, sorted, and free of anything the
 // machine does not decide on. The same observation always gives the same View.
 type View struct {
@@ -315,9 +286,9 @@ func Normalize(namespace, name string, o *Observation) View {
 		v.Owned.Objects = append(v.Owned.Objects, OwnedObject{Kind: kinds.Of(x), Name: x.GetName(), ResourceVersion: x.GetResourceVersion(), Object: x})
 	}
 	for _, x := range o.Owned {
-		if kinds.Of(x) == kinds.PodDisruptionBudget && x.GetName() == f.Name && x.GetAnnotations()[AnnotationHibernated] != "" {
+		if kinds.Of(x) == kinds.PodDisruptionBudget && x.GetName() == f.Name && x.GetAnnotations()[kinds.AnnotationHibernated] != "" {
 			v.Asleep = true
-			v.AsleepStopped = x.GetAnnotations()[AnnotationHibernated] == HibernatedStopped
+			v.AsleepStopped = x.GetAnnotations()[kinds.AnnotationHibernated] == kinds.HibernatedStopped
 		}
 	}
 	sort.Slice(v.Owned.Objects, func(i, j int) bool {
@@ -421,7 +392,7 @@ func workloadView(o *Observation) WorkloadView {
 		w.FilesystemResize = s.Spec.Template.Annotations[v1alpha1.AnnotationFilesystemResize]
 		w.Deleting = s.DeletionTimestamp != nil
 		for _, t := range s.Spec.VolumeClaimTemplates {
-			if t.Name == DataVolume {
+			if t.Name == kinds.DataVolume {
 				w.ClaimSize = t.Spec.Resources.Requests[corev1.ResourceStorage]
 			}
 		}
@@ -438,7 +409,7 @@ func workloadView(o *Observation) WorkloadView {
 }
 
 func settled(annotations map[string]string) int32 {
-	n, err := strconv.ParseInt(annotations[AnnotationSettled], 10, 32)
+	n, err := strconv.ParseInt(annotations[kinds.AnnotationSettled], 10, 32)
 	if err != nil || n < 0 {
 		return -1
 	}
@@ -455,7 +426,7 @@ func replicas(p *int32) int32 {
 func members(f *v1alpha1.CelldFleet, o *Observation) []Member {
 	out := make([]Member, 0, len(o.Pods))
 	for _, p := range o.Pods {
-		if p.Labels[LabelFleetUID] != string(f.UID) {
+		if p.Labels[kinds.LabelFleetUID] != string(f.UID) {
 			continue
 		}
 		m := Member{Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, NodeName: p.Spec.NodeName, Ordinal: -1,
@@ -491,7 +462,7 @@ func members(f *v1alpha1.CelldFleet, o *Observation) []Member {
 			}
 		}
 		for _, vol := range p.Spec.Volumes {
-			if vol.Name == DataVolume && vol.PersistentVolumeClaim != nil {
+			if vol.Name == kinds.DataVolume && vol.PersistentVolumeClaim != nil {
 				m.ClaimName = vol.PersistentVolumeClaim.ClaimName
 			}
 		}
@@ -529,11 +500,11 @@ func disks(f *v1alpha1.CelldFleet, pvcs []*corev1.PersistentVolumeClaim) []Disk 
 	out := make([]Disk, 0, len(pvcs))
 	for _, c := range pvcs {
 		ord := -1
-		if fleet, n, ok := ClaimFleet(c.Name); ok && fleet == f.Name {
+		if fleet, n, ok := kinds.ClaimFleet(c.Name); ok && fleet == f.Name {
 			ord = n
 		}
 		d := Disk{Name: c.Name, UID: c.UID, ResourceVersion: c.ResourceVersion,
-			FleetUID: types.UID(c.Labels[LabelFleetUID]), Ordinal: ord,
+			FleetUID: types.UID(c.Labels[kinds.LabelFleetUID]), Ordinal: ord,
 			Lost: c.Status.Phase == corev1.ClaimLost, Terminating: c.DeletionTimestamp != nil,
 			Requested: c.Spec.Resources.Requests[corev1.ResourceStorage], Capacity: c.Status.Capacity[corev1.ResourceStorage]}
 		d.Resize, d.ResizeMessage = resizeOf(c)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/kinds"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -17,7 +18,7 @@ func TestNormalize(t *testing.T) {
 	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1", Finalizers: []string{v1alpha1.FleetFinalizer}},
 		Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet, Bucket: v1alpha1.BucketSpec{Name: "b"}}}
 	pod := func(name, node string, ready bool) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelFleetUID: "u1", appsv1.StatefulSetRevisionLabel: "r1"}},
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{kinds.LabelFleetUID: "u1", appsv1.StatefulSetRevisionLabel: "r1"}},
 			Spec: corev1.PodSpec{NodeName: node}}
 		st := corev1.ConditionFalse
 		if ready {
@@ -27,9 +28,9 @@ func TestNormalize(t *testing.T) {
 		return p
 	}
 	stranger := pod("a-9", "n1", true)
-	stranger.Labels[LabelFleetUID] = "other"
+	stranger.Labels[kinds.LabelFleetUID] = "other"
 	claim := func(name, uid string) *corev1.PersistentVolumeClaim {
-		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelFleetUID: uid}}}
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{kinds.LabelFleetUID: uid}}}
 	}
 	unreachable := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, LastTransitionTime: metav1.NewTime(t0)}}}}
@@ -42,7 +43,7 @@ func TestNormalize(t *testing.T) {
 		Spec: v1alpha1.CelldReservationSpec{FleetUID: "first", Bucket: v1alpha1.BucketSpec{Name: "b"}}}
 	newer := &v1alpha1.CelldReservation{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", CreationTimestamp: metav1.NewTime(t0.Add(time.Hour))},
 		Spec: v1alpha1.CelldReservationSpec{FleetUID: "u1", Bucket: v1alpha1.BucketSpec{Name: "b"}}}
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "a", Annotations: map[string]string{AnnotationSettled: "3"}}}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "a", Annotations: map[string]string{kinds.AnnotationSettled: "3"}}}
 
 	v := Normalize("ns", "a", &Observation{Now: t0, Fleet: f, StatefulSet: sts, NodesSynced: true,
 		Pods:         []*corev1.Pod{pod("a-10", "n1", true), pod("a-2", "n2", true), stranger, pod("a-1", "n3", false)},
@@ -76,7 +77,7 @@ func TestNormalize(t *testing.T) {
 func TestNormalizeMaintenance(t *testing.T) {
 	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1"},
 		Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet, Bucket: v1alpha1.BucketSpec{Name: "b"}}}
-	labels := map[string]string{LabelFleetUID: "u1"}
+	labels := map[string]string{kinds.LabelFleetUID: "u1"}
 	evicted := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-0", Labels: labels, DeletionTimestamp: &metav1.Time{Time: t0}},
 		Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
 			{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: DisruptionEviction},
@@ -107,29 +108,6 @@ func TestNormalizeMaintenance(t *testing.T) {
 	}
 	if !v.Nodes["n1"].Cordoned || v.Nodes["n2"].Cordoned {
 		t.Errorf("cordons: %+v", v.Nodes)
-	}
-}
-
-func TestObserveNamesEveryKind(t *testing.T) {
-	for _, tc := range []struct {
-		obj  any
-		gone bool
-		want Kind
-	}{
-		{&v1alpha1.CelldFleet{}, false, Observed},
-		{&v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &metav1.Time{Time: t0}}}, false, Observed},
-		{&corev1.Pod{}, true, Gone},
-		{&corev1.Node{}, true, Gone},
-		{&corev1.PersistentVolumeClaim{}, false, Observed},
-		{&appsv1.StatefulSet{}, false, Observed},
-	} {
-		ev, err := Observe(tc.obj, tc.gone, t0)
-		if err != nil || ev.Kind != tc.want || !ev.Time.Equal(t0) {
-			t.Errorf("%T gone=%t: %v %v, want %s", tc.obj, tc.gone, ev.Kind, err, tc.want)
-		}
-	}
-	if _, err := Observe("nonsense", false, t0); err == nil {
-		t.Error("an object of no known kind must be refused")
 	}
 }
 
@@ -164,7 +142,7 @@ func TestNormalizeOrphans(t *testing.T) {
 		Spec: v1alpha1.CelldFleetSpec{Profile: v1alpha1.ProfilePersistentFleet, Bucket: v1alpha1.BucketSpec{Name: "b"}}}
 	yes := true
 	pod := func(name string, refs ...metav1.OwnerReference) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelFleetUID: "u1"}, OwnerReferences: refs}}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{kinds.LabelFleetUID: "u1"}, OwnerReferences: refs}}
 	}
 	controlled := pod("a-0", metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "a", UID: "s1", Controller: &yes})
 	orphan := pod("a-1")

@@ -80,7 +80,7 @@ func (r Row) GVR() schema.GroupVersionResource { return r.Resource.WithVersion(r
 // its peer Service and NetworkPolicy, and its clients' NetworkPolicy. Admission refuses a fleet
 // name that ends in one of them: fleet "x-peers" would otherwise render the Service that fleet
 // "x" renders as its peer Service, and two fleets would fight over it. With that rule, the
-// derived names of two fleets of one namespace never meet (events.DerivedSuffixes,
+// derived names of two fleets of one namespace never meet (DerivedSuffixes,
 // TestDerivedNamesNeverCollide).
 const (
 	SuffixPeers   = "-peers"

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
@@ -146,7 +145,7 @@ func owned(ctx context.Context, w Writer, t *Target, a machine.Action) (types.UI
 	if cur == nil {
 		return "", nil
 	}
-	if !events.ControlledBy(cur, ref.UID) {
+	if !kinds.ControlledBy(cur, ref.UID) {
 		return "", fmt.Errorf("apply %s: %s exists and is not controlled by fleet %s/%s (uid %s): %w",
 			a.Key, a.Ref, obj.GetNamespace(), ref.Name, ref.UID, machine.ErrPremiseChanged)
 	}

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
@@ -243,7 +242,7 @@ func TestSendConfirmsAgainOnAConflict(t *testing.T) {
 	const fleet = types.UID("f-1")
 	claim := func(uid types.UID, owner types.UID) *corev1.PersistentVolumeClaim {
 		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-pf-3", UID: uid,
-			Labels: map[string]string{events.LabelFleetUID: string(owner)}}}
+			Labels: map[string]string{kinds.LabelFleetUID: string(owner)}}}
 	}
 	mine := machine.Fresh{Disk: claim("c-1", fleet)}
 	relabelled := machine.Fresh{Disk: claim("c-1", "someone-else")}

@@ -60,7 +60,7 @@ func conditionOf(st v1alpha1.CelldFleetStatus, typ string) metav1.Condition {
 }
 
 // kinds lists the decision's actions by kind, with the workload applies' keys.
-func kinds(d machine.Decision) string {
+func actionKinds(d machine.Decision) string {
 	var out []string
 	for _, a := range d.Actions {
 		if a.Kind == machine.Apply {
@@ -232,7 +232,7 @@ func TestOperatorDetectedStatesAreDegradedNotDestructive(t *testing.T) {
 				}
 			}
 			if requeue != c.requeue {
-				t.Errorf("requeue after %s; want %s (actions: %s)", requeue, c.requeue, kinds(d))
+				t.Errorf("requeue after %s; want %s (actions: %s)", requeue, c.requeue, actionKinds(d))
 			}
 			// A person is told once per reason entered: a Warning Event when the published status
 			// does not say it yet, none on the resyncs after it is published.
@@ -328,7 +328,7 @@ func TestUnreservedBucketGoesToTheStrongestClaim(t *testing.T) {
 				}
 			}
 			if binds != c.binds {
-				t.Errorf("binds the bucket: %t, want %t (actions: %s)", binds, c.binds, kinds(d))
+				t.Errorf("binds the bucket: %t, want %t (actions: %s)", binds, c.binds, actionKinds(d))
 			}
 			if c.waits == "" {
 				return

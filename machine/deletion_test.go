@@ -8,6 +8,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -154,7 +155,7 @@ func TestDiskNamedOnce(t *testing.T) {
 	m.Advance(d.Actions, v.Now)
 	w := copyView(v)
 	extra := w.Disks[0]
-	extra.Name, extra.UID, extra.Ordinal = events.ClaimName(w.Fleet.Name, 3), "uid-extra", 3
+	extra.Name, extra.UID, extra.Ordinal = kinds.ClaimName(w.Fleet.Name, 3), "uid-extra", 3
 	w.Disks = append(w.Disks, extra)
 	v = w
 	if names, deletes := named(m.Step(&w)); len(names) != 1 || names[0] != extra.Name || deletes != 4 {

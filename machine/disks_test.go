@@ -14,6 +14,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // TestResizePremiseNeverShrinks: a resize goes out only to the claim decided on, still the
@@ -24,7 +25,7 @@ func TestResizePremiseNeverShrinks(t *testing.T) {
 	p := &Premise{DiskOf: "fleet-uid", DiskUID: "claim-uid", DiskBelow: &size}
 	claim := func(req string, edit func(*corev1.PersistentVolumeClaim)) Fresh {
 		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-a-0", UID: "claim-uid",
-			Labels: map[string]string{events.LabelFleetUID: "fleet-uid"}},
+			Labels: map[string]string{kinds.LabelFleetUID: "fleet-uid"}},
 			Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(req)}}}}
 		if edit != nil {
 			edit(c)
@@ -44,7 +45,7 @@ func TestResizePremiseNeverShrinks(t *testing.T) {
 		"enlarged past it by hand": claim("3Gi", nil),
 		"being deleted":            claim("1Gi", func(c *corev1.PersistentVolumeClaim) { c.DeletionTimestamp = &metav1.Time{} }),
 		"replaced":                 claim("1Gi", func(c *corev1.PersistentVolumeClaim) { c.UID = "another" }),
-		"relabelled":               claim("1Gi", func(c *corev1.PersistentVolumeClaim) { c.Labels[events.LabelFleetUID] = "other-fleet" }),
+		"relabelled":               claim("1Gi", func(c *corev1.PersistentVolumeClaim) { c.Labels[kinds.LabelFleetUID] = "other-fleet" }),
 	} {
 		if err := p.Check(fresh); !errors.Is(err, ErrPremiseChanged) {
 			t.Errorf("a claim %s: %v; want the premise refused", name, err)
@@ -129,7 +130,7 @@ func TestOnlineGrowthIsNotARestart(t *testing.T) {
 	view := func(since ...time.Time) *events.View {
 		v := &events.View{Now: now, Fleet: f}
 		for i, s := range since {
-			name := events.ClaimName(f.Name, i)
+			name := kinds.ClaimName(f.Name, i)
 			v.Members = append(v.Members, events.Member{Name: fmt.Sprintf("a-%d", i), ClaimName: name})
 			v.Disks = append(v.Disks, events.Disk{Name: name, UID: types.UID(name), FleetUID: "u1", Ordinal: i,
 				Requested: resource.MustParse("2Gi"), Capacity: resource.MustParse("2Gi"),
@@ -160,7 +161,7 @@ func TestNodeResizeErrorRestartsAtOnce(t *testing.T) {
 	now := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
 	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "u1"}, Spec: v1alpha1.CelldFleetSpec{
 		Profile: v1alpha1.ProfilePersistentFleet, Storage: &v1alpha1.StorageSpec{StorageClassName: "c", Size: resource.MustParse("2Gi")}}}
-	name := events.ClaimName(f.Name, 0)
+	name := kinds.ClaimName(f.Name, 0)
 	v := &events.View{Now: now, Fleet: f, Disks: []events.Disk{{Name: name, UID: "c0", FleetUID: "u1", Ordinal: 0,
 		Requested: resource.MustParse("2Gi"), Capacity: resource.MustParse("2Gi"), Resize: events.ResizeFailed, NodeResizeFailed: true}}}
 	if dx := computeDisks(v); dx.fsPending {

@@ -11,6 +11,7 @@ import (
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/capacity"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/render"
 )
 
@@ -449,7 +450,7 @@ func (fx *facts) wouldCreate(obj string) bool {
 	if obj == "CelldReservation/"+render.ReservationName(f.Spec.Bucket) {
 		return true
 	}
-	for _, d := range events.DerivedObjects(f) {
+	for _, d := range kinds.DerivedObjects(f) {
 		if d.String() == obj {
 			return true
 		}

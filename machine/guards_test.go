@@ -12,6 +12,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 var tp = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -70,7 +71,7 @@ func TestPremiseRefusesWhatChanged(t *testing.T) {
 	disk := Premise{NoMembers: true, DiskOf: "fleet-uid", DiskUID: "claim-uid"}
 	claim := func(uid, fleet string) *corev1.PersistentVolumeClaim {
 		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-a-0", UID: types.UID(uid), ResourceVersion: "12",
-			Labels: map[string]string{events.LabelFleetUID: fleet}}}
+			Labels: map[string]string{kinds.LabelFleetUID: fleet}}}
 	}
 	lostClaim := Premise{Claim: "data-a-0"}
 	lost := claim("claim-uid", "fleet-uid")

@@ -53,16 +53,16 @@ func sleeping(s v1alpha1.FleetState) bool {
 	return s == v1alpha1.StateHibernating || s == v1alpha1.StateHibernated
 }
 
-// mark is the events.AnnotationHibernated the fleet's budget carries after this step, "" for
+// mark is the kinds.AnnotationHibernated the fleet's budget carries after this step, "" for
 // none: from the step that starts the stop until the step that sees every member ready again,
 // "stopped" from the step that sees the stop done until the wake creates the workload again.
 func (p *planner) mark() string {
 	v := p.v
 	switch {
 	case p.to == v1alpha1.StateHibernated || (v.AsleepStopped && p.to == v1alpha1.StateWaking && !v.Workload.Exists):
-		return events.HibernatedStopped
+		return kinds.HibernatedStopped
 	case sleeping(p.to) || (v.Asleep && p.to != v1alpha1.StateSteady):
-		return events.HibernatedStopping
+		return kinds.HibernatedStopping
 	}
 	return ""
 }
@@ -71,9 +71,9 @@ func (p *planner) mark() string {
 func observedMark(v *events.View) string {
 	switch {
 	case v.AsleepStopped:
-		return events.HibernatedStopped
+		return kinds.HibernatedStopped
 	case v.Asleep:
-		return events.HibernatedStopping
+		return kinds.HibernatedStopping
 	}
 	return ""
 }
@@ -91,7 +91,7 @@ func markBudget(objs *render.Objects, mark string) {
 		if a == nil {
 			a = map[string]string{}
 		}
-		a[events.AnnotationHibernated] = mark
+		a[kinds.AnnotationHibernated] = mark
 		o.SetAnnotations(a)
 	}
 }

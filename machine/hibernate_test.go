@@ -9,6 +9,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // hibernation runs a PersistentFleet of three to Steady in the test world.
@@ -32,7 +33,7 @@ func (r *run) stepNow() Decision {
 func budgetMark(w *world) string {
 	for _, o := range w.owned {
 		if m, ok := o.(metav1.Object); ok && m.GetName() == worldName {
-			if v, ok := m.GetAnnotations()[events.AnnotationHibernated]; ok {
+			if v, ok := m.GetAnnotations()[kinds.AnnotationHibernated]; ok {
 				return v
 			}
 		}
@@ -84,7 +85,7 @@ func TestHibernatedOnlyOnceEveryMemberIsGone(t *testing.T) {
 	}
 	r.do(opTick, nil)
 	r.do(opPass, nil)
-	if len(r.w.pods) != 0 || r.w.fleet.Status.State != v1alpha1.StateHibernated || budgetMark(r.w) != events.HibernatedStopped {
+	if len(r.w.pods) != 0 || r.w.fleet.Status.State != v1alpha1.StateHibernated || budgetMark(r.w) != kinds.HibernatedStopped {
 		t.Fatalf("members gone: state %s, mark %q: %s", r.w.fleet.Status.State, budgetMark(r.w), r.shape())
 	}
 	r.m = New()

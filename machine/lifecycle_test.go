@@ -16,6 +16,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // The ops a lifecycle sequence is made of.
@@ -247,7 +248,7 @@ func (r *run) do(o op, d draw) {
 		}
 		if _, ok := w.pvcs[name]; !ok {
 			w.pvcs[name] = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: worldNS, UID: w.newUID(),
-				Labels: map[string]string{events.LabelInstance: worldName, events.LabelFleetUID: uid}}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+				Labels: map[string]string{kinds.LabelInstance: worldName, kinds.LabelFleetUID: uid}}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
 		}
 	}
 }
@@ -636,7 +637,7 @@ func (r *run) judgeAction(v *events.View, d Decision, a Action) {
 			r.kept = map[string]string{}
 		}
 		for name, c := range w.pvcs {
-			if claimOfStatefulSet(name) && c.Labels[events.LabelFleetUID] == string(w.fleet.UID) {
+			if claimOfStatefulSet(name) && c.Labels[kinds.LabelFleetUID] == string(w.fleet.UID) {
 				r.kept[name] = string(c.UID)
 			}
 		}
@@ -658,8 +659,8 @@ func (r *run) judgeAction(v *events.View, d Decision, a Action) {
 			r.fatalf("clause 4: disk %s deleted in %s", a.Name, d.To)
 		case r.profile != v1alpha1.ProfilePersistentFleet:
 			r.fatalf("clause 4: disk %s deleted for a %s fleet", a.Name, r.profile)
-		case c.Labels[events.LabelFleetUID] != string(w.fleet.UID):
-			r.fatalf("clause 4: disk %s of fleet UID %q deleted by fleet %s", a.Name, c.Labels[events.LabelFleetUID], w.fleet.UID)
+		case c.Labels[kinds.LabelFleetUID] != string(w.fleet.UID):
+			r.fatalf("clause 4: disk %s of fleet UID %q deleted by fleet %s", a.Name, c.Labels[kinds.LabelFleetUID], w.fleet.UID)
 		case len(w.pods) > 0:
 			r.fatalf("clause 4: disk %s deleted while %d member Pods exist", a.Name, len(w.pods))
 		case !claimOfStatefulSet(c.Name):
@@ -793,7 +794,7 @@ func (r *run) done() bool {
 			return true
 		}
 		for _, c := range w.pvcs {
-			if r.profile == v1alpha1.ProfilePersistentFleet && c.Labels[events.LabelFleetUID] == "uid-1" && c.Name != "data-a-08" {
+			if r.profile == v1alpha1.ProfilePersistentFleet && c.Labels[kinds.LabelFleetUID] == "uid-1" && c.Name != "data-a-08" {
 				return false
 			}
 		}
@@ -827,14 +828,14 @@ func (r *run) shape() string {
 		fmt.Fprintf(&b, "fleet members=%d deleting=%t status=%s blocked=%q; ", w.fleet.Spec.Members, w.fleet.DeletionTimestamp != nil, w.fleet.Status.State, w.fleet.Status.BlockedBy)
 	}
 	if w.sts != nil {
-		fmt.Fprintf(&b, "sts replicas=%d settled=%s; ", *w.sts.Spec.Replicas, w.sts.Annotations[events.AnnotationSettled])
+		fmt.Fprintf(&b, "sts replicas=%d settled=%s; ", *w.sts.Spec.Replicas, w.sts.Annotations[kinds.AnnotationSettled])
 	}
 	for _, p := range w.members() {
 		fmt.Fprintf(&b, "%s(ready=%t node=%s) ", p.Name, podReady(p), p.Spec.NodeName)
 	}
 	for _, k := range sortedKeys(w.pvcs) {
 		c := w.pvcs[k]
-		fmt.Fprintf(&b, "claim %s(uid=%s deleting=%t) ", k, c.Labels[events.LabelFleetUID], c.DeletionTimestamp != nil)
+		fmt.Fprintf(&b, "claim %s(uid=%s deleting=%t) ", k, c.Labels[kinds.LabelFleetUID], c.DeletionTimestamp != nil)
 	}
 	return b.String()
 }

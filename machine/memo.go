@@ -28,7 +28,7 @@ func (m *Fleet) matches(v *events.View, desired kinds.Object, fs string, replica
 	}
 	k := memoKey{kind: string(ref.Kind), name: ref.Name, observedRV: rv, uid: v.Fleet.UID, generation: v.Fleet.Generation, replicas: replicas, settled: settled, partition: partition,
 		restartedAt: v.Fleet.Annotations[v1alpha1.AnnotationRestartedAt], filesystemResize: fs,
-		hibernated: desired.GetAnnotations()[events.AnnotationHibernated]}
+		hibernated: desired.GetAnnotations()[kinds.AnnotationHibernated]}
 	if ok, hit := m.memo[k]; hit {
 		return ok
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
-	celldkinds "github.com/celld/celld-operator/kinds"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/render"
 )
@@ -118,8 +118,8 @@ func claim(name string, labels map[string]string) *corev1.PersistentVolumeClaim 
 // A deleted PersistentFleet deletes only the claims its StatefulSet made: by their exact name
 // and the fleet's UID label, with the UID and resourceVersion seen as preconditions.
 func TestDisksDeletedOnlyByExactNameAndFleetUID(t *testing.T) {
-	own := map[string]string{events.LabelInstance: "a", events.LabelFleetUID: "uid-a"}
-	other := map[string]string{events.LabelInstance: "a", events.LabelFleetUID: "uid-other"}
+	own := map[string]string{kinds.LabelInstance: "a", kinds.LabelFleetUID: "uid-a"}
+	other := map[string]string{kinds.LabelInstance: "a", kinds.LabelFleetUID: "uid-other"}
 	v := deletingView(v1alpha1.ProfilePersistentFleet, false,
 		claim("data-a-0", own), claim("data-a-1", nil), claim("data-a-2", other), claim("data-a-03", own), claim("scratch-a", own))
 	d := machine.New().Step(&v)
@@ -149,7 +149,7 @@ func TestDisksDeletedOnlyByExactNameAndFleetUID(t *testing.T) {
 // A fleet deleted with its CustomResourceDefinition (an uninstall) deletes no disk, stops no
 // member: it lets the fleet go at once and records what it kept.
 func TestUninstallKeepsEveryDisk(t *testing.T) {
-	own := map[string]string{events.LabelInstance: "a", events.LabelFleetUID: "uid-a"}
+	own := map[string]string{kinds.LabelInstance: "a", kinds.LabelFleetUID: "uid-a"}
 	v := deletingView(v1alpha1.ProfilePersistentFleet, true, claim("data-a-0", own), claim("data-a-1", own))
 	v.Members = []events.Member{{Name: "a-0", Ordinal: 0, Ready: true}}
 	d := machine.New().Step(&v)
@@ -191,7 +191,7 @@ func TestDerivedObjectsAreWhatIsRendered(t *testing.T) {
 			rendered = append(rendered, kind+"/"+m.GetName())
 		}
 		var derived []string
-		for _, d := range events.DerivedObjects(f) {
+		for _, d := range kinds.DerivedObjects(f) {
 			derived = append(derived, d.String())
 		}
 		if !slices.Equal(rendered, derived) {
@@ -202,7 +202,7 @@ func TestDerivedObjectsAreWhatIsRendered(t *testing.T) {
 
 // admissible mirrors the CelldFleet name rule of the CRD (api/v1alpha1): no derived suffix.
 func admissible(name string) bool {
-	for _, s := range events.DerivedSuffixes {
+	for _, s := range kinds.DerivedSuffixes {
 		if strings.HasSuffix(name, s) {
 			return false
 		}
@@ -227,14 +227,14 @@ func TestDerivedNamesNeverCollide(t *testing.T) {
 		fa, fb := newFleet(v1alpha1.ProfilePersistentFleet), newFleet(v1alpha1.ProfileBucket)
 		fa.Name, fb.Name = a, b
 		collide := false
-		for _, x := range events.DerivedObjects(fa) {
-			for _, y := range append(events.DerivedObjects(fb), events.Derived{Kind: "StatefulSet", Name: b}) {
+		for _, x := range kinds.DerivedObjects(fa) {
+			for _, y := range append(kinds.DerivedObjects(fb), kinds.Derived{Kind: "StatefulSet", Name: b}) {
 				collide = collide || x == y
 			}
 		}
 		for i := range 12 {
 			for j := range 12 {
-				collide = collide || events.ClaimName(a, i) == events.ClaimName(b, j)
+				collide = collide || kinds.ClaimName(a, i) == kinds.ClaimName(b, j)
 			}
 		}
 		if collide && admissible(a) && admissible(b) {
@@ -242,12 +242,12 @@ func TestDerivedNamesNeverCollide(t *testing.T) {
 		}
 		// The rule is no stricter than it must be: every refused name collides with a fleet.
 		if !admissible(a) && !collide {
-			for _, s := range events.DerivedSuffixes {
+			for _, s := range kinds.DerivedSuffixes {
 				if base, ok := strings.CutSuffix(a, s); ok && base != "" {
 					fb.Name = base
-					if !slices.ContainsFunc(events.DerivedObjects(fb), func(d events.Derived) bool {
-						return slices.Contains(events.DerivedObjects(fa), d)
-					}) && s == celldkinds.SuffixPeers {
+					if !slices.ContainsFunc(kinds.DerivedObjects(fb), func(d kinds.Derived) bool {
+						return slices.Contains(kinds.DerivedObjects(fa), d)
+					}) && s == kinds.SuffixPeers {
 						t.Fatalf("fleet %q is refused, yet collides with no fleet %q", a, base)
 					}
 				}

@@ -47,8 +47,8 @@ func TestPausedFleetWritesOnlyItsStatus(t *testing.T) {
 			m := machine.New()
 			d := m.Step(&v)
 			if !c.paused {
-				if !strings.Contains(kinds(d), "apply/StatefulSet") {
-					t.Fatalf("not paused: want the workload applied, got %s", kinds(d))
+				if !strings.Contains(actionKinds(d), "apply/StatefulSet") {
+					t.Fatalf("not paused: want the workload applied, got %s", actionKinds(d))
 				}
 				if cond := conditionOf(d.Status, v1alpha1.ConditionReconciliationPaused); cond.Status != "absent" {
 					t.Errorf("not paused, but %s=%s", cond.Type, cond.Status)
@@ -56,7 +56,7 @@ func TestPausedFleetWritesOnlyItsStatus(t *testing.T) {
 				return
 			}
 			if len(d.Actions) != 1 || d.Actions[0].Kind != machine.PublishStatus {
-				t.Fatalf("paused: want only the status published, got %s", kinds(d))
+				t.Fatalf("paused: want only the status published, got %s", actionKinds(d))
 			}
 			cond := conditionOf(d.Status, v1alpha1.ConditionReconciliationPaused)
 			if cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "kubectl celld resume a") {
@@ -72,14 +72,14 @@ func TestPausedFleetWritesOnlyItsStatus(t *testing.T) {
 			v.Fleet.Status = d.Status
 			v.Fleet.ResourceVersion += "s"
 			if again := machine.New().Step(&v); len(again.Actions) != 0 {
-				t.Errorf("paused, status written: want nothing, got %s", kinds(again))
+				t.Errorf("paused, status written: want nothing, got %s", actionKinds(again))
 			}
 			// Resumed: one decision on the fleet as it is now.
 			delete(v.Fleet.Annotations, v1alpha1.AnnotationPaused)
 			v.Fleet.ResourceVersion += "r"
 			resumed := machine.New().Step(&v)
-			if !strings.Contains(kinds(resumed), "apply/StatefulSet") {
-				t.Errorf("resumed: want the workload written, got %s", kinds(resumed))
+			if !strings.Contains(actionKinds(resumed), "apply/StatefulSet") {
+				t.Errorf("resumed: want the workload written, got %s", actionKinds(resumed))
 			}
 			if cond := conditionOf(resumed.Status, v1alpha1.ConditionReconciliationPaused); cond.Status != "absent" {
 				t.Errorf("resumed, but %s=%s", cond.Type, cond.Status)
@@ -94,7 +94,7 @@ func TestRestartReachesTheWorkload(t *testing.T) {
 	v := copyView(convergedFleet(t, v1alpha1.ProfilePersistentFleet))
 	m := machine.New()
 	if d := m.Step(&v); len(d.Actions) != 0 {
-		t.Fatalf("converged: want nothing, got %s", kinds(d))
+		t.Fatalf("converged: want nothing, got %s", actionKinds(d))
 	}
 	for _, at := range []string{"2026-11-30T18:00:00Z", "2026-11-30T19:00:00Z"} {
 		v.Fleet.Annotations = map[string]string{v1alpha1.AnnotationRestartedAt: at}
@@ -109,7 +109,7 @@ func TestRestartReachesTheWorkload(t *testing.T) {
 			}
 		}
 		if tmpl != at {
-			t.Errorf("restart at %s: want the StatefulSet applied with it in its Pod template, got %s", at, kinds(d))
+			t.Errorf("restart at %s: want the StatefulSet applied with it in its Pod template, got %s", at, actionKinds(d))
 		}
 	}
 }
@@ -143,7 +143,7 @@ func TestPausedConditionsTellWhenTheyChanged(t *testing.T) {
 	v.Now = v.Now.Add(10 * time.Minute)
 	again := machine.New().Step(&v)
 	if len(again.Actions) != 0 {
-		t.Errorf("paused, status written, decided again 10 minutes later: want nothing, got %s", kinds(again))
+		t.Errorf("paused, status written, decided again 10 minutes later: want nothing, got %s", actionKinds(again))
 	}
 	for _, c := range written.Conditions {
 		if got := conditionOf(again.Status, c.Type); !got.LastTransitionTime.Equal(&c.LastTransitionTime) || got.Status != c.Status {

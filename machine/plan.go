@@ -506,7 +506,7 @@ func (p *planner) deleting() {
 // fleet's UID label. Only such a claim is ever deleted, and only with its UID and
 // resourceVersion as preconditions, so a claim relabelled or replaced since it was seen is not.
 func ownDisk(f *v1alpha1.CelldFleet, d *events.Disk) bool {
-	return d.FleetUID == f.UID && d.Ordinal >= 0 && d.Name == events.ClaimName(f.Name, d.Ordinal)
+	return d.FleetUID == f.UID && d.Ordinal >= 0 && d.Name == kinds.ClaimName(f.Name, d.Ordinal)
 }
 
 // uninstalling lets a fleet go with its CustomResourceDefinition without touching its disks:

@@ -25,8 +25,8 @@ func TestSettingsOverriddenNamesEveryReservedName(t *testing.T) {
 		if c := conditionOf(d.Status, v1alpha1.ConditionSettingsOverridden); c.Status != "absent" {
 			t.Errorf("%s: plain settings, but %s=%s %q", profile, c.Type, c.Status, c.Message)
 		}
-		if !strings.Contains(kinds(d), "apply/") {
-			t.Errorf("%s: new Pod settings must roll out through the workload, got %s", profile, kinds(d))
+		if !strings.Contains(actionKinds(d), "apply/") {
+			t.Errorf("%s: new Pod settings must roll out through the workload, got %s", profile, actionKinds(d))
 		}
 
 		v = copyView(base)
@@ -67,8 +67,8 @@ func TestMissingPriorityClassHoldsTheWorkload(t *testing.T) {
 		// must be news to a held fleet's machine.
 		m := machine.New()
 		d := m.Step(&v)
-		if strings.Contains(kinds(d), "apply/StatefulSet") || strings.Contains(kinds(d), "apply/Deployment") || strings.Contains(kinds(d), "delete") {
-			t.Errorf("%s: class missing, but %s", profile, kinds(d))
+		if strings.Contains(actionKinds(d), "apply/StatefulSet") || strings.Contains(actionKinds(d), "apply/Deployment") || strings.Contains(actionKinds(d), "delete") {
+			t.Errorf("%s: class missing, but %s", profile, actionKinds(d))
 		}
 		c := conditionOf(d.Status, v1alpha1.ConditionDegraded)
 		if c.Status != "True" || c.Reason != machine.ReasonPriorityClassMissing || !strings.Contains(c.Message, "fleet-critical") || !strings.Contains(c.Message, "spec.pod.priorityClassName") {
@@ -82,12 +82,12 @@ func TestMissingPriorityClassHoldsTheWorkload(t *testing.T) {
 		v.Fleet.Status = d.Status
 		v.Fleet.ResourceVersion += "s"
 		if d := m.Step(&v); len(d.Actions) != 0 {
-			t.Fatalf("%s: held with its status published, but %s", profile, kinds(d))
+			t.Fatalf("%s: held with its status published, but %s", profile, actionKinds(d))
 		}
 		v.PriorityClassMissing = false
 		d = m.Step(&v)
-		if !strings.Contains(kinds(d), "apply/") {
-			t.Errorf("%s: the class exists: want the new template applied, got %s", profile, kinds(d))
+		if !strings.Contains(actionKinds(d), "apply/") {
+			t.Errorf("%s: the class exists: want the new template applied, got %s", profile, actionKinds(d))
 		}
 		if c := conditionOf(d.Status, v1alpha1.ConditionDegraded); c.Status != "False" {
 			t.Errorf("%s: Degraded=%s %s once the class exists", profile, c.Status, c.Reason)

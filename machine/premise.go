@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // Check confirms the premise on fresh reads. The error wraps ErrPremiseChanged and says what
@@ -74,8 +75,8 @@ func (p *Premise) Check(fresh Fresh) error {
 			// Gone already: the delete finds nothing, which is what it wanted.
 		case c.UID != p.DiskUID:
 			return fmt.Errorf("claim %s was replaced since the decision (uid %s, decided on %s): %w", c.Name, c.UID, p.DiskUID, ErrPremiseChanged)
-		case types.UID(c.Labels[events.LabelFleetUID]) != p.DiskOf:
-			return fmt.Errorf("claim %s is no longer labelled %s=%s: %w", c.Name, events.LabelFleetUID, p.DiskOf, ErrPremiseChanged)
+		case types.UID(c.Labels[kinds.LabelFleetUID]) != p.DiskOf:
+			return fmt.Errorf("claim %s is no longer labelled %s=%s: %w", c.Name, kinds.LabelFleetUID, p.DiskOf, ErrPremiseChanged)
 		}
 	}
 	if p.DiskBelow != nil {

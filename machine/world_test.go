@@ -267,7 +267,7 @@ func (w *world) claimBroken(p *corev1.Pod) bool {
 
 func claimOf(p *corev1.Pod) string {
 	for _, v := range p.Spec.Volumes {
-		if v.Name == events.DataVolume && v.PersistentVolumeClaim != nil {
+		if v.Name == kinds.DataVolume && v.PersistentVolumeClaim != nil {
 			return v.PersistentVolumeClaim.ClaimName
 		}
 	}
@@ -363,8 +363,8 @@ func (w *world) createPod(name string) {
 	p.Labels[appsv1.StatefulSetRevisionLabel] = "r1"
 	p.Spec.NodeName = node
 	if len(w.sts.Spec.VolumeClaimTemplates) > 0 {
-		claim := events.DataVolume + "-" + name
-		p.Spec.Volumes = []corev1.Volume{{Name: events.DataVolume, VolumeSource: corev1.VolumeSource{
+		claim := kinds.DataVolume + "-" + name
+		p.Spec.Volumes = []corev1.Volume{{Name: kinds.DataVolume, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
 		if _, ok := w.pvcs[claim]; !ok {
 			t := w.sts.Spec.VolumeClaimTemplates[0]

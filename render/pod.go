@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 )
 
@@ -123,7 +122,7 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 		Resources: f.Spec.Resources.Container(),
 		EnvFrom:   envFrom(f.Spec.Pod.EnvFrom),
 		VolumeMounts: append([]corev1.VolumeMount{
-			{Name: events.DataVolume, MountPath: DataMountPath},
+			{Name: kinds.DataVolume, MountPath: DataMountPath},
 			{Name: ScratchVolume, MountPath: ScratchMountPath},
 		}, userMounts(f, f.Spec.Pod.VolumeMounts)...),
 		ReadinessProbe:  readinessProbe(f),
@@ -152,7 +151,7 @@ func renderPodTemplate(f *v1alpha1.CelldFleet) corev1.PodTemplateSpec {
 			q := f.Spec.Scratch.SizeLimit.DeepCopy()
 			limit = &q
 		}
-		t.Spec.Volumes = []corev1.Volume{{Name: events.DataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: limit}}}}
+		t.Spec.Volumes = []corev1.Volume{{Name: kinds.DataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: limit}}}}
 	}
 	scratch := ScratchLimit.DeepCopy()
 	t.Spec.Volumes = append(t.Spec.Volumes, corev1.Volume{Name: ScratchVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &scratch}}})

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // The operator owns these name spaces in a member's Pod: what it sets there now, and what a
@@ -134,7 +134,7 @@ func pullSecrets(f *v1alpha1.CelldFleet) []corev1.LocalObjectReference {
 const reservedNamePrefix = "celld-"
 
 func reservedVolume(name string) bool {
-	return name == events.DataVolume || name == ScratchVolume || strings.HasPrefix(name, reservedNamePrefix)
+	return name == kinds.DataVolume || name == ScratchVolume || strings.HasPrefix(name, reservedNamePrefix)
 }
 
 func reservedContainer(name string) bool {

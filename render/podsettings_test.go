@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 func TestPodSettingsReachEveryMember(t *testing.T) {
@@ -78,7 +78,7 @@ func TestOperatorNamesWin(t *testing.T) {
 		f.Annotations = map[string]string{v1alpha1.AnnotationRestartedAt: "2026-11-30T18:00:00Z"}
 		f.Spec.Pod = v1alpha1.PodSettings{
 			Labels: map[string]v1alpha1.LabelValue{
-				events.LabelInstance: "other", events.LabelFleetUID: "x", events.LabelComponent: "db",
+				kinds.LabelInstance: "other", kinds.LabelFleetUID: "x", kinds.LabelComponent: "db",
 				"celld.io/future": "x", "team": "storage",
 			},
 			Annotations: map[string]v1alpha1.AnnotationValue{v1alpha1.AnnotationRestartedAt: "never", "celld.io/paused": "true", "note": "n"},

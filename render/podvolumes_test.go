@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 func memberSettings() v1alpha1.PodSettings {
@@ -179,13 +179,13 @@ func TestOperatorNamesWinForVolumesAndSidecars(t *testing.T) {
 			SecurityContext: &v1alpha1.PodSecurityContext{RunAsUser: &zero},
 			EnvFrom:         []v1alpha1.EnvFromSource{{Prefix: "CELLD_", ConfigMapRef: &v1alpha1.ObjectRef{Name: "evil"}}, {Prefix: "celld_", ConfigMapRef: &v1alpha1.ObjectRef{Name: "ok"}}},
 			Volumes: []v1alpha1.Volume{
-				{Name: events.DataVolume, EmptyDir: &v1alpha1.EmptyDirVolume{}},
+				{Name: kinds.DataVolume, EmptyDir: &v1alpha1.EmptyDirVolume{}},
 				{Name: ScratchVolume, EmptyDir: &v1alpha1.EmptyDirVolume{}},
 				{Name: "celld-future", EmptyDir: &v1alpha1.EmptyDirVolume{}},
 				{Name: "celldish", EmptyDir: &v1alpha1.EmptyDirVolume{}},
 			},
 			VolumeMounts: []v1alpha1.VolumeMount{
-				{Name: events.DataVolume, MountPath: "/mnt/data"},
+				{Name: kinds.DataVolume, MountPath: "/mnt/data"},
 				{Name: "celldish", MountPath: DataMountPath},
 				{Name: "celldish", MountPath: DataMountPath + "/sub"},
 				{Name: "celldish", MountPath: "/tmp/../var/lib/celld"},
@@ -195,7 +195,7 @@ func TestOperatorNamesWinForVolumesAndSidecars(t *testing.T) {
 			Sidecars: []v1alpha1.Sidecar{
 				{Name: ContainerName, Image: "evil:1"},
 				{Name: "celld-agent", Image: "evil:1"},
-				{Name: "agent", Image: "ok:1", VolumeMounts: []v1alpha1.VolumeMount{{Name: events.DataVolume, MountPath: "/data"}}},
+				{Name: "agent", Image: "ok:1", VolumeMounts: []v1alpha1.VolumeMount{{Name: kinds.DataVolume, MountPath: "/data"}}},
 			},
 		}
 		tpl := templateOf(workloadOf(Render(f, 3, 3)))

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 )
 
@@ -96,9 +95,9 @@ func UsesStatefulSet(spec *v1alpha1.CelldFleetSpec) bool {
 // SelectorLabels select a fleet's members. They are immutable for the workload's life.
 func SelectorLabels(f *v1alpha1.CelldFleet) map[string]string {
 	return map[string]string{
-		events.LabelName:     events.AppName,
-		events.LabelInstance: f.Name,
-		events.LabelFleetUID: string(f.UID),
+		kinds.LabelName:     kinds.AppName,
+		kinds.LabelInstance: f.Name,
+		kinds.LabelFleetUID: string(f.UID),
 	}
 }
 
@@ -109,8 +108,8 @@ func Selector(f *v1alpha1.CelldFleet) string {
 
 func objectLabels(f *v1alpha1.CelldFleet, component string) map[string]string {
 	l := SelectorLabels(f)
-	l[events.LabelManagedBy] = events.ManagedBy
-	l[events.LabelComponent] = component
+	l[kinds.LabelManagedBy] = kinds.ManagedBy
+	l[kinds.LabelComponent] = component
 	return l
 }
 
@@ -151,7 +150,7 @@ func Render(f *v1alpha1.CelldFleet, replicas, settled int32) *Objects {
 	tmpl := renderPodTemplate(f)
 	annotations := map[string]string(nil)
 	if settled >= 0 {
-		annotations = map[string]string{events.AnnotationSettled: strconv.Itoa(int(settled))}
+		annotations = map[string]string{kinds.AnnotationSettled: strconv.Itoa(int(settled))}
 	}
 	if UsesStatefulSet(&f.Spec) {
 		o.StatefulSet = renderStatefulSet(f, replicas, tmpl, annotations)

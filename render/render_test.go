@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 )
 
@@ -50,10 +49,10 @@ func TestRenderPersistentFleet(t *testing.T) {
 		t.Errorf("disks must be retained on scale-in and deletion: %+v", rp)
 	}
 	if len(s.Spec.VolumeClaimTemplates) != 1 || *s.Spec.VolumeClaimTemplates[0].Spec.StorageClassName != "fast" ||
-		s.Spec.VolumeClaimTemplates[0].Labels[events.LabelFleetUID] != "uid-1" {
+		s.Spec.VolumeClaimTemplates[0].Labels[kinds.LabelFleetUID] != "uid-1" {
 		t.Errorf("claim template: %+v", s.Spec.VolumeClaimTemplates)
 	}
-	if s.Annotations[events.AnnotationSettled] != "3" {
+	if s.Annotations[kinds.AnnotationSettled] != "3" {
 		t.Errorf("settled size not recorded: %v", s.Annotations)
 	}
 	p := s.Spec.Template.Spec
@@ -91,11 +90,11 @@ func TestRenderBucketProfiles(t *testing.T) {
 	if d.Spec.Strategy.RollingUpdate == nil || d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue() != 0 {
 		t.Errorf("a rolling update must never take a member away before its replacement is ready: %+v", d.Spec.Strategy)
 	}
-	if _, ok := d.Annotations[events.AnnotationSettled]; ok {
+	if _, ok := d.Annotations[kinds.AnnotationSettled]; ok {
 		t.Error("no settled size may be recorded before provisioning completes")
 	}
 	v := d.Spec.Template.Spec.Volumes
-	if len(v) != 2 || v[0].Name != events.DataVolume || v[0].EmptyDir == nil || v[0].EmptyDir.SizeLimit.Cmp(lim) != 0 {
+	if len(v) != 2 || v[0].Name != kinds.DataVolume || v[0].EmptyDir == nil || v[0].EmptyDir.SizeLimit.Cmp(lim) != 0 {
 		t.Errorf("scratch disk: %+v", v)
 	}
 	if env(d.Spec.Template.Spec.Containers[0])["CELLD_DURABILITY"].Value != "bucket" {
@@ -130,12 +129,12 @@ func TestRenderPrerequisites(t *testing.T) {
 			t.Errorf("policy %s must allow one port from one set of peers: %+v", p.Name, p.Spec)
 		}
 	}
-	if port := policies[1].Spec.Ingress[0].Ports[0].Port.IntValue(); port != 7001 || policies[1].Spec.Ingress[0].From[0].PodSelector.MatchLabels[events.LabelFleetUID] != "uid-1" {
+	if port := policies[1].Spec.Ingress[0].Ports[0].Port.IntValue(); port != 7001 || policies[1].Spec.Ingress[0].From[0].PodSelector.MatchLabels[kinds.LabelFleetUID] != "uid-1" {
 		t.Errorf("peers policy: only members, on the peer port: %+v", policies[1].Spec)
 	}
 	for _, obj := range o.All() {
 		m := metaOf(obj)
-		if len(m.OwnerReferences) != 1 || m.OwnerReferences[0].UID != "uid-1" || m.Labels[events.LabelManagedBy] != events.ManagedBy {
+		if len(m.OwnerReferences) != 1 || m.OwnerReferences[0].UID != "uid-1" || m.Labels[kinds.LabelManagedBy] != kinds.ManagedBy {
 			t.Errorf("%s must be owned by and labelled for its fleet: %+v", m.Name, m)
 		}
 	}
@@ -211,7 +210,7 @@ func TestMembersRunHardened(t *testing.T) {
 			for _, m := range c.VolumeMounts {
 				mounted[m.Name] = m.MountPath
 			}
-			if mounted[ScratchVolume] != ScratchMountPath || mounted[events.DataVolume] != DataMountPath {
+			if mounted[ScratchVolume] != ScratchMountPath || mounted[kinds.DataVolume] != DataMountPath {
 				t.Errorf("%s: mounts %v, want scratch at %s and data at %s", f.Spec.Profile, mounted, ScratchMountPath, DataMountPath)
 			}
 			var scratch *corev1.Volume

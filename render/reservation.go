@@ -4,7 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/reservation"
 )
 
@@ -18,8 +18,8 @@ func ReservationName(b v1alpha1.BucketSpec) string {
 // owner reference: it outlives the fleet.
 func RenderReservation(f *v1alpha1.CelldFleet) *v1alpha1.CelldReservation {
 	l := SelectorLabels(f)
-	l[events.LabelManagedBy] = events.ManagedBy
-	l[events.LabelComponent] = "reservation"
+	l[kinds.LabelManagedBy] = kinds.ManagedBy
+	l[kinds.LabelComponent] = "reservation"
 	return &v1alpha1.CelldReservation{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "CelldReservation"},
 		ObjectMeta: metav1.ObjectMeta{Name: ReservationName(f.Spec.Bucket), Namespace: f.Namespace, Labels: l},

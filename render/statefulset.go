@@ -6,7 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 )
 
@@ -36,7 +35,7 @@ func renderStatefulSet(f *v1alpha1.CelldFleet, replicas int32, tmpl corev1.PodTe
 	if st := f.Spec.Storage; f.Spec.Profile == v1alpha1.ProfilePersistentFleet && st != nil {
 		sc := st.StorageClassName
 		s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-			ObjectMeta: metav1.ObjectMeta{Name: events.DataVolume, Labels: objectLabels(f, "disk")},
+			ObjectMeta: metav1.ObjectMeta{Name: kinds.DataVolume, Labels: objectLabels(f, "disk")},
 			Spec: corev1.PersistentVolumeClaimSpec{
 				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				StorageClassName: &sc,

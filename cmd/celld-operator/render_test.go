@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/proptest/harness"
 )
 
@@ -258,7 +258,7 @@ func TestRenderReadsStdin(t *testing.T) {
 // "x<suffix>" would both render the object of that name. A kind with a new suffix fails here
 // until the rule in api/v1alpha1 names it.
 func TestAdmissionRefusesEveryDerivedSuffix(t *testing.T) {
-	for _, s := range events.DerivedSuffixes {
+	for _, s := range kinds.DerivedSuffixes {
 		code, out, errOut := runCLI("render", "-f", writeFile(t, manifest("a"+s, "")))
 		if code != 1 || out != "" || !strings.Contains(errOut, "metadata.name must not end in") {
 			t.Errorf("fleet a%s: exit %d, stderr %q; want the name refused", s, code, errOut)

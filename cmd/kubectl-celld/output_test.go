@@ -17,7 +17,7 @@ import (
 
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // world is a fleet of three members as the API server would show it: one ready on a zoned node
@@ -32,7 +32,7 @@ func world() clients {
 		Status: v1alpha1.CelldFleetStatus{State: "Steady", ObservedGeneration: 4}}
 	member := func(name string, ready bool, claim string) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, CreationTimestamp: t0,
-			Labels: map[string]string{events.LabelFleetUID: "fleet-uid", "controller-revision-hash": "alpha-5d8"}},
+			Labels: map[string]string{kinds.LabelFleetUID: "fleet-uid", "controller-revision-hash": "alpha-5d8"}},
 			Spec: corev1.PodSpec{NodeName: "node-" + name[len(name)-1:],
 				Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}}}
 		st := corev1.ConditionFalse
@@ -45,7 +45,7 @@ func world() clients {
 	p0, p1, p2 := member("alpha-0", true, "data-alpha-0"), member("alpha-1", false, "data-alpha-1"), member("alpha-2", true, "data-alpha-2")
 	p2.DeletionTimestamp = &t0
 	stranger := member("alpha-9", true, "data-alpha-9")
-	stranger.Labels[events.LabelFleetUID] = "another-uid"
+	stranger.Labels[kinds.LabelFleetUID] = "another-uid"
 	node0 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0", Labels: map[string]string{corev1.LabelTopologyZone: "zone-a"}}}
 	node1 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
 	claim := func(name string, phase corev1.PersistentVolumeClaimPhase) *corev1.PersistentVolumeClaim {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/celld/celld-operator/api/generated/clientset/versioned"
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 type clients struct {
@@ -66,7 +66,7 @@ func read(ctx context.Context, cl clients, ns, name string) (*report, error) {
 	r := &report{fleet: f, nodes: map[string]*corev1.Node{}, claims: map[string]*corev1.PersistentVolumeClaim{}}
 	// Members by the fleet's UID label: a fleet deleted and created again under the same name
 	// does not inherit the old one's Pods on this screen.
-	pods, err := cl.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: events.LabelFleetUID + "=" + string(f.UID)})
+	pods, err := cl.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: kinds.LabelFleetUID + "=" + string(f.UID)})
 	if err != nil {
 		return nil, fmt.Errorf("list the fleet's Pods: %w", err)
 	}

@@ -30,7 +30,7 @@ import (
 )
 
 // FieldManager is the one field manager of everything the operator writes.
-const FieldManager = events.FieldManager
+const FieldManager = kinds.FieldManager
 
 // Applier turns the machine's actions into API requests. Each action carries its own
 // preconditions; the one state it keeps between actions is the server's answer to its own last
@@ -672,11 +672,11 @@ func (ap *Applier) disk(ctx context.Context, a machine.Action, members bool) (*c
 		return nil, 0, nil
 	case err != nil:
 		return nil, 0, fmt.Errorf("get claim %s: %w", a.Name, err)
-	case !members || pvc.Labels[events.LabelFleetUID] == "":
+	case !members || pvc.Labels[kinds.LabelFleetUID] == "":
 		return pvc, 0, nil
 	}
 	list, err := ap.Kube.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: events.LabelFleetUID + "=" + pvc.Labels[events.LabelFleetUID]})
+		LabelSelector: kinds.LabelFleetUID + "=" + pvc.Labels[kinds.LabelFleetUID]})
 	if err != nil {
 		return nil, 0, fmt.Errorf("list members: %w", err)
 	}

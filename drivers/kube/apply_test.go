@@ -24,7 +24,6 @@ import (
 
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/render"
@@ -378,7 +377,7 @@ func TestDeleteDiskPrecondition(t *testing.T) {
 func TestDeleteDiskOnTheConfirmedClaim(t *testing.T) {
 	claim := func(uid, fleet string) *corev1.PersistentVolumeClaim {
 		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-0", Namespace: "team", UID: types.UID(uid), ResourceVersion: "17",
-			Labels: map[string]string{events.LabelFleetUID: fleet}}}
+			Labels: map[string]string{kinds.LabelFleetUID: fleet}}}
 	}
 	a := machine.Action{Kind: machine.DeleteDisk, Key: "disk/team/data-alpha-0/uid-pvc", Ref: kinds.Ref{Namespace: "team", Name: "data-alpha-0"},
 		UID: "uid-pvc", ResourceVersion: "9", Premise: &machine.Premise{NoMembers: true, DiskOf: "uid-fleet", DiskUID: "uid-pvc"}}
@@ -456,7 +455,7 @@ func TestDeleteDiskConfirmedAgainAfterAConflict(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-0", Namespace: "team", UID: "uid-pvc", ResourceVersion: "17",
-				Labels: map[string]string{events.LabelFleetUID: "uid-fleet"}}}
+				Labels: map[string]string{kinds.LabelFleetUID: "uid-fleet"}}}
 			fx := newFixture(pvc)
 			var sent []string
 			fx.kube.PrependReactor("delete", "persistentvolumeclaims", func(action k8stesting.Action) (bool, runtime.Object, error) {
@@ -469,7 +468,7 @@ func TestDeleteDiskConfirmedAgainAfterAConflict(t *testing.T) {
 				touched := pvc.DeepCopy()
 				touched.ResourceVersion = "18"
 				if tc.relabel {
-					touched.Labels[events.LabelFleetUID] = "uid-other"
+					touched.Labels[kinds.LabelFleetUID] = "uid-other"
 				}
 				if err := fx.kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), touched, "team"); err != nil {
 					t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/reservation"
 )
 
@@ -135,7 +136,7 @@ func (i *Informers) FleetKeys(obj any) []events.FleetKey {
 	case *corev1.PersistentVolumeClaim:
 		// A claim under a fleet's claim name holds that fleet whatever its labels (ForeignDisks).
 		keys := instanceFleet(o)
-		if fleet, _, ok := events.ClaimFleet(o.Name); ok {
+		if fleet, _, ok := kinds.ClaimFleet(o.Name); ok {
 			keys = i.addExisting(keys, o.Namespace, fleet)
 		}
 		return keys
@@ -155,7 +156,7 @@ func (i *Informers) FleetKeys(obj any) []events.FleetKey {
 		// An object under a fleet's derived name holds that fleet whatever its owner or labels
 		// (NameTaken): its change or deletion must wake the fleet.
 		keys = i.addExisting(keys, o.GetNamespace(), o.GetName())
-		for _, suffix := range events.DerivedSuffixes {
+		for _, suffix := range kinds.DerivedSuffixes {
 			if fleet, ok := strings.CutSuffix(o.GetName(), suffix); ok {
 				keys = i.addExisting(keys, o.GetNamespace(), fleet)
 			}
@@ -189,7 +190,7 @@ func ownerFleet(obj metav1.Object) []events.FleetKey {
 // instanceFleet is the fleet named by obj's instance label. Pods and claims carry no reference to
 // the fleet (their owner is the workload, or nothing), but carry the label from the template.
 func instanceFleet(obj metav1.Object) []events.FleetKey {
-	if name := obj.GetLabels()[events.LabelInstance]; name != "" {
+	if name := obj.GetLabels()[kinds.LabelInstance]; name != "" {
 		return []events.FleetKey{{Namespace: obj.GetNamespace(), Name: name}}
 	}
 	return nil

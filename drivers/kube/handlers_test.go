@@ -67,7 +67,7 @@ func testInformers(t *testing.T, objs ...any) *Informers {
 
 func memberPod(f *v1alpha1.CelldFleet, name, node string) *corev1.Pod {
 	l := render.SelectorLabels(f)
-	l[events.LabelManagedBy] = events.ManagedBy
+	l[kinds.LabelManagedBy] = kinds.ManagedBy
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.Namespace, UID: types.UID("uid-" + name), Labels: l},
 		Spec: corev1.PodSpec{NodeName: node}}
 }
@@ -86,7 +86,7 @@ func TestFleetKeys(t *testing.T) {
 	pod := memberPod(alpha, "alpha-0", "node-a")
 	otherPod := memberPod(gamma, "gamma-0", "node-b")
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-0", Namespace: "team",
-		Labels: map[string]string{events.LabelInstance: "alpha", events.LabelFleetUID: "uid-old", events.LabelManagedBy: events.ManagedBy}}}
+		Labels: map[string]string{kinds.LabelInstance: "alpha", kinds.LabelFleetUID: "uid-old", kinds.LabelManagedBy: kinds.ManagedBy}}}
 	sa := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta: metav1.ObjectMeta{Name: "celld-iam", Namespace: "team"}}
 	foreignSts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team"}}
@@ -158,7 +158,7 @@ func TestHandlerEnqueues(t *testing.T) {
 	// A relabelled object is news to the fleet it left and the one it joined.
 	got = nil
 	moved := pod.DeepCopy()
-	moved.ResourceVersion, moved.Labels = "6", map[string]string{events.LabelInstance: "beta"}
+	moved.ResourceVersion, moved.Labels = "6", map[string]string{kinds.LabelInstance: "beta"}
 	h.OnUpdate(pod, moved)
 	if want := []string{"team/alpha", "team/beta"}; !slices.Equal(got, want) {
 		t.Errorf("enqueued %v, want %v", got, want)

@@ -21,7 +21,6 @@ import (
 	"github.com/celld/celld-operator/api/generated/informers/externalversions"
 	celldlisters "github.com/celld/celld-operator/api/generated/listers/celld/v1alpha1"
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 )
 
@@ -70,7 +69,7 @@ func (i *Informers) report(u Undecodable) {
 }
 
 // ManagedSelector selects the member Pods the operator caches.
-var ManagedSelector = labels.SelectorFromSet(labels.Set{events.LabelManagedBy: events.ManagedBy}).String()
+var ManagedSelector = labels.SelectorFromSet(labels.Set{kinds.LabelManagedBy: kinds.ManagedBy}).String()
 
 // NewInformers builds the caches for fleets in namespaces (every namespace when empty). meta may
 // be nil: the ServiceAccount cache is then absent and a missing ServiceAccount goes unnoticed by

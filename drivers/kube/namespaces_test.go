@@ -21,6 +21,7 @@ import (
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 func TestParseNamespaces(t *testing.T) {
@@ -64,7 +65,7 @@ func TestInformersOfSeveralNamespaces(t *testing.T) {
 		kubeObjs = append(kubeObjs,
 			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"}},
 			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet-0", Labels: map[string]string{
-				events.LabelManagedBy: events.ManagedBy, events.LabelFleetUID: "uid-" + uidOf(ns)}}})
+				kinds.LabelManagedBy: kinds.ManagedBy, kinds.LabelFleetUID: "uid-" + uidOf(ns)}}})
 	}
 	i := NewInformers(kubefake.NewClientset(kubeObjs...), celldfake.NewSimpleClientset(celldObjs...), nil, []string{"team-a", "team-b"})
 	var mu sync.Mutex

@@ -26,7 +26,7 @@ func TestObserveGathersTheFleetsObjects(t *testing.T) {
 	member := memberPod(f, "alpha-0", "node-a")
 	claim := func(name string, uid string) *corev1.PersistentVolumeClaim {
 		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team",
-			Labels: map[string]string{events.LabelInstance: "alpha", events.LabelFleetUID: uid}}}
+			Labels: map[string]string{kinds.LabelInstance: "alpha", kinds.LabelFleetUID: uid}}}
 	}
 	foreignDeploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: "team"}}
 	i := testInformers(t, f, operatorMade(render.RenderReservation(f)), objs.StatefulSet, foreignDeploy, render.OfType[*corev1.Service](objs)[0], render.OfType[*corev1.Service](objs)[1],

@@ -9,13 +9,14 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/celld/celld-operator/drivers/sim"
 	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/proptest/harness"
 )
 
 // TestObserveTwinsAgree: one events.Gather reads the informer caches (Informers.Observe) and the
-// simulator's store (events.Store.Observe, what the property tests feed the loop); the two
+// simulator's store (sim.Store.Observe, what the property tests feed the loop); the two
 // caches must hold the same objects under the same indexes, so that Gather gives the same
 // observation of every fleet, on the objects random lifecycle sequences leave in the simulator:
 // foreign workloads and disks under a fleet's name, rivals for a bucket, terminating members,
@@ -53,13 +54,13 @@ func compareObservations(t *testing.T, w *harness.World) int {
 	t.Helper()
 	var objs []any
 	for _, ev := range w.C.Resync() {
-		if ev.Object == nil || ev.Kind == events.Gone {
+		if ev.Object == nil || ev.Kind == sim.Gone {
 			continue
 		}
 		objs = append(objs, ev.Object)
 	}
 	inf := testInformers(t, objs...)
-	store := events.NewStore()
+	store := sim.NewStore()
 	for _, ev := range w.C.Resync() {
 		store.Apply(ev)
 	}

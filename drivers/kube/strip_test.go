@@ -16,7 +16,9 @@ import (
 	"sigs.k8s.io/randfill"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
+	"github.com/celld/celld-operator/drivers/sim"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/proptest/harness"
 )
@@ -49,7 +51,7 @@ func compareStripped(t *testing.T, w *harness.World, fill *randfill.Filler) (com
 	var fleets []*v1alpha1.CelldFleet
 	var samples []metricsv1beta1.PodMetrics
 	for _, ev := range w.C.Resync() {
-		if ev.Object == nil || ev.Kind == events.Gone {
+		if ev.Object == nil || ev.Kind == sim.Gone {
 			continue
 		}
 		switch o := ev.Object.(type) {
@@ -211,7 +213,7 @@ func TestStripKeepsWhatIsRead(t *testing.T) {
 	pod := noisy(t, noiseFiller(7), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "a-0", Namespace: "team", Labels: map[string]string{"app": "a"}},
 		Spec: corev1.PodSpec{NodeName: "n1",
-			Volumes: []corev1.Volume{{Name: events.DataVolume, VolumeSource: corev1.VolumeSource{
+			Volumes: []corev1.Volume{{Name: kinds.DataVolume, VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-a-0"}}},
 				{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 			Containers: []corev1.Container{{Name: "celld", Image: "celld:1", Resources: corev1.ResourceRequirements{
@@ -221,7 +223,7 @@ func TestStripKeepsWhatIsRead(t *testing.T) {
 	got, _ := stripPod(pod.DeepCopy())
 	p := got.(*corev1.Pod)
 	want := &corev1.Pod{ObjectMeta: *pod.ObjectMeta.DeepCopy(), Spec: corev1.PodSpec{NodeName: "n1",
-		Volumes: []corev1.Volume{{Name: events.DataVolume, VolumeSource: corev1.VolumeSource{
+		Volumes: []corev1.Volume{{Name: kinds.DataVolume, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-a-0"}}}},
 		Containers: []corev1.Container{{Name: "celld", Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
@@ -251,11 +253,11 @@ func TestStripKeepsWhatIsRead(t *testing.T) {
 	if got := CacheForm(node.DeepCopy()); !reflect.DeepEqual(got, n) {
 		t.Errorf("CacheForm of a Node\n%s\nwant\n%s", dump(got), dump(n))
 	}
-	mine := metav1.ManagedFieldsEntry{Manager: events.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
+	mine := metav1.ManagedFieldsEntry{Manager: kinds.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
 		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}
 	res := &v1alpha1.CelldReservation{ObjectMeta: metav1.ObjectMeta{Name: "r",
 		ManagedFields: []metav1.ManagedFieldsEntry{mine, {Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"}}}}
-	if got := CacheForm(res.DeepCopy()).(*v1alpha1.CelldReservation); len(got.ManagedFields) != 1 || got.ManagedFields[0].Manager != events.FieldManager {
+	if got := CacheForm(res.DeepCopy()).(*v1alpha1.CelldReservation); len(got.ManagedFields) != 1 || got.ManagedFields[0].Manager != kinds.FieldManager {
 		t.Errorf("CacheForm of a reservation dropped the entries that tell who wrote its spec: %+v", got.ManagedFields)
 	}
 	// Anything else passes with its managedFields dropped.

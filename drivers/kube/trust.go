@@ -6,11 +6,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
-// madeByOperator: see events.MadeByOperator, the one rule the simulator's observation keeps too.
-func madeByOperator(r *v1alpha1.CelldReservation) bool { return events.MadeByOperator(r) }
+// madeByOperator: see kinds.MadeByOperator, the one rule the simulator's observation keeps too.
+func madeByOperator(r *v1alpha1.CelldReservation) bool { return kinds.MadeByOperator(r) }
 
 // keepSpecWriters strips a reservation's managedFields to the entries that wrote its spec, which
 // madeByOperator reads; the rest (status appends) is dropped as for every other cache.

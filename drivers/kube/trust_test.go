@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/render"
 )
 
@@ -34,7 +34,7 @@ func TestMadeByOperator(t *testing.T) {
 	f := testFleet(v1alpha1.ProfileBucket)
 	mine := render.RenderReservation(f)
 	relabelled := operatorMade(mine)
-	delete(relabelled.Labels, events.LabelManagedBy)
+	delete(relabelled.Labels, kinds.LabelManagedBy)
 	statusOnly := writtenBy(mine, FieldManager)
 	statusOnly.ManagedFields[0].Subresource = "status"
 	cases := []struct {
@@ -72,7 +72,7 @@ func TestObserveIgnoresWhatTheOperatorDidNotMake(t *testing.T) {
 	f := testFleet(v1alpha1.ProfilePersistentFleet)
 	objs := render.Render(f, 3, 3)
 	squat := writtenBy(render.RenderReservation(f), "kubectl-create")
-	squat.Namespace, squat.Spec.FleetUID, squat.Labels[events.LabelFleetUID] = "elsewhere", "uid-forged", "uid-forged"
+	squat.Namespace, squat.Spec.FleetUID, squat.Labels[kinds.LabelFleetUID] = "elsewhere", "uid-forged", "uid-forged"
 	forgedHere := writtenBy(render.RenderReservation(f), "kubectl-create")
 	userService := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "alpha-peers", Namespace: "team"}}
 	old := f.DeepCopy()

@@ -16,7 +16,7 @@ import (
 
 	celldfake "github.com/celld/celld-operator/api/generated/clientset/versioned/fake"
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 func TestUninstallingReadsTheFleetCRD(t *testing.T) {
@@ -61,7 +61,7 @@ func TestUninstallUnknownDeletesNoDisk(t *testing.T) {
 		now := metav1.Now()
 		f.DeletionTimestamp, f.Finalizers = &now, []string{v1alpha1.FleetFinalizer}
 		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-0", Namespace: "team", UID: "uid-pvc", ResourceVersion: "17",
-			Labels: map[string]string{events.LabelName: events.AppName, events.LabelInstance: "alpha", events.LabelFleetUID: string(f.UID)}}}
+			Labels: map[string]string{kinds.LabelName: kinds.AppName, kinds.LabelInstance: "alpha", kinds.LabelFleetUID: string(f.UID)}}}
 		scheme := metadatafake.NewTestScheme()
 		metav1.AddMetaToScheme(scheme)
 		meta := metadatafake.NewSimpleMetadataClient(scheme, &metav1.PartialObjectMetadata{

@@ -47,7 +47,7 @@ type Cluster struct {
 	// resync can tell of deletions a dropped event never delivered.
 	tombstones map[Kind]map[string]object
 
-	queue   []events.Event
+	queue   []Event
 	util    map[events.FleetKey]*events.Utilization
 	samples []UtilizationSample
 
@@ -118,7 +118,7 @@ func (c *Cluster) Advance(d time.Duration) {
 		panic(fmt.Sprintf("sim: Advance(%s): the clock only moves forward", d))
 	}
 	c.now = c.now.Add(d)
-	c.queue = append(c.queue, events.Passed(c.now))
+	c.queue = append(c.queue, Passed(c.now))
 }
 
 // Tick runs every controller once, in a fixed order, at the current time. It reports whether

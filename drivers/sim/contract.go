@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
 
@@ -167,7 +167,7 @@ func (c *Cluster) DiskResizes() []DiskResize { return append([]DiskResize(nil), 
 
 func (c *Cluster) diskResizeOf(pvc *corev1.PersistentVolumeClaim, to resource.Quantity) DiskResize {
 	d := DiskResize{Time: c.now, Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID, From: pvc.Spec.Resources.Requests[corev1.ResourceStorage], To: to,
-		FleetUID: types.UID(pvc.Labels[events.LabelFleetUID]), FleetName: pvc.Labels[events.LabelInstance]}
+		FleetUID: types.UID(pvc.Labels[kinds.LabelFleetUID]), FleetName: pvc.Labels[kinds.LabelInstance]}
 	if f := c.fleet(pvc.Namespace, d.FleetName); f != nil && f.UID == d.FleetUID {
 		d.FleetExists = true
 		if st := f.Spec.Storage; st != nil {
@@ -259,7 +259,7 @@ func (c *Cluster) workloadStateOf(k Kind, namespace, name string) workloadState 
 	if obj == nil {
 		return workloadState{}
 	}
-	ws := workloadState{exists: true, fleetUID: types.UID(obj.GetLabels()[events.LabelFleetUID])}
+	ws := workloadState{exists: true, fleetUID: types.UID(obj.GetLabels()[kinds.LabelFleetUID])}
 	var observed, generation int64
 	var st, ready, updated int32
 	switch o := obj.(type) {
@@ -303,7 +303,7 @@ func (c *Cluster) members(namespace string, fleetUID types.UID, owner object) []
 		if p.Namespace != namespace {
 			continue
 		}
-		if fleetUID != "" && p.Labels[events.LabelFleetUID] == string(fleetUID) {
+		if fleetUID != "" && p.Labels[kinds.LabelFleetUID] == string(fleetUID) {
 			out = append(out, p)
 		} else if fleetUID == "" && owner != nil && controlledBy(p, owner) {
 			out = append(out, p)
@@ -343,7 +343,7 @@ func (c *Cluster) recordReplicaWrite(k Kind, before workloadState, res applied) 
 }
 
 func (c *Cluster) podDeletionOf(p *corev1.Pod, a machine.Action) PodDeletion {
-	uid := types.UID(p.Labels[events.LabelFleetUID])
+	uid := types.UID(p.Labels[kinds.LabelFleetUID])
 	d := PodDeletion{Time: c.now, Namespace: p.Namespace, Name: p.Name, UID: p.UID, Preconditioned: a.UID != "",
 		Force: a.Force, Reason: a.Reason, FleetUID: uid, Node: p.Spec.NodeName, NodeState: c.nodeState(p.Spec.NodeName),
 		WasReady: podReady(p), WasTerminating: terminating(p), NodeFenced: c.nodeFenced(p.Spec.NodeName)}
@@ -376,7 +376,7 @@ func (c *Cluster) podDeletionOf(p *corev1.Pod, a machine.Action) PodDeletion {
 
 func (c *Cluster) diskDeletionOf(pvc *corev1.PersistentVolumeClaim, a machine.Action) DiskDeletion {
 	d := DiskDeletion{Time: c.now, Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID, Preconditioned: a.UID != "",
-		FleetUID: types.UID(pvc.Labels[events.LabelFleetUID]), FleetName: pvc.Labels[events.LabelInstance]}
+		FleetUID: types.UID(pvc.Labels[kinds.LabelFleetUID]), FleetName: pvc.Labels[kinds.LabelInstance]}
 	if f := c.fleet(pvc.Namespace, d.FleetName); f != nil && f.UID == d.FleetUID {
 		d.FleetExists, d.FleetDeleting, d.FleetProfile = true, f.DeletionTimestamp != nil, f.Spec.Profile
 	}

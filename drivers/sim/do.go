@@ -65,12 +65,12 @@ func (c *Cluster) fleetReached(a machine.Action) types.UID {
 	switch a.Kind {
 	case machine.DeletePod:
 		if p := c.pod(a.Namespace, a.Name); p != nil {
-			return types.UID(p.Labels[events.LabelFleetUID])
+			return types.UID(p.Labels[kinds.LabelFleetUID])
 		}
 		return ""
 	case machine.DeleteDisk, machine.ResizeDisk:
 		if pvc := c.claim(a.Namespace, a.Name); pvc != nil {
-			return types.UID(pvc.Labels[events.LabelFleetUID])
+			return types.UID(pvc.Labels[kinds.LabelFleetUID])
 		}
 		return ""
 	case machine.Apply, machine.BindReservation:
@@ -78,7 +78,7 @@ func (c *Cluster) fleetReached(a machine.Action) types.UID {
 			return r.Spec.FleetUID
 		}
 		if o, ok := a.Object.(object); ok {
-			if uid := o.GetLabels()[events.LabelFleetUID]; uid != "" {
+			if uid := o.GetLabels()[kinds.LabelFleetUID]; uid != "" {
 				return types.UID(uid)
 			}
 			if ref := metav1.GetControllerOf(o); ref != nil {
@@ -296,7 +296,7 @@ func (c *Cluster) Fresh(a machine.Action) machine.Fresh {
 	}
 	if p.NoMembers || p.DiskOf != "" {
 		if pvc := c.claim(a.Namespace, a.Name); pvc != nil {
-			if uid := pvc.Labels[events.LabelFleetUID]; uid != "" && p.NoMembers {
+			if uid := pvc.Labels[kinds.LabelFleetUID]; uid != "" && p.NoMembers {
 				fresh.Members = len(c.members(a.Namespace, types.UID(uid), nil))
 			}
 			if p.DiskOf != "" {
@@ -478,12 +478,12 @@ func (w simWriter) StopWorkload(_ context.Context, _ *loop.Target, a machine.Act
 	if f := c.fleet(a.Namespace, a.Name); f != nil {
 		rec.FleetUID, rec.FleetExists, rec.Hibernate, rec.FleetDeleting = f.UID, true, f.Spec.Hibernate, f.DeletionTimestamp != nil
 		for _, o := range c.list(KindPod) {
-			if o.GetNamespace() == a.Namespace && o.GetLabels()[events.LabelFleetUID] == string(f.UID) {
+			if o.GetNamespace() == a.Namespace && o.GetLabels()[kinds.LabelFleetUID] == string(f.UID) {
 				rec.Members++
 			}
 		}
 		for _, o := range c.list(KindPVC) {
-			if o.GetNamespace() == a.Namespace && o.GetLabels()[events.LabelFleetUID] == string(f.UID) {
+			if o.GetNamespace() == a.Namespace && o.GetLabels()[kinds.LabelFleetUID] == string(f.UID) {
 				rec.Claims[o.GetName()] = o.GetUID()
 			}
 		}

@@ -4,7 +4,7 @@
 // no randomness of its own. The same run always gives the same cluster.
 //
 // It applies the machine's actions the way the real driver does (Do), emits every change as an
-// events.Event for the caller to fold into an events.Store (Drain, Resync), injects faults (lost
+// Event for the caller to fold into an Store (Drain, Resync), injects faults (lost
 // and unreachable nodes, crashed members, broken images, write conflicts), and records what the
 // safety contract is about (replica writes, Pod and PVC deletions) so property tests can check it.
 //

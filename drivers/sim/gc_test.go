@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
@@ -28,7 +27,7 @@ func TestFleetDeletionWaitsForTheFinalizerThenCollectsWhatItOwns(t *testing.T) {
 
 	must(t, c.DeleteFleet(ns, f.Name))
 	evs := c.Drain()
-	if len(evs) != 1 || evs[0].Kind != events.Observed || evs[0].Object.(*v1alpha1.CelldFleet).DeletionTimestamp == nil {
+	if len(evs) != 1 || evs[0].Kind != Observed || evs[0].Object.(*v1alpha1.CelldFleet).DeletionTimestamp == nil {
 		t.Fatalf("deletion events %v, want one fleet observed with its deletion requested", evs)
 	}
 	runFor(c, 5*time.Minute)

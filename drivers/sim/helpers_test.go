@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
@@ -57,7 +56,7 @@ func newFleet(t *testing.T, c *Cluster, name string, profile v1alpha1.Profile) *
 }
 
 func selectorLabels(f *v1alpha1.CelldFleet) map[string]string {
-	return map[string]string{events.LabelName: events.AppName, events.LabelInstance: f.Name, events.LabelFleetUID: string(f.UID)}
+	return map[string]string{kinds.LabelName: kinds.AppName, kinds.LabelInstance: f.Name, kinds.LabelFleetUID: string(f.UID)}
 }
 
 func fleetMeta(f *v1alpha1.CelldFleet, name string) metav1.ObjectMeta {
@@ -72,7 +71,7 @@ func podTemplate(f *v1alpha1.CelldFleet, image string) corev1.PodTemplateSpec {
 		ObjectMeta: metav1.ObjectMeta{Labels: selectorLabels(f)},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "celld", Image: image,
-				VolumeMounts: []corev1.VolumeMount{{Name: events.DataVolume, MountPath: "/var/lib/celld"}}}},
+				VolumeMounts: []corev1.VolumeMount{{Name: kinds.DataVolume, MountPath: "/var/lib/celld"}}}},
 			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
 				WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: selectorLabels(f)}}},
 		},
@@ -90,7 +89,7 @@ func statefulSet(f *v1alpha1.CelldFleet, replicas int32, image string) *appsv1.S
 	if f.Spec.Storage != nil {
 		sc := f.Spec.Storage.StorageClassName
 		s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-			ObjectMeta: metav1.ObjectMeta{Name: events.DataVolume, Labels: map[string]string{events.LabelComponent: "disk"}},
+			ObjectMeta: metav1.ObjectMeta{Name: kinds.DataVolume, Labels: map[string]string{kinds.LabelComponent: "disk"}},
 			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				StorageClassName: &sc, Resources: corev1.VolumeResourceRequirements{
 					Requests: corev1.ResourceList{corev1.ResourceStorage: f.Spec.Storage.Size}}},
@@ -98,7 +97,7 @@ func statefulSet(f *v1alpha1.CelldFleet, replicas int32, image string) *appsv1.S
 		s.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 			WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}
 	} else {
-		s.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: events.DataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		s.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: kinds.DataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	}
 	return s
 }
@@ -113,7 +112,7 @@ func deployment(f *v1alpha1.CelldFleet, replicas int32, image string) *appsv1.De
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &zero, MaxSurge: &one}}},
 	}
-	d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: events.DataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: kinds.DataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	return d
 }
 
@@ -145,7 +144,7 @@ func runFor(c *Cluster, d time.Duration) { c.Run(d, 5*time.Second) }
 func memberPods(c *Cluster, f *v1alpha1.CelldFleet) map[string]*corev1.Pod {
 	out := map[string]*corev1.Pod{}
 	for _, p := range c.Pods(f.Namespace) {
-		if p.Labels[events.LabelFleetUID] == string(f.UID) {
+		if p.Labels[kinds.LabelFleetUID] == string(f.UID) {
 			out[p.Name] = p
 		}
 	}

@@ -9,8 +9,8 @@ import (
 
 // Drain returns the events queued since the last Drain, oldest first, and empties the queue:
 // what the operator's informers would have delivered. The caller may fold them into an
-// events.Store as they are, or duplicate, reorder or drop them to play a flaky watch.
-func (c *Cluster) Drain() []events.Event {
+// Store as they are, or duplicate, reorder or drop them to play a flaky watch.
+func (c *Cluster) Drain() []Event {
 	out := c.queue
 	c.queue = nil
 	return out
@@ -22,11 +22,11 @@ func (c *Cluster) Drain() []events.Event {
 // the latest utilization of each fleet and the current time. Folded
 // into a store after dropped events, it brings the store to the cluster's state. It does not
 // touch the queue.
-func (c *Cluster) Resync() []events.Event {
-	var out []events.Event
+func (c *Cluster) Resync() []Event {
+	var out []Event
 	for _, k := range kindOrder {
 		for _, kk := range sortedKeys(c.tombstones[k]) {
-			ev, err := events.Observe(copyOf(c.tombstones[k][kk]), true, c.now)
+			ev, err := Observe(copyOf(c.tombstones[k][kk]), true, c.now)
 			if err != nil {
 				panic("sim: " + err.Error())
 			}
@@ -35,7 +35,7 @@ func (c *Cluster) Resync() []events.Event {
 	}
 	for _, k := range kindOrder {
 		for _, o := range c.list(k) {
-			ev, err := events.Observe(copyOf(o), false, c.now)
+			ev, err := Observe(copyOf(o), false, c.now)
 			if err != nil {
 				panic("sim: " + err.Error())
 			}
@@ -49,16 +49,16 @@ func (c *Cluster) Resync() []events.Event {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	for _, key := range keys {
 		u := *c.util[key]
-		out = append(out, events.Event{Kind: events.UtilizationObserved, Time: c.now, Fleet: key, Utilization: &u})
+		out = append(out, Event{Kind: UtilizationObserved, Time: c.now, Fleet: key, Utilization: &u})
 	}
-	return append(out, events.Passed(c.now))
+	return append(out, Passed(c.now))
 }
 
 // Observe returns the current truth about one fleet, gathered exactly as the operator gathers
-// it from synced caches (an events.Store fed a full resync), so the two cannot disagree on what
+// it from synced caches (an Store fed a full resync), so the two cannot disagree on what
 // belongs to a fleet.
 func (c *Cluster) Observe(key events.FleetKey) *events.Observation {
-	s := events.NewStore()
+	s := NewStore()
 	for _, ev := range c.Resync() {
 		s.Apply(ev)
 	}
@@ -81,7 +81,7 @@ func (c *Cluster) SetUtilization(namespace, name string, u events.Utilization) {
 	c.samples = append(c.samples, UtilizationSample{Time: u.Time, Namespace: namespace, Name: name,
 		Percent: u.Percent, Members: u.Members, Unavailable: u.Unavailable})
 	cp := u
-	c.queue = append(c.queue, events.Event{Kind: events.UtilizationObserved, Time: c.now, Fleet: k, Utilization: &cp})
+	c.queue = append(c.queue, Event{Kind: UtilizationObserved, Time: c.now, Fleet: k, Utilization: &cp})
 }
 
 func sortedKeys[V any](m map[string]V) []string {

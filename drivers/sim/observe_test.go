@@ -50,7 +50,7 @@ func summary(o *events.Observation) string {
 
 // busyHistory runs a fleet through growth, a scale-in, a crash, a healed member and a lost node,
 // and returns every event it emitted.
-func busyHistory(t *testing.T) (*Cluster, []events.Event) {
+func busyHistory(t *testing.T) (*Cluster, []Event) {
 	t.Helper()
 	c := newCluster(t, 4, Options{})
 	f := newFleet(t, c, "alpha", v1alpha1.ProfilePersistentFleet)
@@ -72,8 +72,8 @@ func busyHistory(t *testing.T) (*Cluster, []events.Event) {
 	return c, c.Drain()
 }
 
-func fold(evs []events.Event) *events.Store {
-	s := events.NewStore()
+func fold(evs []Event) *Store {
+	s := NewStore()
 	for _, ev := range evs {
 		s.Apply(ev)
 	}
@@ -95,18 +95,18 @@ func TestFoldedEventsGiveTheClusterTruth(t *testing.T) {
 // noisy delivers every event twice and, after each, replays an older event drawn at random:
 // an informer delivering a stale update. acrossIdentity also replays events of an object that
 // was deleted or replaced under the same name since.
-func noisy(evs []events.Event, seed int64, acrossIdentity bool) []events.Event {
+func noisy(evs []Event, seed int64, acrossIdentity bool) []Event {
 	r := rand.New(rand.NewSource(seed))
 	type identity struct {
 		uid  string
 		gone bool
 	}
 	latest := map[string]identity{}
-	id := func(ev events.Event) string {
+	id := func(ev Event) string {
 		m := ev.Object.(metav1.Object)
 		return fmt.Sprintf("%T %s/%s", ev.Object, m.GetNamespace(), m.GetName())
 	}
-	var out []events.Event
+	var out []Event
 	for i, ev := range evs {
 		out = append(out, ev, ev)
 		if ev.Object != nil {
@@ -149,7 +149,7 @@ func TestDroppedEventsAreRecoveredByAResync(t *testing.T) {
 	c, evs := busyHistory(t)
 	truth := summary(c.Observe(events.FleetKey{Namespace: ns, Name: "alpha"}))
 	r := rand.New(rand.NewSource(7))
-	var kept []events.Event
+	var kept []Event
 	dropped := 0
 	for _, ev := range evs {
 		if r.Intn(2) == 0 {
@@ -175,10 +175,10 @@ func TestDroppedEventsAreRecoveredByAResync(t *testing.T) {
 	mustEqual(t, "second resync", summary(s.Observe(events.FleetKey{Namespace: ns, Name: "alpha"})), truth)
 }
 
-func gone(ev events.Event) bool { return ev.Kind == events.Gone }
+func gone(ev Event) bool { return ev.Kind == Gone }
 
 func TestTheSameRunGivesTheSameEvents(t *testing.T) {
-	render := func(evs []events.Event) string {
+	render := func(evs []Event) string {
 		var b strings.Builder
 		for _, ev := range evs {
 			fmt.Fprintf(&b, "%s %s", ev.Kind, ev.Time.Format(time.RFC3339))

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
@@ -39,7 +38,7 @@ func TestFreshReadsTheWorkloadAHealNames(t *testing.T) {
 func TestDiskDeletedAtTheConfirmedVersion(t *testing.T) {
 	c := newCluster(t, 1, Options{})
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-alpha-0", Namespace: ns,
-		Labels: map[string]string{events.LabelFleetUID: "uid-alpha"}}}
+		Labels: map[string]string{kinds.LabelFleetUID: "uid-alpha"}}}
 	must(t, c.Create(claim))
 	seen := c.claim(ns, "data-alpha-0").DeepCopy()
 	del := machine.Action{Kind: machine.DeleteDisk, Key: "disk", Ref: kinds.Ref{Kind: kinds.PersistentVolumeClaim, Namespace: ns, Name: seen.Name},

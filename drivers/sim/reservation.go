@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/loop"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/reservation"
@@ -47,7 +47,7 @@ func (w simWriter) BindReservation(_ context.Context, _ *loop.Target, a machine.
 	// The status subresource makes the server drop status on create; the server records who
 	// wrote the spec, which is how the operator knows its own reservations.
 	r.Status = v1alpha1.CelldReservationStatus{}
-	r.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: events.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
+	r.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: kinds.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
 		APIVersion: v1alpha1.SchemeGroupVersion.String(), FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}
 	if err := c.create(r); err != nil {
 		return err

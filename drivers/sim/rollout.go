@@ -5,7 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // PartitionWrite is a write by the operator of a StatefulSet whose fleet stages its rollouts
@@ -43,7 +43,7 @@ func setPartition(s *appsv1.StatefulSet) int32 {
 // recordPartitionWrite records a write of a StatefulSet of a fleet that stages its rollouts.
 // before is the set as stored before the write, nil when it was created.
 func (c *Cluster) recordPartitionWrite(before *appsv1.StatefulSet, after *appsv1.StatefulSet) {
-	f := c.fleet(after.Namespace, after.Labels[events.LabelInstance])
+	f := c.fleet(after.Namespace, after.Labels[kinds.LabelInstance])
 	if f == nil || f.Spec.Rollout == nil {
 		return
 	}

@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // The scheduler binds each Pending Pod to the best feasible node, one Pod at a time in creation
@@ -173,9 +173,9 @@ func (c *Cluster) filter(p *corev1.Pod, n *corev1.Node, nodes []*corev1.Node, zo
 		}
 	}
 	if c.opts.OnePerNode {
-		uid := p.Labels[events.LabelFleetUID]
+		uid := p.Labels[kinds.LabelFleetUID]
 		for _, q := range c.pods() {
-			if uid != "" && q.Spec.NodeName == n.Name && !terminating(q) && q.Labels[events.LabelFleetUID] == uid {
+			if uid != "" && q.Spec.NodeName == n.Name && !terminating(q) && q.Labels[kinds.LabelFleetUID] == uid {
 				return "node(s) already run a member of the fleet"
 			}
 		}

@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 )
@@ -74,8 +73,8 @@ func TestStatefulSetCreatesOrdinalsOneAtATimeOnceThePreviousIsReady(t *testing.T
 			t.Fatalf("claim data-alpha-%d missing", i)
 		}
 		mustEqual(t, "claim phase", string(pvc.Status.Phase), "Bound")
-		mustEqual(t, "claim fleet label", pvc.Labels[events.LabelFleetUID], string(f.UID))
-		mustEqual(t, "claim template label", pvc.Labels[events.LabelComponent], "disk")
+		mustEqual(t, "claim fleet label", pvc.Labels[kinds.LabelFleetUID], string(f.UID))
+		mustEqual(t, "claim template label", pvc.Labels[kinds.LabelComponent], "disk")
 		if len(pvc.Finalizers) != 1 || pvc.Finalizers[0] != PVCProtectionFinalizer {
 			t.Fatalf("claim finalizers %v", pvc.Finalizers)
 		}

@@ -11,8 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/celld/celld-operator/events"
 )
 
 // PVCProtectionFinalizer is what the API server's admission puts on every claim, so that a claim
@@ -27,7 +25,7 @@ func (c *Cluster) nextRV() string {
 // emit queues the event a watch would deliver; the event carries its own copy, so nothing the
 // caller keeps aliases the cluster.
 func (c *Cluster) emit(obj object, gone bool) {
-	ev, err := events.Observe(copyOf(obj), gone, c.now)
+	ev, err := Observe(copyOf(obj), gone, c.now)
 	if err != nil {
 		panic(fmt.Sprintf("sim: %v", err))
 	}

@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // drainClause names what a drain must hold (SPEC section 7, node maintenance): no eviction takes
@@ -17,7 +17,7 @@ const drainClause = "drain"
 // evicted member was Ready or not. A member celld reports not ready is not always away: it may be
 // the survivor holding the last copy of a key whose other copy just left.
 func (j *judging) podEvicted(p, before *corev1.Pod, r Request) {
-	fleet := types.UID(p.Labels[events.LabelFleetUID])
+	fleet := types.UID(p.Labels[kinds.LabelFleetUID])
 	if fleet == "" {
 		return // not a member of any fleet: the contract does not speak of it
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // Entry is one recorded version of an object.
@@ -119,7 +120,7 @@ func fleetOf(m metav1.Object) types.UID {
 	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "CelldFleet" {
 		return ref.UID
 	}
-	return types.UID(m.GetLabels()[events.LabelFleetUID])
+	return types.UID(m.GetLabels()[kinds.LabelFleetUID])
 }
 
 // Judge replays a recorded history in resource version order (one etcd: its revisions order
@@ -234,7 +235,7 @@ func (j *judging) workload(w *workload, deleted bool) {
 		// A workload created over members that outlived the last one (deleted with propagation
 		// Orphan to change its claim template) starts from them.
 		for _, p := range j.pods {
-			if types.UID(p.Labels[events.LabelFleetUID]) == w.fleet && p.DeletionTimestamp == nil {
+			if types.UID(p.Labels[kinds.LabelFleetUID]) == w.fleet && p.DeletionTimestamp == nil {
 				from++
 			}
 		}
@@ -268,7 +269,7 @@ func (j *judging) workload(w *workload, deleted bool) {
 func (j *judging) cordoned(fleet types.UID) []string {
 	var out []string
 	for _, p := range j.pods {
-		if types.UID(p.Labels[events.LabelFleetUID]) != fleet || p.DeletionTimestamp != nil {
+		if types.UID(p.Labels[kinds.LabelFleetUID]) != fleet || p.DeletionTimestamp != nil {
 			continue
 		}
 		if n, ok := j.nodes[p.Spec.NodeName]; ok && n.Spec.Unschedulable {
@@ -282,7 +283,7 @@ func (j *judging) cordoned(fleet types.UID) []string {
 // members lists the fleet's member Pods, except one, as ready and not (not ready or terminating).
 func (j *judging) members(fleet types.UID, except types.UID) (ready, notReady []string) {
 	for uid, p := range j.pods {
-		if uid == except || types.UID(p.Labels[events.LabelFleetUID]) != fleet {
+		if uid == except || types.UID(p.Labels[kinds.LabelFleetUID]) != fleet {
 			continue
 		}
 		if events.PodReady(p) {
@@ -328,7 +329,7 @@ func (j *judging) pod(p *corev1.Pod, deleted bool) {
 }
 
 func (j *judging) podDeleted(p *corev1.Pod) {
-	fleet := types.UID(p.Labels[events.LabelFleetUID])
+	fleet := types.UID(p.Labels[kinds.LabelFleetUID])
 	if fleet == "" {
 		return // not a member of any fleet: the contract does not speak of it
 	}
@@ -360,7 +361,7 @@ func (j *judging) podDeleted(p *corev1.Pod) {
 }
 
 func (j *judging) podForced(p *corev1.Pod) {
-	if types.UID(p.Labels[events.LabelFleetUID]) == "" {
+	if types.UID(p.Labels[kinds.LabelFleetUID]) == "" {
 		return
 	}
 	n, ok := j.nodes[p.Spec.NodeName]
@@ -479,7 +480,7 @@ func (j *judging) nodeLost(name string) bool {
 
 func (j *judging) podNamed(fleet types.UID, name string) *corev1.Pod {
 	for _, p := range j.pods {
-		if p.Name == name && types.UID(p.Labels[events.LabelFleetUID]) == fleet {
+		if p.Name == name && types.UID(p.Labels[kinds.LabelFleetUID]) == fleet {
 			return p
 		}
 	}
@@ -514,7 +515,7 @@ func (j *judging) claim(c *corev1.PersistentVolumeClaim, deleted bool) {
 		return
 	}
 	obj := "PersistentVolumeClaim " + c.Name + " (" + string(c.UID) + ")"
-	uid := types.UID(c.Labels[events.LabelFleetUID])
+	uid := types.UID(c.Labels[kinds.LabelFleetUID])
 	s := j.fleets[uid]
 	j.check(uid != "" && s != nil, "4", obj, "deleted, and it is no fleet's own claim (fleet UID label %q)", uid)
 	if uid == "" || s == nil {
@@ -525,7 +526,7 @@ func (j *judging) claim(c *corev1.PersistentVolumeClaim, deleted bool) {
 	j.check(fl.Spec.Profile == v1alpha1.ProfilePersistentFleet, "4", obj, "deleted, and its fleet %s is a %s fleet, not a PersistentFleet", fl.Name, fl.Spec.Profile)
 	var left []string
 	for _, p := range j.pods {
-		if types.UID(p.Labels[events.LabelFleetUID]) == uid {
+		if types.UID(p.Labels[kinds.LabelFleetUID]) == uid {
 			left = append(left, p.Name)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/celld/celld-operator/api/v1alpha1"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // TestContractJudge: the contract checker, on hand-built histories, passes a lifecycle that keeps
@@ -158,7 +158,7 @@ func TestContractJudge(t *testing.T) {
 		}, stoppedUnasked(9)},
 		{"a claim that is no fleet's", func(h *history) {
 			c := h.claims[0].DeepCopy()
-			delete(c.Labels, events.LabelFleetUID)
+			delete(c.Labels, kinds.LabelFleetUID)
 			h.claims[0] = h.write(watch.Modified, c).(*corev1.PersistentVolumeClaim)
 			h.deleteClaim(0)
 		}, [][]string{{"clause 4: PersistentVolumeClaim data-pf-0", "it is no fleet's own claim"}}},
@@ -294,7 +294,7 @@ func newHistory(t *testing.T, members, want int32) *history {
 }
 
 func (h *history) labels() map[string]string {
-	return map[string]string{events.LabelFleetUID: string(h.fleet.UID)}
+	return map[string]string{kinds.LabelFleetUID: string(h.fleet.UID)}
 }
 
 func (h *history) newPod(name, node, ownerKind, owner string, ownerUID types.UID) *corev1.Pod {

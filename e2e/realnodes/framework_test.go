@@ -24,7 +24,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/e2e/contract"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 const (
@@ -195,7 +195,7 @@ func (f *fixture) waitConverged(name string) *v1alpha1.CelldFleet {
 
 func (f *fixture) members(fl *v1alpha1.CelldFleet) []corev1.Pod {
 	f.t.Helper()
-	l, err := suite.kube.CoreV1().Pods(f.ns).List(f.ctx, metav1.ListOptions{LabelSelector: events.LabelFleetUID + "=" + string(fl.UID)})
+	l, err := suite.kube.CoreV1().Pods(f.ns).List(f.ctx, metav1.ListOptions{LabelSelector: kinds.LabelFleetUID + "=" + string(fl.UID)})
 	if err != nil {
 		f.t.Fatalf("list members of %s: %v", fl.Name, err)
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/celld/celld-operator/api/generated/informers/externalversions"
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/drivers/kube"
-	"github.com/celld/celld-operator/events"
 	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/render"
 )
@@ -286,8 +285,8 @@ func (b *bench) watch(ctx context.Context, ns string, withPods bool) (*watchers,
 	if withPods {
 		w.pods = kf.Core().V1().Pods().Informer()
 		if err := w.pods.AddIndexers(cache.Indexers{"instance": func(obj any) ([]string, error) {
-			if p, ok := obj.(*corev1.Pod); ok && p.Labels[events.LabelInstance] != "" {
-				return []string{p.Labels[events.LabelInstance]}, nil
+			if p, ok := obj.(*corev1.Pod); ok && p.Labels[kinds.LabelInstance] != "" {
+				return []string{p.Labels[kinds.LabelInstance]}, nil
 			}
 			return nil, nil
 		}}); err != nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/e2e/testenv"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 )
 
 // --- 3. scale-in walk ----------------------------------------------------------------------------
@@ -74,8 +74,8 @@ func newStepTracker(w *watchers, ns string) (*stepTracker, error) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
-		if p, ok := obj.(*corev1.Pod); ok && p.Labels[events.LabelInstance] != "" {
-			t.evaluate(p.Labels[events.LabelInstance])
+		if p, ok := obj.(*corev1.Pod); ok && p.Labels[kinds.LabelInstance] != "" {
+			t.evaluate(p.Labels[kinds.LabelInstance])
 		}
 	}
 	if _, err := w.sts.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -382,15 +382,15 @@ var Table = []Mutant{
 	// Disks: only in Deleting, only PersistentFleet, only the fleet's own, only once no member.
 	{
 		Name: "disk-delete-any-uid", File: "machine/plan.go",
-		Original:    "return d.FleetUID == f.UID && d.Ordinal >= 0 && d.Name == events.ClaimName(f.Name, d.Ordinal)",
-		Replacement: "return d.Ordinal >= 0 && d.Name == events.ClaimName(f.Name, d.Ordinal)",
+		Original:    "return d.FleetUID == f.UID && d.Ordinal >= 0 && d.Name == kinds.ClaimName(f.Name, d.Ordinal)",
+		Replacement: "return d.Ordinal >= 0 && d.Name == kinds.ClaimName(f.Name, d.Ordinal)",
 		Mistake:     "disks selected by the fleet's name, not its UID",
 		Threatens:   "clause 4: only the fleet's own (fleet UID filter)",
 	},
 	{
 		// (Dropping ownDisk's name comparison was tried first: it is equivalent, since Normalize
 		// gives a disk an ordinal only under the exact name ClaimName makes.)
-		Name: "claim-ordinal-not-canonical", File: "events/names.go",
+		Name: "claim-ordinal-not-canonical", File: "kinds/names.go",
 		Original:    "if err != nil || n < 0 || strconv.Itoa(n) != rest[i+1:] {\n\t\treturn \"\", -1, false",
 		Replacement: "if err != nil || n < 0 {\n\t\treturn \"\", -1, false",
 		Mistake:     "a claim named data-a-08 (made by hand) read as member 8's",
@@ -441,8 +441,8 @@ var Table = []Mutant{
 	// Someone else's object under a fleet's names (Degraded NameTaken).
 	{
 		Name: "name-taken-only-workload", File: "machine/facts.go",
-		Original:    "for _, d := range events.DerivedObjects(f) {",
-		Replacement: "for _, d := range events.DerivedObjects(f)[len(events.DerivedObjects(f))-1:] {",
+		Original:    "for _, d := range kinds.DerivedObjects(f) {",
+		Replacement: "for _, d := range kinds.DerivedObjects(f)[len(kinds.DerivedObjects(f))-1:] {",
 		Mistake:     "only the workload's name is looked up for a foreign owner: a Service, PodDisruptionBudget or NetworkPolicy of someone else is applied over",
 		Threatens:   "someone else's object is never patched, adopted or deleted (§6 NameTaken)",
 	},
@@ -746,7 +746,7 @@ var Table = []Mutant{
 	},
 	{
 		Name: "memo-ignores-hibernation-mark", File: "machine/memo.go",
-		Original:    "hibernated: desired.GetAnnotations()[events.AnnotationHibernated]}",
+		Original:    "hibernated: desired.GetAnnotations()[kinds.AnnotationHibernated]}",
 		Replacement: "hibernated: \"\"}",
 		Mistake:     "the machine remembers the budget matched under the other mark: the mark it must write is never written",
 		Threatens:   "state derivable from observation (clause 5): the budget records the hibernation",
@@ -1025,8 +1025,8 @@ var Table = []Mutant{
 	},
 	{
 		Name: "send-apply-over-someone-elses", File: "loop/send.go",
-		Original:    "if !events.ControlledBy(cur, ref.UID) {",
-		Replacement: "if !events.ControlledBy(cur, ref.UID) && len(cur.GetOwnerReferences()) == 0 {",
+		Original:    "if !kinds.ControlledBy(cur, ref.UID) {",
+		Replacement: "if !kinds.ControlledBy(cur, ref.UID) && len(cur.GetOwnerReferences()) == 0 {",
 		Mistake:     "an object is taken for the fleet's own when anyone owns it: another fleet's or another controller's object under the name is applied over",
 		Threatens:   "the operator never takes over an object it does not control (NameTaken)",
 	},
@@ -1060,8 +1060,8 @@ var Table = []Mutant{
 	},
 	{
 		Name: "disk-premise-skips-relabel", File: "machine/premise.go",
-		Original:    "case types.UID(c.Labels[events.LabelFleetUID]) != p.DiskOf:",
-		Replacement: "case types.UID(c.Labels[events.LabelFleetUID]) == \"\":",
+		Original:    "case types.UID(c.Labels[kinds.LabelFleetUID]) != p.DiskOf:",
+		Replacement: "case types.UID(c.Labels[kinds.LabelFleetUID]) == \"\":",
 		Mistake:     "the claim's label checked for presence, not for the fleet: one relabelled to another fleet since the decision is deleted at its fresh resourceVersion",
 		Threatens:   "clause 4: only the fleet's own disks",
 	},

@@ -29,7 +29,7 @@ import (
 // the world says (WriteStatuses), so a sync may observe its fleet with a status on its way.
 type Operator struct {
 	c        *sim.Cluster
-	store    *events.Store
+	store    *sim.Store
 	loop     *loop.Loop
 	statuses *loop.StatusWriter
 	// paths counts the paths of the status writers and the loops told of, over restarts.
@@ -59,7 +59,7 @@ func NewOperator(c *sim.Cluster) *Operator {
 // change does, and lists the cluster again.
 func (o *Operator) Restart(c *sim.Cluster) {
 	o.c = c
-	o.store = events.NewStore()
+	o.store = sim.NewStore()
 	if o.paths == nil {
 		o.paths = map[string]int{}
 	}
@@ -155,7 +155,7 @@ func (o *Operator) Paths() map[string]int { return maps.Clone(o.paths) }
 func (o *Operator) took(path string) { o.paths[path]++ }
 
 // Feed folds observed events into the operator's caches.
-func (o *Operator) Feed(evs []events.Event) {
+func (o *Operator) Feed(evs []sim.Event) {
 	for _, ev := range evs {
 		o.store.Apply(ev)
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/celld/celld-operator/api/v1alpha1"
 	"github.com/celld/celld-operator/drivers/sim"
-	"github.com/celld/celld-operator/events"
+	"github.com/celld/celld-operator/kinds"
 	"github.com/celld/celld-operator/machine"
 	"github.com/celld/celld-operator/render"
 )
@@ -158,7 +158,7 @@ func command(w *World, f []string, out io.Writer) error {
 	case "fix-image":
 		return w.Fault("image "+name+" works again", func() error { w.C.FixImage(name); return nil })
 	case "lose-disk":
-		claim := events.ClaimName(name, num(arg(f, 2), -1))
+		claim := kinds.ClaimName(name, num(arg(f, 2), -1))
 		return w.Fault("volume of "+claim+" lost", func() error { return w.C.LoseDisk(Namespace, claim) })
 	case "follow":
 		return w.followDeletionBlocked(name)

@@ -52,7 +52,7 @@ type World struct {
 	nodes   int
 	rounds  int
 	// pending are events the watch holds back (Noise.Lag).
-	pending []events.Event
+	pending []sim.Event
 	// Adversarial: the operator acts on intermediate states (controllers run only a few steps
 	// between its passes), the clock moves unevenly, and the operator restarts at random. Off,
 	// every round settles the cluster first: the scripted scenarios read better that way.
@@ -187,7 +187,7 @@ func (w *World) Rounds() int { return w.rounds }
 
 // noisy plays a flaky watch over the events; a drop is repaired by a resync, as an informer's
 // relist repairs it.
-func (w *World) noisy(evs []events.Event) []events.Event {
+func (w *World) noisy(evs []sim.Event) []sim.Event {
 	n := w.Noise
 	if n.Lag > 0 {
 		// Held events wait in pending; what is let through this round may be older or newer
@@ -206,7 +206,7 @@ func (w *World) noisy(evs []events.Event) []events.Event {
 	if n.Duplicate == 0 && n.Reorder == 0 && n.Drop == 0 {
 		return evs
 	}
-	out := make([]events.Event, 0, len(evs))
+	out := make([]sim.Event, 0, len(evs))
 	for _, ev := range evs {
 		switch r := w.rng.Float64(); {
 		case r < n.Drop:
