@@ -27,7 +27,8 @@ is_component_pid() {
 	local name=$1 pid=$2 exe
 	exe=$(readlink "/proc/${pid}/exe" 2>/dev/null) || return 1
 	exe=${exe% (deleted)}
-	[[ "${exe}" == "${CLUSTER_BIN}/${name}" ]]
+	# The kernel names the binary by its real path: .cache may be a link (a worktree's to a clone's).
+	[[ "${exe}" == "${CLUSTER_BIN}/${name}" || "${exe}" == "$(realpath -m "${CLUSTER_BIN}/${name}")" ]]
 }
 
 # Prints the PID of component $1 when its pid file names a live process that
