@@ -148,13 +148,16 @@ func runAll(pattern string, jobs int, timeout time.Duration, only string) int {
 	}
 	wg.Wait()
 
-	killed, survived, broken := 0, 0, 0
+	killed, survived, broken, byTimeout := 0, 0, 0, 0
 	fmt.Printf("\n%-34s %-9s %-24s %s\n", "mutant", "result", "killed by", "threatens")
 	for i, m := range todo {
 		r := results[i]
 		switch r.verdict {
 		case "killed":
 			killed++
+			if r.timedOut {
+				byTimeout++
+			}
 		case "SURVIVED":
 			survived++
 		default:
@@ -169,6 +172,9 @@ func runAll(pattern string, jobs int, timeout time.Duration, only string) int {
 	}
 	fmt.Printf("\nmutants: %d killed, %d survived, %d broken, %d stale of %d; score %.1f%%; wall time %s\n",
 		killed, survived, broken, len(Table)-len(todo)-skipped(pattern), len(todo), score, time.Since(start).Round(time.Second))
+	if byTimeout > 0 {
+		fmt.Printf("mutants: %d of the kills were by a timeout (-timeout %s): run them again on a quiet machine (-run)\n", byTimeout, timeout)
+	}
 	if failed || survived > 0 || broken > 0 || len(todo) == 0 || only != "" {
 		return 1
 	}
@@ -191,7 +197,14 @@ type result struct {
 	verdict, by string
 	took        time.Duration
 	detail      string
+	// timedOut: the kill was the package's tests running past -timeout. A mutant that loops
+	// forever is killed so, but so is one whose tests a loaded machine slowed past the limit:
+	// the report names these kills apart, for a person to run again on a quiet machine.
+	timedOut bool
 }
+
+// timedOut reports whether go test's output says its tests ran past -timeout.
+func timedOut(out []byte) bool { return bytes.Contains(out, []byte("panic: test timed out after ")) }
 
 func (r result) line(m Mutant) string {
 	s := fmt.Sprintf("%-9s %-34s %-24s %s", r.verdict, m.Name, r.by, r.took.Round(time.Second))
@@ -239,8 +252,12 @@ func (m Mutant) run(root, dir string, pkgs *packages, cost map[string]time.Durat
 		return cost[order[i]] < cost[order[j]]
 	})
 	for _, p := range order {
-		if _, err := goTest(root, overlay, p, timeout, pkgs.rapid[p]); err != nil {
-			return result{verdict: "killed", by: p, took: time.Since(t0)}
+		if out, err := goTest(root, overlay, p, timeout, pkgs.rapid[p]); err != nil {
+			r := result{verdict: "killed", by: p, took: time.Since(t0)}
+			if timedOut(out) {
+				r.by, r.timedOut = p+" (timeout)", true
+			}
+			return r
 		}
 	}
 	return result{verdict: "SURVIVED", took: time.Since(t0)}

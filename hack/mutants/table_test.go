@@ -44,3 +44,16 @@ func TestEndToEndSuitesLeftOut(t *testing.T) {
 		}
 	}
 }
+
+// A kill by go test's timeout is told from a kill by a failing test.
+func TestTimedOutKillsAreNamed(t *testing.T) {
+	for out, want := range map[string]bool{
+		"panic: test timed out after 10m0s\n\trunning tests:\n\t\tTestContract (9m59s)\n":    true,
+		"--- FAIL: TestContract (1.20s)\n    contract_test.go:88: clause 1 violated\nFAIL\n": false,
+		"ok  \tgithub.com/celld/celld-operator/machine\t60.1s\n":                             false,
+	} {
+		if got := timedOut([]byte(out)); got != want {
+			t.Errorf("timedOut(%q) = %v, want %v", out, got, want)
+		}
+	}
+}
