@@ -65,9 +65,11 @@ func Check(ctx context.Context, w Writer, t *Target, a machine.Action) (machine.
 		a.UID = uid
 		return a, err
 	case machine.ResizeDisk:
-		if p := a.Premise; p == nil || p.DiskOf == "" || p.DiskUID != a.UID || p.DiskBelow == nil || p.DiskBelow.Cmp(a.Size) != 0 {
-			// Only a claim confirmed as the fleet's own, and only upward, is ever resized.
-			return a, fmt.Errorf("resize disk %s: refusing without a premise that the claim is the fleet's own and asks for less", a.Key)
+		if p := a.Premise; p == nil || p.DiskOf == "" || p.DiskUID != a.UID || p.DiskBelow == nil || p.DiskBelow.Cmp(a.Size) != 0 ||
+			p.Fleet == "" || p.FleetGeneration == 0 {
+			// Only a claim confirmed as the fleet's own, only upward, and only while the fleet is
+			// the one decided on (not deleted since: a deletion raises its generation).
+			return a, fmt.Errorf("resize disk %s: refusing without a premise that the claim is the fleet's own and asks for less, on the fleet's generation", a.Key)
 		}
 	case machine.RecreateWorkload:
 		if p := a.Premise; a.UID == "" || p == nil || !p.Workload || !p.WorkloadExists || !p.RolledOut {

@@ -89,7 +89,7 @@ func TestDispatchRoutesEveryKind(t *testing.T) {
 	}
 	size := resource.MustParse("2Gi")
 	for kind, a := range map[string]machine.Action{
-		"ResizeDisk": {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{DiskOf: "f1", DiskUID: "c1", DiskBelow: &size}},
+		"ResizeDisk": {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{Fleet: "a", FleetGeneration: 3, DiskOf: "f1", DiskUID: "c1", DiskBelow: &size}},
 		"RecreateWorkload": {Kind: machine.RecreateWorkload, Key: "k", UID: "s1",
 			Premise: &machine.Premise{Workload: true, WorkloadExists: true, RolledOut: true}},
 		"StopWorkload": {Kind: machine.StopWorkload, Key: "k", UID: "s1", Premise: &machine.Premise{Fleet: "a", FleetGeneration: 3}},
@@ -293,16 +293,20 @@ func TestCheckRefusesUnconfirmedResizes(t *testing.T) {
 	size, other := resource.MustParse("2Gi"), resource.MustParse("1Gi")
 	for name, a := range map[string]machine.Action{
 		"a resize without a premise":            {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size},
-		"a resize of no fleet's claim":          {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{DiskUID: "c1", DiskBelow: &size}},
-		"a resize of another claim":             {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{DiskOf: "f1", DiskUID: "c2", DiskBelow: &size}},
-		"a resize with no bound below":          {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{DiskOf: "f1", DiskUID: "c1"}},
-		"a resize past what the premise bounds": {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{DiskOf: "f1", DiskUID: "c1", DiskBelow: &other}},
-		"a recreate without a UID":              {Kind: machine.RecreateWorkload, Key: "k", Premise: &machine.Premise{Workload: true, WorkloadExists: true, RolledOut: true}},
-		"a recreate of a workload in motion":    {Kind: machine.RecreateWorkload, Key: "k", UID: "s1", Premise: &machine.Premise{Workload: true, WorkloadExists: true}},
-		"a recreate without a premise":          {Kind: machine.RecreateWorkload, Key: "k", UID: "s1"},
-		"a stop without a UID":                  {Kind: machine.StopWorkload, Key: "k", Premise: &machine.Premise{Fleet: "a", FleetGeneration: 3}},
-		"a stop without a premise":              {Kind: machine.StopWorkload, Key: "k", UID: "s1"},
-		"a stop not held to a generation":       {Kind: machine.StopWorkload, Key: "k", UID: "s1", Premise: &machine.Premise{Fleet: "a"}},
+		"a resize of no fleet's claim":          {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{Fleet: "a", FleetGeneration: 3, DiskUID: "c1", DiskBelow: &size}},
+		"a resize of another claim":             {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{Fleet: "a", FleetGeneration: 3, DiskOf: "f1", DiskUID: "c2", DiskBelow: &size}},
+		"a resize with no bound below":          {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{Fleet: "a", FleetGeneration: 3, DiskOf: "f1", DiskUID: "c1"}},
+		"a resize past what the premise bounds": {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{Fleet: "a", FleetGeneration: 3, DiskOf: "f1", DiskUID: "c1", DiskBelow: &other}},
+		// A deletion (the fleet's, or its CRD's at uninstall) raises the generation: a resize not
+		// held to it could grow a deleted fleet's claims.
+		"a resize not held to a generation":  {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{Fleet: "a", DiskOf: "f1", DiskUID: "c1", DiskBelow: &size}},
+		"a resize of no named fleet":         {Kind: machine.ResizeDisk, Key: "k", UID: "c1", Size: size, Premise: &machine.Premise{FleetGeneration: 3, DiskOf: "f1", DiskUID: "c1", DiskBelow: &size}},
+		"a recreate without a UID":           {Kind: machine.RecreateWorkload, Key: "k", Premise: &machine.Premise{Workload: true, WorkloadExists: true, RolledOut: true}},
+		"a recreate of a workload in motion": {Kind: machine.RecreateWorkload, Key: "k", UID: "s1", Premise: &machine.Premise{Workload: true, WorkloadExists: true}},
+		"a recreate without a premise":       {Kind: machine.RecreateWorkload, Key: "k", UID: "s1"},
+		"a stop without a UID":               {Kind: machine.StopWorkload, Key: "k", Premise: &machine.Premise{Fleet: "a", FleetGeneration: 3}},
+		"a stop without a premise":           {Kind: machine.StopWorkload, Key: "k", UID: "s1"},
+		"a stop not held to a generation":    {Kind: machine.StopWorkload, Key: "k", UID: "s1", Premise: &machine.Premise{Fleet: "a"}},
 	} {
 		r := &recorder{}
 		if err := Dispatch(context.Background(), r, &Target{}, a); err == nil || len(r.called) != 0 {

@@ -221,7 +221,9 @@ func (p *planner) disks() {
 		size := dx.size.DeepCopy()
 		p.add(Action{Kind: ResizeDisk, Key: "resize/" + v.Namespace + "/" + d.Name + "/" + string(d.UID) + "/" + size.String(),
 			Ref: kinds.Ref{Kind: kinds.PersistentVolumeClaim, Name: d.Name}, UID: d.UID, Size: size,
-			Premise: &Premise{DiskOf: f.UID, DiskUID: d.UID, DiskBelow: &size}})
+			// The fleet's generation too: a deletion (the fleet's, or its CRD's at uninstall) raises
+			// it, and a deleted fleet's claims are never written, grown or not.
+			Premise: &Premise{Fleet: f.Name, FleetGeneration: f.Generation, DiskOf: f.UID, DiskUID: d.UID, DiskBelow: &size}})
 	}
 	if len(dx.grow) > 0 {
 		names := diskNames(claimNames(dx.grow))

@@ -172,3 +172,38 @@ func TestNodeResizeErrorRestartsAtOnce(t *testing.T) {
 		t.Errorf("a running member's filesystem the kubelet failed to grow did not start the member again")
 	}
 }
+
+// TestResizeIsHeldToTheFleetsGeneration: each claim's resize is decided on the fleet's
+// generation, which a deletion raises (the fleet's own, or its CRD's at an uninstall, which
+// takes every fleet with it): a fleet deleted between the decision and the write has none of its
+// claims grown. The same claim read on the decided generation is grown.
+func TestResizeIsHeldToTheFleetsGeneration(t *testing.T) {
+	v := grownDisksView(true)
+	v.Fleet.Generation = 7
+	d := New().Step(v)
+	resized := 0
+	for _, a := range d.Actions {
+		if a.Kind != ResizeDisk {
+			continue
+		}
+		resized++
+		p := a.Premise
+		if p == nil || p.Fleet != v.Fleet.Name || p.FleetGeneration != 7 {
+			t.Fatalf("%s: premise %+v; want it held to fleet %s at generation 7", a.Key, p, v.Fleet.Name)
+		}
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: a.Ref.Name, UID: a.UID,
+			Labels: map[string]string{kinds.LabelFleetUID: string(v.Fleet.UID)}},
+			Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+		if err := p.Check(Fresh{Disk: claim, FleetGeneration: 7}); err != nil {
+			t.Errorf("%s on the decided generation: %v", a.Key, err)
+		}
+		for name, gen := range map[string]int64{"deleted since (generation 8)": 8, "gone": 0} {
+			if err := p.Check(Fresh{Disk: claim, FleetGeneration: gen}); !errors.Is(err, ErrPremiseChanged) {
+				t.Errorf("%s, the fleet %s: %v; want the premise refused", a.Key, name, err)
+			}
+		}
+	}
+	if resized != 3 {
+		t.Errorf("%d claims grown, want 3: %v", resized, d.Actions)
+	}
+}

@@ -127,39 +127,43 @@ func TestRolledOutAtPartition(t *testing.T) {
 	}
 }
 
+// grownDisksView is heldView's fleet as a PersistentFleet whose spec.storage.size grew from its
+// claims' 1Gi to 2Gi: the rollout held at the partition, or (allUpdated) every member updated.
+func grownDisksView(allUpdated bool) *events.View {
+	v := heldView("", false)
+	f := v.Fleet
+	f.Spec.Profile = v1alpha1.ProfilePersistentFleet
+	f.Spec.Workload = ""
+	f.Spec.Storage = &v1alpha1.StorageSpec{StorageClassName: "fast", Size: resource.MustParse("1Gi")}
+	s := render.Render(f, 3, 3).StatefulSet
+	render.SetPartition(s, 2)
+	s.UID, s.ResourceVersion, s.Generation, s.Status = "set-uid", "7", 5, v.Owned.StatefulSet.Status
+	if allUpdated {
+		render.SetPartition(s, 0)
+		s.Status.UpdatedReplicas, s.Status.CurrentReplicas, s.Status.CurrentRevision = 3, 3, "a-new"
+		for i := range v.Members {
+			v.Members[i].Revision = "a-new"
+		}
+	}
+	f.Status.State = v1alpha1.StateSteady
+	f.Spec.Storage.Size = resource.MustParse("2Gi")
+	v.Owned.StatefulSet, v.Workload = s, events.WorkloadOf(s)
+	for i := range v.Members {
+		name := "data-" + v.Members[i].Name
+		v.Members[i].ClaimName = name
+		v.Disks = append(v.Disks, events.Disk{Name: name, UID: types.UID(name), FleetUID: f.UID, Ordinal: i,
+			Requested: resource.MustParse("1Gi"), Capacity: resource.MustParse("1Gi")})
+	}
+	return v
+}
+
 // TestHeldRolloutKeepsItsStatefulSet: a PersistentFleet whose disks grow while its rollout holds
 // at the partition grows every claim but does not create its StatefulSet again for the new claim
 // template (a new StatefulSet takes its update revision for the current one and would never see
 // the members below the partition, on the older revision, as rolled out); it says what it waits
 // for (the rollout's approval). Once every member runs the update revision, the StatefulSet is created again.
 func TestHeldRolloutKeepsItsStatefulSet(t *testing.T) {
-	grown := func(allUpdated bool) Decision {
-		v := heldView("", false)
-		f := v.Fleet
-		f.Spec.Profile = v1alpha1.ProfilePersistentFleet
-		f.Spec.Workload = ""
-		f.Spec.Storage = &v1alpha1.StorageSpec{StorageClassName: "fast", Size: resource.MustParse("1Gi")}
-		s := render.Render(f, 3, 3).StatefulSet
-		render.SetPartition(s, 2)
-		s.UID, s.ResourceVersion, s.Generation, s.Status = "set-uid", "7", 5, v.Owned.StatefulSet.Status
-		if allUpdated {
-			render.SetPartition(s, 0)
-			s.Status.UpdatedReplicas, s.Status.CurrentReplicas, s.Status.CurrentRevision = 3, 3, "a-new"
-			for i := range v.Members {
-				v.Members[i].Revision = "a-new"
-			}
-		}
-		f.Status.State = v1alpha1.StateSteady
-		f.Spec.Storage.Size = resource.MustParse("2Gi")
-		v.Owned.StatefulSet, v.Workload = s, events.WorkloadOf(s)
-		for i := range v.Members {
-			name := "data-" + v.Members[i].Name
-			v.Members[i].ClaimName = name
-			v.Disks = append(v.Disks, events.Disk{Name: name, UID: types.UID(name), FleetUID: f.UID, Ordinal: i,
-				Requested: resource.MustParse("1Gi"), Capacity: resource.MustParse("1Gi")})
-		}
-		return New().Step(v)
-	}
+	grown := func(allUpdated bool) Decision { return New().Step(grownDisksView(allUpdated)) }
 	count := func(d Decision, k ActionKind) int {
 		n := 0
 		for _, a := range d.Actions {

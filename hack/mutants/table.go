@@ -1166,6 +1166,20 @@ var Table = []Mutant{
 		Threatens:   "clause 4: a claim only grows; clause 8: no write once converged",
 	},
 	{
+		Name: "resize-premise-ignores-deletion", File: "machine/disks.go",
+		Original:    "Premise: &Premise{Fleet: f.Name, FleetGeneration: f.Generation, DiskOf: f.UID, DiskUID: d.UID, DiskBelow: &size}})",
+		Replacement: "Premise: &Premise{Fleet: f.Name, DiskOf: f.UID, DiskUID: d.UID, DiskBelow: &size}})",
+		Mistake:     "a resize decided before the fleet (or its CRD, at an uninstall) was deleted is written after: a deleted fleet's claims grow",
+		Threatens:   "clause 4: an uninstall or a deletion changes no claim",
+	},
+	{
+		Name: "resize-check-without-generation", File: "loop/send.go",
+		Original:    "p.DiskBelow.Cmp(a.Size) != 0 ||\n\t\t\tp.Fleet == \"\" || p.FleetGeneration == 0 {",
+		Replacement: "p.DiskBelow.Cmp(a.Size) != 0 {",
+		Mistake:     "the loop sends a resize whose premise does not hold it to the fleet's generation",
+		Threatens:   "clause 4: an uninstall or a deletion changes no claim",
+	},
+	{
 		Name: "resize-any-labelled-claim", File: "machine/disks.go",
 		Original:    "if !ownDisk(f, d) || d.Terminating {",
 		Replacement: "if d.Terminating {",
