@@ -65,8 +65,7 @@ func Check(ctx context.Context, w Writer, t *Target, a machine.Action) (machine.
 		a.UID = uid
 		return a, err
 	case machine.ResizeDisk:
-		if p := a.Premise; p == nil || p.DiskOf == "" || p.DiskUID != a.UID || p.DiskBelow == nil || p.DiskBelow.Cmp(a.Size) != 0 ||
-			p.Fleet == "" || p.FleetGeneration == 0 {
+		if p := a.Premise; p == nil || p.DiskOf == "" || p.DiskUID != a.UID || p.DiskBelow == nil || p.DiskBelow.Cmp(a.Size) != 0 || !heldToFleet(p) {
 			// Only a claim confirmed as the fleet's own, only upward, and only while the fleet is
 			// the one decided on (not deleted since: a deletion raises its generation).
 			return a, fmt.Errorf("resize disk %s: refusing without a premise that the claim is the fleet's own and asks for less, on the fleet's generation", a.Key)
@@ -77,7 +76,7 @@ func Check(ctx context.Context, w Writer, t *Target, a machine.Action) (machine.
 			return a, fmt.Errorf("recreate workload %s: refusing without a UID and a premise that it rolled out", a.Key)
 		}
 	case machine.StopWorkload:
-		if p := a.Premise; a.UID == "" || p == nil || p.Fleet == "" || p.FleetGeneration == 0 {
+		if p := a.Premise; a.UID == "" || !heldToFleet(p) {
 			// Stopping every member at once is hibernation's alone: only the workload decided on,
 			// and only while the fleet still asks for it (the generation that set spec.hibernate).
 			return a, fmt.Errorf("stop workload %s: refusing without a UID and a premise on the fleet's generation", a.Key)
@@ -85,6 +84,11 @@ func Check(ctx context.Context, w Writer, t *Target, a machine.Action) (machine.
 	}
 	return a, nil
 }
+
+// heldToFleet reports whether a premise names the fleet and the generation decided on, which a
+// deletion raises (the fleet's own, or its CRD's at an uninstall): the writes a deletion must
+// stop are held to it.
+func heldToFleet(p *machine.Premise) bool { return p != nil && p.Fleet != "" && p.FleetGeneration != 0 }
 
 // Route sends one action's request through the Writer's method of its kind. A Requeue sends
 // nothing.

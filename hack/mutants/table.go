@@ -1174,7 +1174,7 @@ var Table = []Mutant{
 	},
 	{
 		Name: "resize-check-without-generation", File: "loop/send.go",
-		Original:    "p.DiskBelow.Cmp(a.Size) != 0 ||\n\t\t\tp.Fleet == \"\" || p.FleetGeneration == 0 {",
+		Original:    "p.DiskBelow.Cmp(a.Size) != 0 || !heldToFleet(p) {",
 		Replacement: "p.DiskBelow.Cmp(a.Size) != 0 {",
 		Mistake:     "the loop sends a resize whose premise does not hold it to the fleet's generation",
 		Threatens:   "clause 4: an uninstall or a deletion changes no claim",
@@ -1245,7 +1245,7 @@ var Table = []Mutant{
 	},
 	{
 		Name: "hibernate-stop-without-premise", File: "loop/send.go",
-		Original:    "if p := a.Premise; a.UID == \"\" || p == nil || p.Fleet == \"\" || p.FleetGeneration == 0 {",
+		Original:    "if p := a.Premise; a.UID == \"\" || !heldToFleet(p) {",
 		Replacement: "if a.UID == \"\" {",
 		Mistake:     "a workload stopped at once on a decision about an older spec (one that no longer asks to hibernate)",
 		Threatens:   "clause 1's exception: only a fleet that asks to hibernate stops every member at once",
