@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/celld/celld-operator/e2e/contract"
 )
 
@@ -19,7 +21,9 @@ type auditDelete struct {
 	agent string
 	// grace is the delete's grace period, nil when it asked for none (the object's own).
 	grace *int64
-	code  int32
+	// uid is the UID the delete's preconditions named, empty when it named none.
+	uid  types.UID
+	code int32
 }
 
 func (d auditDelete) String() string {
@@ -52,7 +56,7 @@ func auditDeletes(t *testing.T, resource, namespace string) map[string][]auditDe
 	out := map[string][]auditDelete{}
 	for _, r := range requests {
 		if !r.Eviction && r.Resource == resource {
-			out[r.Name] = append(out[r.Name], auditDelete{at: r.At, user: r.User, agent: r.Agent, grace: r.Grace, code: r.Code})
+			out[r.Name] = append(out[r.Name], auditDelete{at: r.At, user: r.User, agent: r.Agent, grace: r.Grace, uid: r.UID, code: r.Code})
 		}
 	}
 	return out

@@ -27,6 +27,9 @@ type Request struct {
 	User, Agent               string
 	// Grace is a delete's grace period, nil when it asked for none (the object's own).
 	Grace *int64
+	// UID is the UID a delete's preconditions named, empty when it named none: a delete by name
+	// alone takes whichever object holds the name when it arrives.
+	UID types.UID
 	// Code is the API server's answer: 2xx when it took the object away, 429 when the budget
 	// refused an eviction.
 	Code int32
@@ -76,6 +79,9 @@ func ReadAudit(path, ns string) ([]Request, error) {
 			RequestObject struct {
 				GracePeriodSeconds *int64   `json:"gracePeriodSeconds"`
 				DryRun             []string `json:"dryRun"`
+				Preconditions      struct {
+					UID *types.UID `json:"uid"`
+				} `json:"preconditions"`
 			} `json:"requestObject"`
 			StageTimestamp time.Time `json:"stageTimestamp"`
 		}
@@ -103,6 +109,9 @@ func ReadAudit(path, ns string) ([]Request, error) {
 		}
 		if !eviction {
 			r.Grace = e.RequestObject.GracePeriodSeconds
+			if u := e.RequestObject.Preconditions.UID; u != nil {
+				r.UID = *u
+			}
 		}
 		out = append(out, r)
 	}
