@@ -200,3 +200,29 @@ func TestNetworkPolicyEditsThatWidenAreDrift(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyDesiredMatchesAbsent: a field the desired object sets empty (a map or a list with
+// nothing in it) is met by an observed object that leaves it out, as the API server drops
+// empty fields from what it stores; it is not met by a value of another shape, nor by a list of
+// another length. Reading an absent field as drift would write a converged fleet on every sync.
+func TestEmptyDesiredMatchesAbsent(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		d, o      map[string]any
+		subsetOfO bool
+	}{
+		{"empty map, absent", map[string]any{"a": map[string]any{}}, map[string]any{}, true},
+		{"empty map, empty map", map[string]any{"a": map[string]any{}}, map[string]any{"a": map[string]any{}}, true},
+		{"empty map, a string", map[string]any{"a": map[string]any{}}, map[string]any{"a": "x"}, false},
+		{"map with a key, absent", map[string]any{"a": map[string]any{"b": "c"}}, map[string]any{}, false},
+		{"empty list, absent", map[string]any{"a": []any{}}, map[string]any{}, true},
+		{"empty list, a string", map[string]any{"a": []any{}}, map[string]any{"a": "x"}, false},
+		{"empty list, a longer list", map[string]any{"a": []any{}}, map[string]any{"a": []any{"x"}}, false},
+		{"list, absent", map[string]any{"a": []any{"x"}}, map[string]any{}, false},
+		{"list, same list", map[string]any{"a": []any{"x"}}, map[string]any{"a": []any{"x"}}, true},
+	} {
+		if got := subset(tc.d, tc.o); got != tc.subsetOfO {
+			t.Errorf("%s: subset(%v, %v) = %t, want %t", tc.name, tc.d, tc.o, got, tc.subsetOfO)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"reflect"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -274,6 +275,82 @@ func TestEveryOwnedKindRenders(t *testing.T) {
 	for _, obj := range Render(f, 3, 3).All() {
 		if r, ok := kinds.Lookup(kinds.Of(obj)); !ok || !r.Owned {
 			t.Errorf("rendered %T, not an owned kind of the table", obj)
+		}
+	}
+}
+
+// TestAllListsTheOneWorkloadLast: every rendered object is applied, the workload last (after
+// the Services, policies and budget it needs), and only the workload the fleet runs: never a
+// missing one, never an empty one beside it.
+func TestAllListsTheOneWorkloadLast(t *testing.T) {
+	for _, tc := range []struct {
+		profile  v1alpha1.Profile
+		workload v1alpha1.WorkloadKind
+		kind     kinds.Kind
+	}{
+		{v1alpha1.ProfilePersistentFleet, "", kinds.StatefulSet},
+		{v1alpha1.ProfileBucket, "", kinds.Deployment},
+		{v1alpha1.ProfileBucket, v1alpha1.WorkloadOrderedStatefulSet, kinds.StatefulSet},
+	} {
+		f := fleet(tc.profile)
+		f.Spec.Workload = tc.workload
+		o := Render(f, 3, 3)
+		all := o.All()
+		if len(all) != len(o.Owned)+1 {
+			t.Fatalf("%s %s: %d objects, want the %d owned and the workload", tc.profile, tc.workload, len(all), len(o.Owned))
+		}
+		last := all[len(all)-1]
+		if last == nil || reflect.ValueOf(last).IsNil() || kinds.Of(last) != tc.kind {
+			t.Errorf("%s %s: last object %T (%v), want the %s", tc.profile, tc.workload, last, last, tc.kind)
+		}
+		for _, obj := range all[:len(all)-1] {
+			if k := kinds.Of(obj); k == kinds.StatefulSet || k == kinds.Deployment {
+				t.Errorf("%s %s: workload %s before the end", tc.profile, tc.workload, k)
+			}
+		}
+	}
+}
+
+// TestPortsDefaultOnlyWhenLeftOut: a port the spec leaves out is the default, and one it gives
+// is that one, on the Services and the policies alike.
+func TestPortsDefaultOnlyWhenLeftOut(t *testing.T) {
+	for _, tc := range []struct {
+		client, peer         int32
+		wantClient, wantPeer int32
+	}{
+		{0, 0, defaultClientPort, defaultPeerPort},
+		{9000, 0, 9000, defaultPeerPort},
+		{0, 9001, defaultClientPort, 9001},
+		{9000, 9001, 9000, 9001},
+	} {
+		f := fleet(v1alpha1.ProfilePersistentFleet)
+		f.Spec.Network.ClientPort, f.Spec.Network.PeerPort = tc.client, tc.peer
+		o := Render(f, 3, 3)
+		services, policies := OfType[*corev1.Service](o), OfType[*networkingv1.NetworkPolicy](o)
+		if len(services) != 2 || len(policies) != 2 {
+			t.Fatalf("services %d, policies %d", len(services), len(policies))
+		}
+		got := []int32{services[0].Spec.Ports[0].Port, services[1].Spec.Ports[0].Port,
+			int32(policies[0].Spec.Ingress[0].Ports[0].Port.IntValue()), int32(policies[1].Spec.Ingress[0].Ports[0].Port.IntValue())}
+		want := []int32{tc.wantClient, tc.wantPeer, tc.wantClient, tc.wantPeer}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("spec ports %d/%d: client Service, peer Service, client policy, peer policy %v; want %v", tc.client, tc.peer, got, want)
+		}
+	}
+}
+
+// TestSettledSizeRecordedFromZero: the size whose rollout completed is recorded whatever it is,
+// zero included (a hibernated fleet's workload settled at no member); -1 records none.
+func TestSettledSizeRecordedFromZero(t *testing.T) {
+	f := fleet(v1alpha1.ProfilePersistentFleet)
+	for _, tc := range []struct {
+		settled int32
+		want    string
+		set     bool
+	}{{0, "0", true}, {1, "1", true}, {-1, "", false}} {
+		v, set := Render(f, 0, tc.settled).StatefulSet.Annotations[kinds.AnnotationSettled]
+		if v != tc.want || set != tc.set {
+			t.Errorf("settled %d: annotation %q (set %t), want %q (set %t)", tc.settled, v, set, tc.want, tc.set)
 		}
 	}
 }

@@ -76,7 +76,7 @@ func singleDashLong(c *cobra.Command, err error) string {
 		return ""
 	}
 	name, _, _ := strings.Cut(arg, "=")
-	if len(name) > 1 && c.Flags().Lookup(name) != nil {
+	if c.Flags().Lookup(name) != nil {
 		return name
 	}
 	return ""
