@@ -22,8 +22,10 @@ import (
 // it).
 const gremlinsVersion = "v0.6.0"
 
-// genericPackages are the packages the pass mutates.
-var genericPackages = []string{"machine", "capacity", "events", "loop", "reservation", "internal/storagemigration"}
+// genericPackages are the packages the pass mutates: the decisions, then what renders and
+// serves them.
+var genericPackages = []string{"machine", "capacity", "events", "loop", "reservation", "internal/storagemigration",
+	"render", "internal/cli", "cmd/kubectl-celld"}
 
 // gremlinsTimeoutCoefficient multiplies a package's test time into a mutant's timeout. The
 // packages whose tests take a fraction of a second need a wide margin: a mutant's run also pays
@@ -248,10 +250,10 @@ func runGeneric(root string, workers int, pkgs []string) int {
 		}
 		scores = append(scores, s)
 	}
-	fmt.Printf("\n%-10s %7s %9s %6s %10s %11s %12s %7s\n", "package", "killed", "timed out", "lived", "equivalent", "unexplained", "not covered", "score")
+	fmt.Printf("\n%-26s %7s %9s %6s %10s %11s %12s %7s\n", "package", "killed", "timed out", "lived", "equivalent", "unexplained", "not covered", "score")
 	failed := false
 	for _, s := range scores {
-		fmt.Printf("%-10s %7d %9d %6d %10d %11d %12d %6.1f%%\n", s.Pkg, s.Killed, s.TimedOut, s.Lived, s.Equivalent,
+		fmt.Printf("%-26s %7d %9d %6d %10d %11d %12d %6.1f%%\n", s.Pkg, s.Killed, s.TimedOut, s.Lived, s.Equivalent,
 			len(s.Unexplained), s.NotCovered, s.Score())
 		failed = failed || len(s.Unexplained) > 0
 	}
