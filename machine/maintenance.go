@@ -37,6 +37,11 @@ type away struct {
 	unplaced string
 }
 
+// CordonedRefusal is how the scheduler counts the cordoned nodes among those it turned a Pod
+// down on (the NodeUnschedulable filter's reason, in "0/5 nodes are available: 1 node(s) were
+// unschedulable, ..."). A refusal without it was not the cordon's doing.
+const CordonedRefusal = "node(s) were unschedulable"
+
 // awayOf says whether node maintenance holds member m away, and how.
 func (fx *facts) awayOf(m *events.Member) (away, bool) {
 	v := fx.view
@@ -60,9 +65,11 @@ func (fx *facts) awayOf(m *events.Member) (away, bool) {
 			cordoned = append(cordoned, name)
 		}
 	}
-	if len(cordoned) == 0 {
+	if len(cordoned) == 0 || !strings.Contains(m.Unschedulable, CordonedRefusal) {
 		// Not maintenance: a member no node takes on an uncordoned cluster is stuck, and the
-		// fleet says so once the grace period is over.
+		// fleet says so once the grace period is over. So is one the scheduler turned down
+		// before it weighed any node (a claim that cannot bind, a missing one): its refusal
+		// names no cordoned node, and no uncordon would place it.
 		return away{}, false
 	}
 	sort.Strings(cordoned)

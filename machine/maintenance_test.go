@@ -158,6 +158,36 @@ func TestUnplacedMemberWithNoNodeCordonedIsStuck(t *testing.T) {
 	}
 }
 
+// A member the scheduler turned down before it weighed any node (its claim cannot bind) is not
+// maintenance's, though a node is cordoned meanwhile: no uncordon would place it, and past the
+// grace period the fleet says it is stuck rather than waiting for the node. With the cordoned
+// node among the refusal's reasons it is maintenance's, never stuck.
+func TestUnplacedMemberTheCordonDidNotRefuseIsStuck(t *testing.T) {
+	for _, tc := range []struct {
+		refusal string
+		stuck   bool
+	}{
+		{"0/10 nodes are available: pod has unbound immediate PersistentVolumeClaims.", true},
+		{`0/10 nodes are available: persistentvolumeclaim "data-a-1" not found.`, true},
+		{"0/10 nodes are available: 1 node(s) were unschedulable, 9 node(s) didn't match pod anti-affinity rules.", false},
+	} {
+		v, node := drained(t, convergedFleet(t, v1alpha1.ProfilePersistentFleet), 1, "unplaced")
+		v.Members[1].Unschedulable = tc.refusal
+		v.Fleet.Spec.Healing.UnreachableGracePeriod = &metav1.Duration{Duration: time.Minute}
+		d := machine.New().Step(&v)
+		p, deg := conditionOf(d.Status, v1alpha1.ConditionProgressing), conditionOf(d.Status, v1alpha1.ConditionDegraded)
+		if got := deg.Reason == machine.ReasonMemberStuck; got != tc.stuck {
+			t.Errorf("%q, node %s cordoned: Degraded %s (%s) %q; want stuck %t", tc.refusal, node, deg.Status, deg.Reason, deg.Message, tc.stuck)
+		}
+		if tc.stuck && (p.Reason == machine.ReasonWaitingForNode || strings.Contains(p.Message, "uncordon")) {
+			t.Errorf("%q: Progressing %s %q; the cordon is not what holds it", tc.refusal, p.Reason, p.Message)
+		}
+		if !tc.stuck && p.Reason != machine.ReasonWaitingForNode {
+			t.Errorf("%q: Progressing %s %q; want %s", tc.refusal, p.Reason, p.Message, machine.ReasonWaitingForNode)
+		}
+	}
+}
+
 // A one-member fleet's member evicted: the budget allowed it, and the fleet says it is down.
 func TestDrainOfOnlyMemberSaysTheFleetIsDown(t *testing.T) {
 	base := copyView(convergedFleet(t, v1alpha1.ProfileBucket))

@@ -144,6 +144,8 @@ func (j *Judge) Stuck(f *v1alpha1.CelldFleet, now time.Time, set *appsv1.Statefu
 			if fenced(node) {
 				continue
 			}
+		} else if heldByCordon(p, claims, nodes) {
+			continue
 		}
 		since, ready := p.CreationTimestamp.Time, false
 		for _, c := range p.Status.Conditions {
@@ -172,6 +174,35 @@ func (j *Judge) Stuck(f *v1alpha1.CelldFleet, now time.Time, set *appsv1.Statefu
 	j.judged(S6Reported)
 	problem := fmt.Sprintf("members %v have not been ready for longer than the grace period %s, with nothing healing can do", stuck, grace)
 	return mustSay(f, sent, problem, "MemberStuck", namesAnyOf(nameable), fmt.Sprintf("one of the members not ready %v", nameable))
+}
+
+// heldByCordon: a member no node took is node maintenance's, never stuck (docs/node-maintenance.md),
+// when its disk's volume is on a cordoned node, or when a node is cordoned and the scheduler
+// counted cordoned nodes among those it turned the member down on. A refusal made before the
+// scheduler weighed any node (a claim that cannot bind) is not the cordon's.
+func heldByCordon(p *corev1.Pod, claims []*corev1.PersistentVolumeClaim, nodes map[string]*corev1.Node) bool {
+	cordoned := func(name string) bool { n, ok := nodes[name]; return ok && n.Spec.Unschedulable }
+	name := claimOf(p)
+	for _, c := range claims {
+		if name != "" && c.Name == name && c.Namespace == p.Namespace && cordoned(c.Annotations["volume.kubernetes.io/selected-node"]) {
+			return true
+		}
+	}
+	refusal := ""
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			refusal = c.Message
+		}
+	}
+	if !strings.Contains(refusal, "node(s) were unschedulable") {
+		return false
+	}
+	for n := range nodes {
+		if cordoned(n) {
+			return true
+		}
+	}
+	return false
 }
 
 func fenced(n *corev1.Node) bool {

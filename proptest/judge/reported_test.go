@@ -87,6 +87,31 @@ func TestUnfencedIsReported(t *testing.T) {
 // Degraded status that, as MemberStuck, names the member. A ready, recent, terminating or older
 // member, one on an unhealthy node, or one whose disk is lost, missing or being deleted, is
 // healing's or a person's, not stuck.
+// unplaced is p as the scheduler leaves a Pod it found no node for, with its refusal.
+func unplaced(p *corev1.Pod, refusal string) *corev1.Pod {
+	p.Spec.NodeName = ""
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: refusal})
+	return p
+}
+
+// cordon adds a cordoned node to nodes.
+func cordon(nodes map[string]*corev1.Node, name string) map[string]*corev1.Node {
+	nodes[name] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Unschedulable: true}}
+	return nodes
+}
+
+// onNode is claims with their volumes on node, as the scheduler's selected-node says.
+func onNode(claims []*corev1.PersistentVolumeClaim, node string) []*corev1.PersistentVolumeClaim {
+	var out []*corev1.PersistentVolumeClaim
+	for _, c := range claims {
+		c = c.DeepCopy()
+		c.Annotations = map[string]string{"volume.kubernetes.io/selected-node": node}
+		out = append(out, c)
+	}
+	return out
+}
+
 func TestStuckIsReported(t *testing.T) {
 	now := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
 	f := &v1alpha1.CelldFleet{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "uid-a"},
@@ -145,6 +170,11 @@ func TestStuckIsReported(t *testing.T) {
 		{"its claim lost", pod(), claim(corev1.ClaimLost, false), readyNode("True"), healthy, ""},
 		{"its claim being deleted", pod(), claim(corev1.ClaimBound, true), readyNode("True"), healthy, ""},
 		{"its claim missing", pod(), nil, readyNode("True"), healthy, ""},
+		{"never scheduled, a cordoned node among the refusal's", unplaced(pod(), "0/2 nodes are available: 1 node(s) were unschedulable, 1 node(s) didn't match pod anti-affinity rules."), bound, cordon(readyNode("True"), "n2"), healthy, ""},
+		{"never scheduled, the refusal's cordon lifted", unplaced(pod(), "0/2 nodes are available: 1 node(s) were unschedulable."), bound, readyNode("True"), healthy, "wrote Degraded False"},
+		{"never scheduled, refused before any node while one is cordoned", unplaced(pod(), "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims."), bound, cordon(readyNode("True"), "n2"), healthy, "wrote Degraded False"},
+		{"never scheduled, its disk on a cordoned node", unplaced(pod(), "0/2 nodes are available: 1 node(s) had volume node affinity conflict."), onNode(bound, "n2"), cordon(readyNode("True"), "n2"), healthy, ""},
+		{"never scheduled, its disk on a node not cordoned", unplaced(pod(), "0/2 nodes are available: 1 node(s) had volume node affinity conflict."), onNode(bound, "n1"), cordon(readyNode("True"), "n2"), healthy, "wrote Degraded False"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
