@@ -660,6 +660,13 @@ var Table = []Mutant{
 		Threatens:   "a member stuck on a schedulable node is never called stuck",
 	},
 	{
+		Name: "unplaced-away-on-any-cordon", File: "machine/maintenance.go",
+		Original:    "if len(cordoned) == 0 || !strings.Contains(m.Unschedulable, CordonedRefusal) {",
+		Replacement: "if len(cordoned) == 0 {",
+		Mistake:     "any cordoned node makes a member no node takes maintenance's, whatever the scheduler refused it for",
+		Threatens:   "a member whose claim cannot bind, during a drain elsewhere, waits for an uncordon that will not place it, never reported",
+	},
+	{
 		Name: "premise-unrolled-workload-passes", File: "machine/premise.go",
 		Original:    "case p.RolledOut && !fresh.WorkloadRolledOut:",
 		Replacement: "case p.RolledOut && fresh.WorkloadRolledOut && false:",
