@@ -25,7 +25,7 @@ const gremlinsVersion = "v0.6.0"
 // genericPackages are the packages the pass mutates: the decisions, then what renders and
 // serves them.
 var genericPackages = []string{"machine", "capacity", "events", "loop", "reservation", "internal/storagemigration",
-	"render", "internal/cli", "cmd/kubectl-celld"}
+	"render", "internal/cli", "cmd/kubectl-celld", "cmd/celld-operator"}
 
 // gremlinsTimeoutCoefficient multiplies a package's test time into a mutant's timeout. The
 // packages whose tests take a fraction of a second need a wide margin: a mutant's run also pays
