@@ -59,17 +59,20 @@ func (fx *facts) awayOf(m *events.Member) (away, bool) {
 			return away{member: m, node: d.Node, waits: true}, true
 		}
 	}
+	if !strings.Contains(m.Unschedulable, CordonedRefusal) {
+		// Not maintenance: the scheduler turned it down before it weighed any node (a claim
+		// that cannot bind, a missing one), or on no cordoned node: no uncordon would place it.
+		return away{}, false
+	}
 	var cordoned []string
 	for name, n := range v.Nodes {
 		if n.Cordoned {
 			cordoned = append(cordoned, name)
 		}
 	}
-	if len(cordoned) == 0 || !strings.Contains(m.Unschedulable, CordonedRefusal) {
+	if len(cordoned) == 0 {
 		// Not maintenance: a member no node takes on an uncordoned cluster is stuck, and the
-		// fleet says so once the grace period is over. So is one the scheduler turned down
-		// before it weighed any node (a claim that cannot bind, a missing one): its refusal
-		// names no cordoned node, and no uncordon would place it.
+		// fleet says so once the grace period is over.
 		return away{}, false
 	}
 	sort.Strings(cordoned)

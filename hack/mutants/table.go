@@ -661,8 +661,8 @@ var Table = []Mutant{
 	},
 	{
 		Name: "unplaced-away-on-any-cordon", File: "machine/maintenance.go",
-		Original:    "if len(cordoned) == 0 || !strings.Contains(m.Unschedulable, CordonedRefusal) {",
-		Replacement: "if len(cordoned) == 0 {",
+		Original:    "if !strings.Contains(m.Unschedulable, CordonedRefusal) {",
+		Replacement: "if false {",
 		Mistake:     "any cordoned node makes a member no node takes maintenance's, whatever the scheduler refused it for",
 		Threatens:   "a member whose claim cannot bind, during a drain elsewhere, waits for an uncordon that will not place it, never reported",
 	},

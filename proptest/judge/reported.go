@@ -182,10 +182,11 @@ func (j *Judge) Stuck(f *v1alpha1.CelldFleet, now time.Time, set *appsv1.Statefu
 // scheduler weighed any node (a claim that cannot bind) is not the cordon's.
 func heldByCordon(p *corev1.Pod, claims []*corev1.PersistentVolumeClaim, nodes map[string]*corev1.Node) bool {
 	cordoned := func(name string) bool { n, ok := nodes[name]; return ok && n.Spec.Unschedulable }
-	name := claimOf(p)
-	for _, c := range claims {
-		if name != "" && c.Name == name && c.Namespace == p.Namespace && cordoned(c.Annotations["volume.kubernetes.io/selected-node"]) {
-			return true
+	if name := claimOf(p); name != "" {
+		for _, c := range claims {
+			if c.Name == name && c.Namespace == p.Namespace && cordoned(c.Annotations["volume.kubernetes.io/selected-node"]) {
+				return true
+			}
 		}
 	}
 	refusal := ""
